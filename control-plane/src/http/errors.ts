@@ -1,0 +1,62 @@
+import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ERROR_CATALOG, type ErrorCode } from '@ark/shared';
+import { DomainError } from '../errors.js';
+
+interface AjvIssue {
+  instancePath?: string;
+  message?: string;
+  keyword?: string;
+  params?: Record<string, unknown>;
+}
+
+/** A message that names the offending field, e.g. `body/email must match format "email"`. */
+function describeValidation(context: string | undefined, issues: AjvIssue[]): string {
+  const first = issues[0];
+  if (!first) return 'The request is invalid.';
+  const where = `${context ?? 'request'}${first.instancePath ?? ''}`;
+  if (first.keyword === 'additionalProperties' && first.params?.additionalProperty) {
+    return `${where} must not have the property "${String(first.params.additionalProperty)}"`;
+  }
+  if (first.keyword === 'required' && first.params?.missingProperty) {
+    return `${where} must have the property "${String(first.params.missingProperty)}"`;
+  }
+  return `${where} ${first.message ?? 'is invalid'}`;
+}
+
+export function envelope(code: string, message: string, retryable: boolean, requestId: string) {
+  return { error: { code, message, retryable, request_id: requestId } };
+}
+
+export function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message?: string) {
+  const spec = ERROR_CATALOG[code];
+  request.discardIdempotency = spec.retryable || spec.status >= 500;
+  return reply.code(spec.status).type('application/json').send(envelope(code, message ?? spec.message, spec.retryable, request.id));
+}
+
+/** The one place where failures become the contract's envelope. Causes are logged, never sent. */
+export function installErrorHandling(app: FastifyInstance): void {
+  app.setErrorHandler((error: FastifyError, request, reply) => {
+    if (error instanceof DomainError) return sendError(request, reply, error.code, error.message);
+    if (error.validation) {
+      return sendError(request, reply, 'VALIDATION_FAILED', describeValidation(error.validationContext, error.validation as AjvIssue[]));
+    }
+    switch (error.code) {
+      case 'FST_ERR_CTP_INVALID_JSON_BODY':
+      case 'FST_ERR_CTP_EMPTY_JSON_BODY':
+        return sendError(request, reply, 'MALFORMED_JSON');
+      case 'FST_ERR_CTP_BODY_TOO_LARGE':
+        return sendError(request, reply, 'BODY_TOO_LARGE');
+      case 'FST_ERR_CTP_INVALID_MEDIA_TYPE':
+      case 'FST_ERR_CTP_INVALID_CONTENT_LENGTH':
+        return sendError(request, reply, 'UNSUPPORTED_MEDIA_TYPE');
+    }
+    if (error instanceof SyntaxError) return sendError(request, reply, 'MALFORMED_JSON');
+    if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
+      request.log.info({ err: error }, 'client error');
+      return sendError(request, reply, error.statusCode === 404 ? 'NOT_FOUND' : 'VALIDATION_FAILED');
+    }
+    request.log.error({ err: error }, 'unhandled error');
+    return sendError(request, reply, 'INTERNAL');
+  });
+  app.setNotFoundHandler((request, reply) => sendError(request, reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`));
+}

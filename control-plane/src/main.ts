@@ -1,0 +1,46 @@
+import { pino } from 'pino';
+import { buildApp } from './app.js';
+import { runCli } from './cli/index.js';
+import { ConfigError, loadConfig } from './config.js';
+import { createRuntime } from './runtime.js';
+
+// The composition root: the only place that reads process.env and builds real adapters.
+async function main(argv: string[]): Promise<number> {
+  let config: ReturnType<typeof loadConfig>;
+  try {
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof ConfigError) {
+      process.stderr.write(`ark-cp: configuration error: ${error.message}\n`);
+      return 2;
+    }
+    throw error;
+  }
+  const logger = pino({ level: config.logLevel });
+  return runCli(argv, {
+    config,
+    logger,
+    serve: async () => {
+      const runtime = await createRuntime(config, logger);
+      const app = await buildApp(runtime, { logger });
+      const address = await app.listen({ host: config.host, port: config.port });
+      process.stdout.write(`ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`);
+      await new Promise<void>((resolve) => {
+        const stop = () => resolve();
+        process.once('SIGTERM', stop);
+        process.once('SIGINT', stop);
+      });
+      await app.close();
+      await runtime.close();
+      return 0;
+    },
+  });
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    process.stderr.write(`ark-cp: ${error instanceof Error ? error.message : String(error)}\n`);
+    process.exit(1);
+  },
+);

@@ -1,0 +1,76 @@
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import pg from 'pg';
+import type { Database } from './schema.js';
+
+export type Dialect = 'sqlite' | 'postgres';
+
+export interface Store {
+  readonly db: Kysely<Database>;
+  readonly dialect: Dialect;
+  close(): Promise<void>;
+}
+
+export type Tx = Transaction<Database>;
+export type Executor = Kysely<Database> | Tx;
+
+export interface StoreOptions {
+  /** postgres:// URL, or null for the embedded SQLite file. */
+  databaseUrl: string | null;
+  /** SQLite file path (or ':memory:'), used when databaseUrl is null. */
+  sqlitePath: string;
+  sqliteSynchronous?: 'FULL' | 'NORMAL';
+  poolSize?: number;
+}
+
+let pgTypesSet = false;
+function setPgTypeParsers(): void {
+  if (pgTypesSet) return;
+  pgTypesSet = true;
+  // Every integer leaves the store as bigint on both dialects (SQLite uses safeIntegers), so no code
+  // path has to remember which driver it runs on. int8, int4, int2:
+  for (const oid of [20, 23, 21]) pg.types.setTypeParser(oid, (v: string) => BigInt(v));
+  // numeric: only used for counts and sums, still integral.
+  pg.types.setTypeParser(1700, (v: string) => BigInt(v.split('.')[0] ?? v));
+}
+
+export function openStore(options: StoreOptions): Store {
+  if (options.databaseUrl) {
+    setPgTypeParsers();
+    const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
+    // A dropped idle connection must not crash the process; the pool replaces it.
+    pool.on('error', () => {});
+    const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
+    return { db, dialect: 'postgres', close: () => db.destroy() };
+  }
+  const sqlite = new SqliteDatabase(options.sqlitePath);
+  sqlite.defaultSafeIntegers(true);
+  sqlite.pragma('journal_mode = WAL');
+  // Money uses FULL: a lost posting is worse than a slower one.
+  sqlite.pragma(`synchronous = ${options.sqliteSynchronous ?? 'FULL'}`);
+  sqlite.pragma('foreign_keys = ON');
+  sqlite.pragma('busy_timeout = 5000');
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/** Booleans are stored as 0/1 integers on both dialects. */
+export const toBool = (value: bigint | number | boolean | null | undefined): boolean =>
+  value === true || value === 1n || value === 1;
+export const fromBool = (value: boolean): bigint => (value ? 1n : 0n);
+
+/** JSON is stored as text on both dialects. */
+export const toJson = (value: unknown): string => JSON.stringify(value);
+export const fromJson = <T>(value: string | null | undefined): T | null => (value == null ? null : (JSON.parse(value) as T));
+
+/** Is this error a unique-constraint violation, on either dialect? */
+export function isUniqueViolation(error: unknown): boolean {
+  const e = error as { code?: string } | null;
+  return e?.code === '23505' || e?.code === 'SQLITE_CONSTRAINT_UNIQUE' || e?.code === 'SQLITE_CONSTRAINT_PRIMARYKEY';
+}
+
+/** Is this a transient conflict worth retrying (serialization failure, deadlock, busy SQLite)? */
+export function isRetryableConflict(error: unknown): boolean {
+  const e = error as { code?: string } | null;
+  return e?.code === '40001' || e?.code === '40P01' || e?.code === 'SQLITE_BUSY';
+}

@@ -1,0 +1,43 @@
+// The one catalog of error codes. Codes read as sentences; status and retryable are fixed per code,
+// so a client can branch on `code` alone.
+
+export interface ErrorSpec {
+  readonly status: number;
+  readonly retryable: boolean;
+  readonly message: string;
+}
+
+export const ERROR_CATALOG = {
+  // Wire-level
+  VALIDATION_FAILED: { status: 422, retryable: false, message: 'The request is invalid.' },
+  MALFORMED_JSON: { status: 422, retryable: false, message: 'The request body is not valid JSON.' },
+  UNSUPPORTED_MEDIA_TYPE: { status: 415, retryable: false, message: 'The request body must be application/json.' },
+  BODY_TOO_LARGE: { status: 413, retryable: false, message: 'The request body is too large.' },
+  NOT_FOUND: { status: 404, retryable: false, message: 'Not found.' },
+  METHOD_NOT_ALLOWED: { status: 405, retryable: false, message: 'Method not allowed.' },
+  UNAUTHENTICATED: { status: 401, retryable: false, message: 'Authentication is required.' },
+  FORBIDDEN: { status: 403, retryable: false, message: 'You are not allowed to do this.' },
+  UNAVAILABLE: { status: 429, retryable: true, message: 'Too many requests; slow down and retry.' },
+  INTERNAL: { status: 500, retryable: true, message: 'Internal error.' },
+  SERVICE_UNAVAILABLE: { status: 503, retryable: true, message: 'The service is temporarily unavailable.' },
+  // Idempotency
+  IDEMPOTENCY_KEY_REQUIRED: { status: 422, retryable: false, message: 'The Idempotency-Key header is required and must be a UUID.' },
+  IDEMPOTENCY_CONFLICT: { status: 409, retryable: false, message: 'This Idempotency-Key was used with a different request.' },
+  IDEMPOTENCY_IN_PROGRESS: { status: 409, retryable: true, message: 'A request with this Idempotency-Key is still being processed.' },
+  INVALID_CURSOR: { status: 422, retryable: false, message: 'The cursor is invalid.' },
+  // Accounts and auth
+  EMAIL_TAKEN: { status: 409, retryable: false, message: 'An account with this email already exists.' },
+  INVALID_CREDENTIALS: { status: 401, retryable: false, message: 'The email or password is wrong.' },
+  VERIFICATION_TOKEN_INVALID: { status: 422, retryable: false, message: 'The verification token is invalid or expired.' },
+  EMAIL_NOT_VERIFIED: { status: 403, retryable: false, message: 'Verify your email address first.' },
+  STEP_UP_REQUIRED: { status: 403, retryable: false, message: 'A fresh step-up proof is required.' },
+  STEP_UP_FAILED: { status: 401, retryable: false, message: 'The step-up proof is wrong.' },
+  TOTP_NOT_ENROLLED: { status: 409, retryable: false, message: 'Two-factor authentication is not enrolled.' },
+  TOTP_ALREADY_ENABLED: { status: 409, retryable: false, message: 'Two-factor authentication is already enabled.' },
+  SCOPE_REQUIRED: { status: 403, retryable: false, message: 'The API key lacks the scope this operation needs.' },
+  ADMIN_SESSION_REQUIRED: { status: 403, retryable: false, message: 'An interactive admin session is required.' },
+  // Ledger
+  INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
+} as const satisfies Record<string, ErrorSpec>;
+
+export type ErrorCode = keyof typeof ERROR_CATALOG;

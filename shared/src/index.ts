@@ -1,0 +1,4 @@
+export * from './formats.js';
+export * from './money.js';
+export * from './errors.js';
+export * from './http/common.js';
