@@ -1,0 +1,54 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { DecimalString, Uuid } from '../formats.js';
+
+/** What an agent reports about its machine at enrollment (and may refresh later). Self-reported: evidence, not authority. */
+export const GpuManifest = Type.Object(
+  {
+    pci_address: Type.String({ minLength: 1, maxLength: 32 }),
+    model: Type.String({ minLength: 1, maxLength: 200 }),
+    vram_bytes: DecimalString,
+    uuid: Type.Optional(Type.String({ maxLength: 100 })),
+  },
+  { additionalProperties: false },
+);
+export type GpuManifest = Static<typeof GpuManifest>;
+
+export const MachineManifest = Type.Object(
+  {
+    hostname: Type.String({ maxLength: 255 }),
+    gpus: Type.Array(GpuManifest, { maxItems: 64 }),
+    cpu: Type.Object({ model: Type.String({ maxLength: 200 }), cores: Type.Integer({ minimum: 1, maximum: 4096 }) }, { additionalProperties: false }),
+    ram_bytes: DecimalString,
+    disk_bytes: DecimalString,
+    os: Type.String({ maxLength: 200 }),
+    driver_version: Type.Optional(Type.String({ maxLength: 64 })),
+    cuda_version: Type.Optional(Type.String({ maxLength: 64 })),
+    agent_version: Type.String({ maxLength: 64 }),
+    region: Type.Optional(Type.String({ maxLength: 64 })),
+  },
+  { additionalProperties: false },
+);
+export type MachineManifest = Static<typeof MachineManifest>;
+
+export const EnrollRequest = Type.Object(
+  {
+    enrollment_token: Type.String({ minLength: 1, maxLength: 200 }),
+    /** The machine's ed25519 public key, base64 (32 bytes). */
+    public_key: Type.String({ minLength: 44, maxLength: 44, pattern: '^[A-Za-z0-9+/]{43}=$' }),
+    manifest: MachineManifest,
+  },
+  { additionalProperties: false },
+);
+export type EnrollRequest = Static<typeof EnrollRequest>;
+
+export const EnrollResponse = Type.Object(
+  {
+    machine_id: Uuid,
+    /** base64 ed25519 public key the agent pins and verifies every control-plane frame with. */
+    control_plane_public_key: Type.String(),
+    /** Absolute ws:// or wss:// URL including `?v=1`. */
+    channel_url: Type.String(),
+  },
+  { additionalProperties: false },
+);
+export type EnrollResponse = Static<typeof EnrollResponse>;

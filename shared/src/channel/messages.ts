@@ -1,0 +1,290 @@
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { DecimalString, ImageDigest, Rfc3339Utc, Uuid } from '../formats.js';
+
+/**
+ * The agent channel, protocol version 1 (DESIGN.md "The agent channel").
+ *
+ * Wire: every WebSocket text message is a Frame `{p, s}`: `p` is the payload JSON string and `s` the base64
+ * ed25519 signature of the exact UTF-8 bytes of `p`, by the sender (the control plane's key, or the machine's).
+ *
+ * Every payload carries `v` (protocol version), `t` (type), `sid` (the connection's session id, which the
+ * control plane's first frame announces, so a frame recorded on one connection is worthless on another) and
+ * `seq` (per connection and direction, starting at 1, each frame exactly one more than the last: a duplicate,
+ * gap or reordering closes the connection).
+ *
+ * Reliable messages (telemetry, receipts, job status) carry `id`: a per-machine counter the agent persists; the
+ * control plane applies an id once (it remembers the highest applied id per machine in the same transaction as
+ * the effect) and acknowledges cumulatively with `ack.upto`. Commands carry `command_seq`, a per-machine counter
+ * of the outbox; the agent applies each once and acknowledges cumulatively with `command_ack.upto`. After a
+ * reconnect both sides resend everything not yet acknowledged, in order.
+ */
+
+export const CHANNEL_PROTOCOL_VERSION = 1;
+/** Frames above this size close the connection. Telemetry batches are sized to stay far below it. */
+export const CHANNEL_MAX_FRAME_BYTES = 256 * 1024;
+export const TELEMETRY_BATCH_MAX_SAMPLES = 60;
+export const CHANNEL_PATH = '/api/v1/agents/channel';
+
+export const Frame = Type.Object(
+  { p: Type.String({ maxLength: CHANNEL_MAX_FRAME_BYTES }), s: Type.String({ maxLength: 128 }) },
+  { additionalProperties: false },
+);
+export type Frame = Static<typeof Frame>;
+
+const base = <T extends string>(t: T) => ({
+  v: Type.Literal(CHANNEL_PROTOCOL_VERSION),
+  t: Type.Literal(t),
+  sid: Type.String({ minLength: 1, maxLength: 64 }),
+  seq: Type.Integer({ minimum: 1 }),
+});
+
+/** Per-machine reliable message id, persisted by the agent; starts at 1. */
+const MessageId = Type.Integer({ minimum: 1 });
+
+// ---- control plane -> agent ----
+
+/** First frame of a connection, signed by the control plane. `sid` is the session id of this connection. */
+export const ChallengeMessage = Type.Object(
+  { ...base('challenge'), challenge: Type.String({ minLength: 32, maxLength: 128 }), server_time: Rfc3339Utc },
+  { additionalProperties: false },
+);
+export type ChallengeMessage = Static<typeof ChallengeMessage>;
+
+export const WelcomeMessage = Type.Object(
+  {
+    ...base('welcome'),
+    machine_id: Uuid,
+    /** Highest agent message id the control plane has applied: the agent drops these from its queue and resends the rest. */
+    acked_upto: Type.Integer({ minimum: 0 }),
+    heartbeat_interval_s: Type.Integer({ minimum: 1 }),
+    telemetry_interval_s: Type.Integer({ minimum: 1 }),
+    server_time: Rfc3339Utc,
+  },
+  { additionalProperties: false },
+);
+export type WelcomeMessage = Static<typeof WelcomeMessage>;
+
+export const AckMessage = Type.Object({ ...base('ack'), upto: Type.Integer({ minimum: 0 }) }, { additionalProperties: false });
+export type AckMessage = Static<typeof AckMessage>;
+
+export const LaunchJobBody = Type.Object(
+  {
+    job_id: Uuid,
+    fence: DecimalString,
+    image_digest: ImageDigest,
+    /** PCI addresses of the GPUs assigned; empty for no GPU. */
+    gpu_pci_addresses: Type.Array(Type.String({ maxLength: 32 }), { maxItems: 64 }),
+    env: Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 8192 })),
+    command: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 256 })),
+    /** Container ports to publish (the template's), e.g. 8080. */
+    ports: Type.Array(Type.Object({ container_port: Type.Integer({ minimum: 1, maximum: 65535 }), protocol: Type.Union([Type.Literal('http'), Type.Literal('https'), Type.Literal('tcp')]) }), { maxItems: 32 }),
+    ssh_public_keys: Type.Array(Type.String({ maxLength: 16384 }), { maxItems: 32 }),
+    health_check: Type.Optional(
+      Type.Object({ port: Type.Integer({ minimum: 1, maximum: 65535 }), path: Type.Optional(Type.String({ maxLength: 1024 })) }, { additionalProperties: false }),
+    ),
+    /** Model-kind templates: the per-job engine key (43 chars). */
+    engine_api_key: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' })),
+    meter_interval_s: Type.Integer({ minimum: 1 }),
+  },
+  { additionalProperties: false },
+);
+export type LaunchJobBody = Static<typeof LaunchJobBody>;
+
+export const StopJobBody = Type.Object(
+  { job_id: Uuid, fence: DecimalString, reason: Type.String({ maxLength: 500 }), retrieval_window_s: Type.Integer({ minimum: 0 }) },
+  { additionalProperties: false },
+);
+export type StopJobBody = Static<typeof StopJobBody>;
+
+export const CleanJobBody = Type.Object({ job_id: Uuid, fence: DecimalString }, { additionalProperties: false });
+export type CleanJobBody = Static<typeof CleanJobBody>;
+
+export const RunNettestBody = Type.Object(
+  {
+    /** Base URL of the measurement endpoint (the control plane serves one by default). */
+    endpoint: Type.String({ maxLength: 2048 }),
+    /** Hard bound on the whole measurement. */
+    timeout_ms: Type.Integer({ minimum: 1000, maximum: 30_000 }),
+    download_bytes: Type.Integer({ minimum: 1, maximum: 1_073_741_824 }),
+    upload_bytes: Type.Integer({ minimum: 1, maximum: 1_073_741_824 }),
+  },
+  { additionalProperties: false },
+);
+export type RunNettestBody = Static<typeof RunNettestBody>;
+
+export const UpdateGoLiveBody = Type.Object({ go_live: Type.Boolean() }, { additionalProperties: false });
+export type UpdateGoLiveBody = Static<typeof UpdateGoLiveBody>;
+
+export const RotateKeyBody = Type.Object({ reason: Type.String({ maxLength: 500 }) }, { additionalProperties: false });
+export type RotateKeyBody = Static<typeof RotateKeyBody>;
+
+const command = <K extends string, B extends TSchema>(kind: K, body: B) =>
+  Type.Object(
+    { ...base('command'), command_seq: Type.Integer({ minimum: 1 }), command_id: Uuid, kind: Type.Literal(kind), body },
+    { additionalProperties: false },
+  );
+
+export const CommandMessage = Type.Union([
+  command('launch_job', LaunchJobBody),
+  command('stop_job', StopJobBody),
+  command('clean_job', CleanJobBody),
+  command('run_nettest', RunNettestBody),
+  command('update_go_live', UpdateGoLiveBody),
+  command('rotate_key', RotateKeyBody),
+]);
+export type CommandMessage = Static<typeof CommandMessage>;
+export type CommandKind = CommandMessage['kind'];
+
+export const ServerMessage = Type.Union([ChallengeMessage, WelcomeMessage, AckMessage, CommandMessage]);
+export type ServerMessage = Static<typeof ServerMessage>;
+
+// ---- agent -> control plane ----
+
+export const HelloMessage = Type.Object(
+  {
+    ...base('hello'),
+    machine_id: Uuid,
+    /** The challenge of this connection, echoed and signed: proves key possession now, not a replay. */
+    challenge: Type.String({ minLength: 32, maxLength: 128 }),
+    agent_time: Rfc3339Utc,
+    agent_version: Type.String({ maxLength: 64 }),
+    /** Highest command_seq the agent has applied; the control plane resends what follows. */
+    commands_applied_upto: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type HelloMessage = Static<typeof HelloMessage>;
+
+export const HeartbeatMessage = Type.Object(
+  {
+    ...base('heartbeat'),
+    at: Rfc3339Utc,
+    uptime_s: Type.Integer({ minimum: 0 }),
+    /** The agent's own health verdict: docker reachable, disk not full, collectors alive. */
+    healthy: Type.Boolean(),
+    problems: Type.Array(Type.String({ maxLength: 200 }), { maxItems: 16 }),
+    running_jobs: Type.Array(
+      Type.Object({ job_id: Uuid, fence: DecimalString, container_state: Type.String({ maxLength: 32 }) }, { additionalProperties: false }),
+      { maxItems: 64 },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type HeartbeatMessage = Static<typeof HeartbeatMessage>;
+
+const Summary = Type.Optional(Type.Number());
+export const GpuReading = Type.Object(
+  {
+    pci_address: Type.String({ maxLength: 32 }),
+    temperature_c: Summary,
+    utilization_pct: Summary,
+    power_watts: Summary,
+    fan_pct: Summary,
+    memory_used_bytes: Summary,
+    unified_memory_used_bytes: Summary,
+  },
+  { additionalProperties: false },
+);
+export type GpuReading = Static<typeof GpuReading>;
+
+export const HostReading = Type.Object(
+  { cpu_utilization_pct: Summary, load1: Summary, memory_used_bytes: Summary, disk_free_bytes: Summary, uptime_s: Summary },
+  { additionalProperties: false },
+);
+export type HostReading = Static<typeof HostReading>;
+
+export const TelemetrySample = Type.Object(
+  { at: Rfc3339Utc, host: Type.Optional(HostReading), devices: Type.Array(GpuReading, { maxItems: 64 }) },
+  { additionalProperties: false },
+);
+export type TelemetrySample = Static<typeof TelemetrySample>;
+
+export const TelemetryMessage = Type.Object(
+  { ...base('telemetry'), id: MessageId, samples: Type.Array(TelemetrySample, { minItems: 1, maxItems: TELEMETRY_BATCH_MAX_SAMPLES }) },
+  { additionalProperties: false },
+);
+export type TelemetryMessage = Static<typeof TelemetryMessage>;
+
+export const MeterReceiptMessage = Type.Object(
+  {
+    ...base('meter_receipt'),
+    id: MessageId,
+    job_id: Uuid,
+    fence: DecimalString,
+    /** Per job and fence, from 1, each receipt the next. */
+    meter_seq: Type.Integer({ minimum: 1 }),
+    period_start: Rfc3339Utc,
+    period_end: Rfc3339Utc,
+    runtime_ms: DecimalString,
+    final: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+export type MeterReceiptMessage = Static<typeof MeterReceiptMessage>;
+
+export const JobStatusMessage = Type.Object(
+  {
+    ...base('job_status'),
+    id: MessageId,
+    job_id: Uuid,
+    fence: DecimalString,
+    status: Type.Union(
+      ['accepted', 'pulling', 'starting', 'ready', 'exited', 'stopped', 'cleaned', 'failed'].map((s) => Type.Literal(s)),
+    ),
+    at: Rfc3339Utc,
+    detail: Type.Optional(Type.String({ maxLength: 2000 })),
+    /** Pull progress, 0..100, with status pulling. */
+    progress_pct: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
+    /** With status ready: what the agent checked (container running, health port answered, model list). */
+    evidence: Type.Optional(Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean()]))),
+    /** With status ready: how the renter reaches the job. */
+    access: Type.Optional(
+      Type.Object(
+        {
+          ssh_port: Type.Integer({ minimum: 1, maximum: 65535 }),
+          ssh_host_key_fingerprint: Type.String({ maxLength: 200 }),
+          ports: Type.Array(Type.Object({ container_port: Type.Integer(), host_port: Type.Integer(), protocol: Type.String({ maxLength: 8 }) }, { additionalProperties: false }), { maxItems: 32 }),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    exit_code: Type.Optional(Type.Integer()),
+  },
+  { additionalProperties: false },
+);
+export type JobStatusMessage = Static<typeof JobStatusMessage>;
+
+export const NettestReceiptMessage = Type.Object(
+  {
+    ...base('nettest_receipt'),
+    id: MessageId,
+    command_id: Uuid,
+    measured_at: Rfc3339Utc,
+    duration_ms: Type.Integer({ minimum: 0 }),
+    download_mbps: Type.Optional(Type.Number({ minimum: 0 })),
+    upload_mbps: Type.Optional(Type.Number({ minimum: 0 })),
+    latency_ms: Type.Optional(Type.Number({ minimum: 0 })),
+    error: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+export type NettestReceiptMessage = Static<typeof NettestReceiptMessage>;
+
+export const CommandAckMessage = Type.Object(
+  { ...base('command_ack'), upto: Type.Integer({ minimum: 0 }) },
+  { additionalProperties: false },
+);
+export type CommandAckMessage = Static<typeof CommandAckMessage>;
+
+export const AgentMessage = Type.Union([
+  HelloMessage,
+  HeartbeatMessage,
+  TelemetryMessage,
+  MeterReceiptMessage,
+  JobStatusMessage,
+  NettestReceiptMessage,
+  CommandAckMessage,
+]);
+export type AgentMessage = Static<typeof AgentMessage>;
+/** The agent messages that are queued, resent and applied once. */
+export type ReliableAgentMessage = TelemetryMessage | MeterReceiptMessage | JobStatusMessage | NettestReceiptMessage;
