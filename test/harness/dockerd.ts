@@ -122,10 +122,7 @@ const socketPathLimit = 107;
 
 async function makeDaemonDirectory(): Promise<string> {
   const base = tmpdir();
-  const root =
-    base.length + 'ark-dockerd-XXXXXX'.length + longestSocketSuffix.length + 1 < socketPathLimit
-      ? base
-      : '/tmp';
+  const root = base.length + 'ark-dockerd-XXXXXX'.length + longestSocketSuffix.length + 1 < socketPathLimit ? base : '/tmp';
   return mkdtemp(join(root, 'ark-dockerd-'));
 }
 
@@ -198,9 +195,14 @@ export async function startDockerd(options: StartDockerdOptions = {}): Promise<D
   });
 
   const stopTimeoutMs = options.stopTimeoutMs ?? defaultStopTimeoutMs;
+  const docker = (dockerArgs: readonly string[], runOptions: RunCommandOptions = {}) =>
+    runCommand(dockerCli, dockerArgs, { ...runOptions, env: { ...runOptions.env, ...env } });
   let stopped: Promise<void> | undefined;
   const stop = (): Promise<void> => {
-    stopped ??= stopDaemon(child, directory, stopTimeoutMs);
+    stopped ??= (async () => {
+      if (child.isRunning()) await removeAllContainers(docker);
+      await stopDaemon(child, directory, stopTimeoutMs);
+    })();
     return stopped;
   };
 
@@ -215,9 +217,7 @@ export async function startDockerd(options: StartDockerdOptions = {}): Promise<D
     );
     if (state === 'exited') {
       const exit = await child.exited;
-      throw new Error(
-        `dockerd exited during start-up (code ${exit.code}, signal ${exit.signal}):\n${tail(child.output())}`,
-      );
+      throw new Error(`dockerd exited during start-up (code ${exit.code}, signal ${exit.signal}):\n${tail(child.output())}`);
     }
   } catch (error) {
     const log = tail(child.output());
@@ -237,21 +237,36 @@ export async function startDockerd(options: StartDockerdOptions = {}): Promise<D
     pid: child.pid,
     output: child.output,
     env,
-    docker: (dockerArgs, runOptions = {}) =>
-      runCommand(dockerCli, dockerArgs, { ...runOptions, env: { ...runOptions.env, ...env } }),
+    docker,
     stop,
   };
+}
+
+/**
+ * On shutdown dockerd gives each running container its own stop timeout (10 s by default, not
+ * --shutdown-timeout), and a busybox PID 1 ignores SIGTERM; removing them by force first keeps
+ * stop() fast. Best effort: the process sweep after dockerd exits is the real guarantee.
+ */
+async function removeAllContainers(
+  docker: (args: readonly string[], options?: RunCommandOptions) => Promise<CommandResult>,
+): Promise<void> {
+  try {
+    const { stdout } = await docker(['ps', '--all', '--quiet', '--no-trunc'], { timeoutMs: 10_000 });
+    const ids = stdout
+      .split('\n')
+      .map((line) => line.trim())
+      .filter((line) => line !== '');
+    if (ids.length > 0) await docker(['rm', '--force', '--volumes', ...ids], { timeoutMs: 30_000 });
+  } catch {
+    // A daemon too broken to answer is stopped by signal below.
+  }
 }
 
 function tail(text: string, lines = 40): string {
   return text.split('\n').slice(-lines).join('\n');
 }
 
-async function stopDaemon(
-  child: ReturnType<typeof spawnProcess>,
-  directory: string,
-  stopTimeoutMs: number,
-): Promise<void> {
+async function stopDaemon(child: ReturnType<typeof spawnProcess>, directory: string, stopTimeoutMs: number): Promise<void> {
   // Everything this daemon started names our folder on its command line: containerd
   // (--config <dir>/exec/...) and every shim (-address <dir>/exec/...). Container processes are
   // the shims' descendants. Shims re-parent to init, so dockerd's own descendants miss them.
@@ -293,9 +308,7 @@ async function stopDaemon(
 
 async function processesOf(pid: number, directory: string): Promise<ProcessInfo[]> {
   const processes = await listProcesses();
-  const roots = processes.filter(
-    (info) => info.pid === pid || info.commandLine.includes(`${directory}/`),
-  );
+  const roots = processes.filter((info) => info.pid === pid || info.commandLine.includes(`${directory}/`));
   return withDescendants(processes, roots).filter((info) => info.pid !== process.pid);
 }
 

@@ -54,6 +54,8 @@ describe('postgres helper', () => {
   it('creates a database that can be used, then drops it', async () => {
     const database = await createTestDatabase();
     const client = new pg.Client({ connectionString: database.url });
+    // The forced drop below terminates this session; pg reports that as an 'error' event.
+    client.on('error', () => undefined);
     await client.connect();
     const { rows } = await client.query<{ name: string }>('SELECT current_database() AS name');
     expect(rows[0]?.name).toBe(database.name);

@@ -117,10 +117,7 @@ export interface BusyboxRootfsOptions {
  * echo, sleep, httpd, nc, wget, ...), /sbin and /usr/bin pointing at /bin, and a root user.
  * Returns the tarball's path inside `workDirectory`.
  */
-export async function buildBusyboxRootfs(
-  workDirectory: string,
-  options: BusyboxRootfsOptions = {},
-): Promise<string> {
+export async function buildBusyboxRootfs(workDirectory: string, options: BusyboxRootfsOptions = {}): Promise<string> {
   const busybox = findExecutable('busybox', ['/usr/bin/busybox', '/bin/busybox']);
   if (busybox === undefined) throw new Error('busybox is not installed (Debian package busybox-static)');
   const root = join(workDirectory, 'rootfs');
@@ -187,10 +184,7 @@ const defaultChanges = ['CMD ["/bin/sh"]', 'ENV PATH=/usr/local/sbin:/usr/local/
  * Builds the busybox image in `daemon`, pushes it to a loopback registry and returns its digest
  * reference. The image stays in the daemon under both tags; `docker rmi` them to test a pull.
  */
-export async function buildTestImage(
-  daemon: DockerDaemon,
-  options: BuildTestImageOptions = {},
-): Promise<TestImage> {
+export async function buildTestImage(daemon: DockerDaemon, options: BuildTestImageOptions = {}): Promise<TestImage> {
   const repository = options.repository ?? 'ark-test/busybox';
   const tag = options.tag ?? '1';
   const localRef = `${repository}:${tag}`;
@@ -200,20 +194,13 @@ export async function buildTestImage(
   try {
     const tarball = await buildBusyboxRootfs(workDirectory, options);
     const changes = options.changes ?? defaultChanges;
-    const { stdout: imported } = await daemon.docker([
-      'import',
-      ...changes.flatMap((change) => ['--change', change]),
-      tarball,
-      localRef,
-    ]);
+    const { stdout: imported } = await daemon.docker(['import', ...changes.flatMap((change) => ['--change', change]), tarball, localRef]);
     const imageId = imported.trim();
     const ref = `${registry.address}/${localRef}`;
     await daemon.docker(['tag', localRef, ref]);
     await daemon.docker(['push', ref]);
     const { stdout: digests } = await daemon.docker(['image', 'inspect', '--format', '{{json .RepoDigests}}', ref]);
-    const digestRef = (JSON.parse(digests) as string[]).find((entry) =>
-      entry.startsWith(`${registry.address}/${repository}@sha256:`),
-    );
+    const digestRef = (JSON.parse(digests) as string[]).find((entry) => entry.startsWith(`${registry.address}/${repository}@sha256:`));
     if (digestRef === undefined) throw new Error(`push of ${ref} recorded no digest: ${digests}`);
     const digest = digestRef.slice(digestRef.indexOf('@') + 1);
     return { localRef, ref, digestRef, digest, imageId, registry };

@@ -4,8 +4,7 @@ import { randomBytes } from 'node:crypto';
 import pg from 'pg';
 
 /** The server every developer and CI machine runs (trust auth); override for other setups. */
-export const postgresAdminUrl =
-  process.env.ARK_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const postgresAdminUrl = process.env.ARK_TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
 
 export interface CreateTestDatabaseOptions {
   /** A database to connect to for CREATE/DROP DATABASE. */

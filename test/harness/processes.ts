@@ -103,11 +103,7 @@ function isZombieSync(pid: number): boolean {
   }
 }
 
-export function spawnProcess(
-  command: string,
-  args: readonly string[],
-  options: SpawnProcessOptions = {},
-): SpawnedProcess {
+export function spawnProcess(command: string, args: readonly string[], options: SpawnProcessOptions = {}): SpawnedProcess {
   installExitHook();
   const outputLimitBytes = options.outputLimitBytes ?? defaultOutputLimitBytes;
   const child = spawn(command, args, {
@@ -159,10 +155,7 @@ export function spawnProcess(
   });
   void exited.then(() => log?.end());
 
-  const stop = async (
-    signal: NodeJS.Signals = 'SIGTERM',
-    stopOptions: StopOptions = {},
-  ): Promise<ProcessExit> => {
+  const stop = async (signal: NodeJS.Signals = 'SIGTERM', stopOptions: StopOptions = {}): Promise<ProcessExit> => {
     if (!running) return exited;
     const timeoutMs = stopOptions.timeoutMs ?? defaultStopTimeoutMs;
     // child.kill signals exactly this PID, and does nothing once Node has reaped it.
@@ -198,10 +191,7 @@ export interface WaitForOptions {
  * Polls `probe` until it returns a value other than false, null or undefined, and returns that
  * value. A probe that throws counts as "not yet"; the last error is quoted if time runs out.
  */
-export async function waitFor<T>(
-  probe: () => T | Promise<T>,
-  options: WaitForOptions,
-): Promise<Exclude<T, false | null | undefined>> {
+export async function waitFor<T>(probe: () => T | Promise<T>, options: WaitForOptions): Promise<Exclude<T, false | null | undefined>> {
   const intervalMs = options.intervalMs ?? 100;
   const deadline = Date.now() + options.timeoutMs;
   let lastError: unknown;
@@ -237,11 +227,7 @@ export interface CommandResult {
 }
 
 /** Runs a command to completion; a non-zero exit rejects with its output in the message. */
-export async function runCommand(
-  command: string,
-  args: readonly string[],
-  options: RunCommandOptions = {},
-): Promise<CommandResult> {
+export async function runCommand(command: string, args: readonly string[], options: RunCommandOptions = {}): Promise<CommandResult> {
   return new Promise((resolve, reject) => {
     execFile(
       command,
@@ -301,10 +287,7 @@ export async function listProcesses(): Promise<ProcessInfo[]> {
   for (const entry of entries) {
     if (!/^\d+$/.test(entry)) continue;
     try {
-      const [stat, commandLine] = await Promise.all([
-        readFile(`/proc/${entry}/stat`, 'utf8'),
-        readFile(`/proc/${entry}/cmdline`, 'utf8'),
-      ]);
+      const [stat, commandLine] = await Promise.all([readFile(`/proc/${entry}/stat`, 'utf8'), readFile(`/proc/${entry}/cmdline`, 'utf8')]);
       const parsed = parseStat(stat);
       if (parsed === undefined || parsed.state === 'Z') continue;
       processes.push({
@@ -321,10 +304,7 @@ export async function listProcesses(): Promise<ProcessInfo[]> {
 }
 
 /** The given roots plus all their descendants, from one snapshot. */
-export function withDescendants(
-  processes: readonly ProcessInfo[],
-  roots: readonly ProcessInfo[],
-): ProcessInfo[] {
+export function withDescendants(processes: readonly ProcessInfo[], roots: readonly ProcessInfo[]): ProcessInfo[] {
   const byParent = new Map<number, ProcessInfo[]>();
   for (const info of processes) {
     const siblings = byParent.get(info.parentPid) ?? [];
