@@ -38,6 +38,7 @@ export const ERROR_CATALOG = {
   ADMIN_SESSION_REQUIRED: { status: 403, retryable: false, message: 'An interactive admin session is required.' },
   // Ledger
   INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
+  LEDGER_REFERENCE_CONFLICT: { status: 409, retryable: false, message: 'This external reference was already posted with different fields.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -1,4 +1,5 @@
 import type { FoundationTables } from './tables/foundation.js';
+import type { LedgerTables } from './tables/ledger.js';
 
 // The whole database, as the union of each aggregate's tables.
-export interface Database extends FoundationTables {}
+export interface Database extends FoundationTables, LedgerTables {}

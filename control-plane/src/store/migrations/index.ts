@@ -1,7 +1,9 @@
 import type { Migration } from 'kysely/migration';
 import * as m0001 from './0001-foundation.js';
+import * as m0003 from './0003-ledger.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
   '0001-foundation': m0001,
+  '0003-ledger': m0003,
 };

@@ -1,0 +1,43 @@
+// Ledger accounts are (owner, kind). Pure rules only: no store, no clock.
+
+export const LEDGER_ACCOUNT_KINDS = ['available', 'hold', 'payable', 'fees', 'external', 'adjustment'] as const;
+export type LedgerAccountKind = (typeof LEDGER_ACCOUNT_KINDS)[number];
+
+/** Owner of the platform-wide accounts (fees, admin adjustments). */
+export const PLATFORM_OWNER = 'platform';
+/** Default owner of the `external` account: the world outside the ledger. */
+export const WORLD_OWNER = 'world';
+
+/** One side of a transfer. */
+export interface LedgerAccountRef {
+  kind: LedgerAccountKind;
+  /** The renter account (available), the job (hold), the host account (payable), or a platform/world owner. */
+  owner: string;
+  /** The Ark account this ledger account belongs to, so a renter's job holds can be summed; null for platform and world. */
+  accountId: string | null;
+}
+
+// Owners go into keys and lock ordering; a tight alphabet keeps byte order and JS order identical.
+const OWNER = /^[A-Za-z0-9._@:-]{1,200}$/;
+
+/** The stable primary key of a ledger account, e.g. `available:<account uuid>`, `hold:<job uuid>`. */
+export function ledgerAccountKey(owner: string, kind: LedgerAccountKind): string {
+  if (!OWNER.test(owner)) throw new RangeError(`invalid ledger owner: ${JSON.stringify(owner)}`);
+  return `${kind}:${owner}`;
+}
+
+/** The world's side (external) and the admin side (adjustment) are signed; every account of a person or job is not. */
+export function mayGoNegative(kind: LedgerAccountKind): boolean {
+  return kind === 'external' || kind === 'adjustment';
+}
+
+/** Constructors for the accounts DESIGN.md names, so callers never spell owners by hand. */
+export const ledgerAccounts = {
+  available: (renterAccountId: string): LedgerAccountRef => ({ kind: 'available', owner: renterAccountId, accountId: renterAccountId }),
+  hold: (jobId: string, renterAccountId: string): LedgerAccountRef => ({ kind: 'hold', owner: jobId, accountId: renterAccountId }),
+  payable: (hostAccountId: string): LedgerAccountRef => ({ kind: 'payable', owner: hostAccountId, accountId: hostAccountId }),
+  fees: (): LedgerAccountRef => ({ kind: 'fees', owner: PLATFORM_OWNER, accountId: null }),
+  /** `source` may name the rail (e.g. a chain id) when per-rail totals are wanted. */
+  external: (source: string = WORLD_OWNER): LedgerAccountRef => ({ kind: 'external', owner: source, accountId: null }),
+  adjustment: (): LedgerAccountRef => ({ kind: 'adjustment', owner: PLATFORM_OWNER, accountId: null }),
+} as const;

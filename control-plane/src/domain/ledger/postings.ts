@@ -1,0 +1,71 @@
+import { type LedgerAccountKind, type LedgerAccountRef, mayGoNegative } from './accounts.js';
+
+/**
+ * What a posting is for, and the only account kinds it may move money between.
+ * Extend this table (additively) when a new money flow appears; a transfer outside it is a bug.
+ */
+export const POSTING_RULES = {
+  /** A top-up from the world: chain deposit or x402. */
+  deposit: { from: ['external'], to: ['available'] },
+  /** The quote's budget moves into the job's hold at reservation. */
+  reservation: { from: ['available'], to: ['hold'] },
+  /** A budget extension adds to the job's hold. */
+  extension: { from: ['available'], to: ['hold'] },
+  /** The machine-rate share of a metered charge. */
+  charge_host: { from: ['hold'], to: ['payable'] },
+  /** The platform-fee share of a metered charge. */
+  charge_fee: { from: ['hold'], to: ['fees'] },
+  /** The unspent hold returns to the renter when the job closes. */
+  release: { from: ['hold'], to: ['available'] },
+  /** An audited operator correction, in either direction. */
+  adjustment: { from: ['adjustment', 'available', 'payable'], to: ['adjustment', 'available', 'payable'] },
+  /** A renter's withdrawal leaves for the world. */
+  withdrawal: { from: ['available'], to: ['external'] },
+  /** A failed withdrawal comes back. */
+  withdrawal_reversal: { from: ['external'], to: ['available'] },
+  /** A host's earnings leave for the world. */
+  payout: { from: ['payable'], to: ['external'] },
+  /** A failed payout comes back. */
+  payout_reversal: { from: ['external'], to: ['payable'] },
+} as const satisfies Record<string, { from: readonly LedgerAccountKind[]; to: readonly LedgerAccountKind[] }>;
+
+export type PostingKind = keyof typeof POSTING_RULES;
+export const POSTING_KINDS = Object.keys(POSTING_RULES) as PostingKind[];
+
+/** No single posting moves more than a billion USDC; keeps every balance far inside int8. */
+export const MAX_TRANSFER_MICRO = 1_000_000_000_000_000n;
+/** Longest reference and external reference accepted. */
+export const MAX_REFERENCE_LENGTH = 300;
+
+export interface TransferShape {
+  from: LedgerAccountRef;
+  to: LedgerAccountRef;
+  amountMicro: bigint;
+  kind: PostingKind;
+  reference: string;
+  externalRef?: string | null;
+}
+
+/**
+ * Why a transfer is malformed, or null when it is well formed. Malformed transfers are programming
+ * errors (callers validate user input first), so the store throws on them rather than answering.
+ */
+export function transferProblem(t: TransferShape): string | null {
+  if (typeof t.amountMicro !== 'bigint' || t.amountMicro <= 0n) return 'amount must be a positive bigint';
+  if (t.amountMicro > MAX_TRANSFER_MICRO) return `amount exceeds ${MAX_TRANSFER_MICRO}`;
+  const rule = (POSTING_RULES as Record<string, { from: readonly string[]; to: readonly string[] } | undefined>)[t.kind];
+  if (!rule) return `unknown posting kind ${t.kind}`;
+  if (!rule.from.includes(t.from.kind)) return `a ${t.kind} posting cannot debit a ${t.from.kind} account`;
+  if (!rule.to.includes(t.to.kind)) return `a ${t.kind} posting cannot credit a ${t.to.kind} account`;
+  if (t.from.kind === t.to.kind && t.from.owner === t.to.owner) return 'from and to are the same account';
+  if (t.reference.length === 0 || t.reference.length > MAX_REFERENCE_LENGTH) return 'reference must be 1..300 characters';
+  if (t.externalRef != null && (t.externalRef.length === 0 || t.externalRef.length > MAX_REFERENCE_LENGTH)) {
+    return 'externalRef must be 1..300 characters';
+  }
+  return null;
+}
+
+/** Is this debit allowed given the account's current balance? */
+export function debitAllowed(kind: LedgerAccountKind, balanceMicro: bigint, amountMicro: bigint): boolean {
+  return mayGoNegative(kind) || balanceMicro >= amountMicro;
+}

@@ -1,0 +1,375 @@
+import { randomUUID } from 'node:crypto';
+import { PostgresAdapter, sql } from 'kysely';
+import { type LedgerAccountRef, ledgerAccountKey } from '../domain/ledger/accounts.js';
+import { debitAllowed, type PostingKind, transferProblem } from '../domain/ledger/postings.js';
+import { DomainError } from '../errors.js';
+import { type Executor, isRetryableConflict, type Store, type Tx } from './db.js';
+
+export interface TransferInput {
+  from: LedgerAccountRef;
+  to: LedgerAccountRef;
+  amountMicro: bigint;
+  kind: PostingKind;
+  /** What the posting is about (job id, deposit id, audit id); not unique. */
+  reference: string;
+  /** Unique when set (chain id + tx hash + log index, x402 nonce): a repeat posts once. */
+  externalRef?: string | null;
+  at: Date;
+}
+
+export interface TransferResult {
+  /** `already_posted`: the external reference was posted before with the same accounts, amount and kind. */
+  status: 'posted' | 'already_posted';
+  postingId: string;
+  /** Balances after this transfer (for `already_posted`: as they are now). */
+  fromBalanceMicro: bigint;
+  toBalanceMicro: bigint;
+}
+
+interface LockedAccount {
+  key: string;
+  account_id: string | null;
+  balance_micro: bigint;
+}
+
+/**
+ * Moves money between two ledger accounts inside the caller's transaction: creates missing accounts,
+ * locks both balance rows in key order, refuses a debit that would make a person's or job's account
+ * negative (INSUFFICIENT_BALANCE), inserts the immutable posting and updates both cached balances.
+ * A failure throws, so the caller's transaction rolls back and nothing changes.
+ */
+export async function transfer(trx: Tx, input: TransferInput): Promise<TransferResult> {
+  const problem = transferProblem(input);
+  if (problem) throw new RangeError(`invalid ledger transfer: ${problem}`);
+  const fromKey = ledgerAccountKey(input.from.owner, input.from.kind);
+  const toKey = ledgerAccountKey(input.to.owner, input.to.kind);
+  const at = input.at.toISOString();
+  const postgres = isPostgres(trx);
+
+  const byKey = await lockAccounts(
+    trx,
+    postgres,
+    [
+      { key: fromKey, ref: input.from },
+      { key: toKey, ref: input.to },
+    ],
+    at,
+  );
+  const from = byKey.get(fromKey) as LockedAccount;
+  const to = byKey.get(toKey) as LockedAccount;
+
+  const externalRef = input.externalRef ?? null;
+  // Checked after the locks: a concurrent post of the same reference has committed by now (read committed).
+  if (externalRef !== null) {
+    const existing = await findByExternalRef(trx, externalRef);
+    if (existing) return repeated(existing, input, fromKey, toKey, from, to);
+  }
+
+  if (!debitAllowed(input.from.kind, from.balance_micro, input.amountMicro)) {
+    throw new DomainError(
+      'INSUFFICIENT_BALANCE',
+      input.from.kind === 'available' ? 'The available balance is too low.' : `The ${input.from.kind} balance is too low.`,
+    );
+  }
+
+  const postingId = randomUUID();
+  const row = {
+    id: postingId,
+    at,
+    from_key: fromKey,
+    to_key: toKey,
+    amount_micro: input.amountMicro,
+    kind: input.kind,
+    reference: input.reference,
+    external_ref: externalRef,
+  };
+  if (externalRef !== null) {
+    // A concurrent post of the same reference between other accounts loses here without aborting the transaction.
+    const inserted = await trx
+      .insertInto('ledger_postings')
+      .values(row)
+      .onConflict((oc) => oc.column('external_ref').doNothing())
+      .returning('id')
+      .executeTakeFirst();
+    if (!inserted) {
+      const existing = await findByExternalRef(trx, externalRef);
+      if (!existing) throw new Error(`ledger posting for external reference ${externalRef} vanished`);
+      return repeated(existing, input, fromKey, toKey, from, to);
+    }
+  } else {
+    await trx.insertInto('ledger_postings').values(row).execute();
+  }
+
+  const amount = input.amountMicro;
+  await trx
+    .updateTable('ledger_accounts')
+    .set((eb) => ({ balance_micro: eb('balance_micro', '-', amount), updated_at: at }))
+    .where('key', '=', fromKey)
+    .execute();
+  await trx
+    .updateTable('ledger_accounts')
+    .set((eb) => ({ balance_micro: eb('balance_micro', '+', amount), updated_at: at }))
+    .where('key', '=', toKey)
+    .execute();
+  return { status: 'posted', postingId, fromBalanceMicro: from.balance_micro - amount, toBalanceMicro: to.balance_micro + amount };
+}
+
+export interface RunTransferOptions {
+  /** Bounded retries of serialization failures, deadlocks and a busy SQLite file. */
+  maxAttempts?: number;
+}
+
+/** One transfer in its own transaction, retrying transient conflicts a bounded number of times. */
+export async function runTransfer(store: Store, input: TransferInput, options: RunTransferOptions = {}): Promise<TransferResult> {
+  return inTransactionWithRetry(store, (trx) => transfer(trx, input), options);
+}
+
+/** Runs `work` in a transaction, retrying transient conflicts (never DomainErrors) up to maxAttempts. */
+export async function inTransactionWithRetry<T>(store: Store, work: (trx: Tx) => Promise<T>, options: RunTransferOptions = {}): Promise<T> {
+  const maxAttempts = Math.max(1, Math.min(options.maxAttempts ?? 5, 20));
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await store.db.transaction().execute(work);
+    } catch (error) {
+      if (attempt >= maxAttempts || !isTransient(error)) throw error;
+      // Jittered, bounded backoff so retried peers do not collide again.
+      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 50)));
+    }
+  }
+}
+
+/** The cached balance of one ledger account (0 when it has never been used). */
+export async function balanceOf(db: Executor, account: LedgerAccountRef): Promise<bigint> {
+  const row = await db
+    .selectFrom('ledger_accounts')
+    .select('balance_micro')
+    .where('key', '=', ledgerAccountKey(account.owner, account.kind))
+    .executeTakeFirst();
+  return row?.balance_micro ?? 0n;
+}
+
+export interface OwnerBalances {
+  availableMicro: bigint;
+  /** Sum over the account's job holds. */
+  heldMicro: bigint;
+  payableMicro: bigint;
+}
+
+/** An Ark account's balances: its available, the sum of its job holds, and (for hosts) its payable. */
+export async function balancesOfOwner(db: Executor, accountId: string): Promise<OwnerBalances> {
+  const rows = await db
+    .selectFrom('ledger_accounts')
+    .select(['kind', (eb) => eb.fn.sum<bigint>('balance_micro').as('total')])
+    .where('account_id', '=', accountId)
+    .where('kind', 'in', ['available', 'hold', 'payable'])
+    .groupBy('kind')
+    .execute();
+  const total = (kind: string) => BigInt(rows.find((r) => r.kind === kind)?.total ?? 0n);
+  return { availableMicro: total('available'), heldMicro: total('hold'), payableMicro: total('payable') };
+}
+
+/** Sum of every cached balance; double entry keeps it at zero. */
+export async function sumOfAllBalances(db: Executor): Promise<bigint> {
+  const row = await db
+    .selectFrom('ledger_accounts')
+    .select((eb) => eb.fn.sum<bigint | null>('balance_micro').as('total'))
+    .executeTakeFirst();
+  return BigInt(row?.total ?? 0n);
+}
+
+export interface StoredPosting {
+  id: string;
+  at: string;
+  fromKey: string;
+  toKey: string;
+  amountMicro: bigint;
+  kind: PostingKind;
+  reference: string;
+  externalRef: string | null;
+}
+
+/** The posting made for an external reference, if any. */
+export async function postingByExternalRef(db: Executor, externalRef: string): Promise<StoredPosting | null> {
+  const row = await findByExternalRef(db, externalRef);
+  return row ? toPosting(row) : null;
+}
+
+/** Postings about one reference (a job, a deposit), oldest first; bounded by `limit`. */
+export async function postingsByReference(db: Executor, reference: string, limit = 1000): Promise<StoredPosting[]> {
+  const rows = await db
+    .selectFrom('ledger_postings')
+    .selectAll()
+    .where('reference', '=', reference)
+    .orderBy('at')
+    .orderBy('id')
+    .limit(Math.max(1, Math.min(limit, 10_000)))
+    .execute();
+  return rows.map(toPosting);
+}
+
+export interface LedgerDiscrepancy {
+  key: string;
+  problem: 'cache_mismatch' | 'negative_balance';
+  cachedMicro: bigint;
+  recomputedMicro: bigint;
+}
+
+export interface LedgerVerification {
+  ok: boolean;
+  accounts: bigint;
+  postings: bigint;
+  /** Sum over all cached balances; must be zero. */
+  sumMicro: bigint;
+  /** At most `limit` of them. */
+  discrepancies: LedgerDiscrepancy[];
+}
+
+/**
+ * Recomputes every balance from the postings and compares it with the cache, in one consistent
+ * snapshot (repeatable read on Postgres), so it can run beside live traffic.
+ */
+export async function verifyLedger(store: Store, options: { limit?: number } = {}): Promise<LedgerVerification> {
+  const limit = Math.max(1, Math.min(options.limit ?? 1000, 100_000));
+  const builder = store.db.transaction();
+  const run = store.dialect === 'postgres' ? builder.setIsolationLevel('repeatable read') : builder;
+  return run.execute(async (trx) => {
+    const rows = await sql<{ key: string; kind: string; cached: bigint; recomputed: bigint }>`
+      select a.key as key, a.kind as kind, a.balance_micro as cached,
+             coalesce(i.total, 0) - coalesce(o.total, 0) as recomputed
+      from ledger_accounts a
+      left join (select to_key as k, sum(amount_micro) as total from ledger_postings group by to_key) i on i.k = a.key
+      left join (select from_key as k, sum(amount_micro) as total from ledger_postings group by from_key) o on o.k = a.key
+      where a.balance_micro <> coalesce(i.total, 0) - coalesce(o.total, 0)
+         or (a.kind not in ('external', 'adjustment') and a.balance_micro < 0)
+      order by a.key
+      limit ${limit}`.execute(trx);
+    const counts = await sql<{ accounts: bigint; postings: bigint }>`
+      select (select count(*) from ledger_accounts) as accounts, (select count(*) from ledger_postings) as postings`.execute(trx);
+    const sumMicro = await sumOfAllBalances(trx);
+    const discrepancies = rows.rows.map((r): LedgerDiscrepancy => {
+      const cachedMicro = BigInt(r.cached);
+      const recomputedMicro = BigInt(r.recomputed);
+      return { key: r.key, problem: cachedMicro !== recomputedMicro ? 'cache_mismatch' : 'negative_balance', cachedMicro, recomputedMicro };
+    });
+    const count = counts.rows[0];
+    return {
+      ok: discrepancies.length === 0 && sumMicro === 0n,
+      accounts: BigInt(count?.accounts ?? 0n),
+      postings: BigInt(count?.postings ?? 0n),
+      sumMicro,
+      discrepancies,
+    };
+  });
+}
+
+// --- internals ---
+
+type PostingRow = {
+  id: string;
+  at: string;
+  from_key: string;
+  to_key: string;
+  amount_micro: bigint;
+  kind: PostingKind;
+  reference: string;
+  external_ref: string | null;
+};
+
+function toPosting(row: PostingRow): StoredPosting {
+  return {
+    id: row.id,
+    at: row.at,
+    fromKey: row.from_key,
+    toKey: row.to_key,
+    amountMicro: row.amount_micro,
+    kind: row.kind,
+    reference: row.reference,
+    externalRef: row.external_ref,
+  };
+}
+
+function isPostgres(db: Executor): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+function isTransient(error: unknown): boolean {
+  if (isRetryableConflict(error)) return true;
+  // better-sqlite3 reports extended codes too (SQLITE_BUSY_SNAPSHOT when a read snapshot cannot upgrade).
+  const code = (error as { code?: unknown } | null)?.code;
+  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
+}
+
+async function findByExternalRef(db: Executor, externalRef: string): Promise<PostingRow | undefined> {
+  return db.selectFrom('ledger_postings').selectAll().where('external_ref', '=', externalRef).executeTakeFirst();
+}
+
+// TigerBeetle style: the same posting again is success; the same reference with other fields is a conflict.
+function repeated(
+  existing: PostingRow,
+  input: TransferInput,
+  fromKey: string,
+  toKey: string,
+  from: LockedAccount,
+  to: LockedAccount,
+): TransferResult {
+  const same =
+    existing.from_key === fromKey &&
+    existing.to_key === toKey &&
+    existing.amount_micro === input.amountMicro &&
+    existing.kind === input.kind;
+  if (!same) {
+    throw new DomainError(
+      'LEDGER_REFERENCE_CONFLICT',
+      `External reference ${existing.external_ref} was already posted with different fields.`,
+    );
+  }
+  return { status: 'already_posted', postingId: existing.id, fromBalanceMicro: from.balance_micro, toBalanceMicro: to.balance_micro };
+}
+
+/**
+ * Ensures both accounts exist and locks them in key order (one order everywhere). The only deadlock
+ * left is two transactions creating the same new account while each holds another; Postgres detects
+ * it and inTransactionWithRetry retries it.
+ */
+async function lockAccounts(
+  trx: Tx,
+  postgres: boolean,
+  wanted: Array<{ key: string; ref: LedgerAccountRef }>,
+  at: string,
+): Promise<Map<string, LockedAccount>> {
+  const keys = wanted.map((w) => w.key).sort();
+  const select = async () => {
+    let query = trx.selectFrom('ledger_accounts').select(['key', 'account_id', 'balance_micro']).where('key', 'in', keys).orderBy('key');
+    if (postgres) query = query.forUpdate();
+    return new Map((await query.execute()).map((r) => [r.key, r] as const));
+  };
+  let byKey = await select();
+  if (byKey.size < keys.length) {
+    const missing = wanted
+      .filter((w) => !byKey.has(w.key))
+      .sort((a, b) => (a.key < b.key ? -1 : 1))
+      .map((w) => ({
+        key: w.key,
+        owner_id: w.ref.owner,
+        kind: w.ref.kind,
+        account_id: w.ref.accountId,
+        balance_micro: 0n,
+        updated_at: at,
+      }));
+    // Race-safe: a concurrent creator wins and we lock its row below.
+    await trx
+      .insertInto('ledger_accounts')
+      .values(missing)
+      .onConflict((oc) => oc.column('key').doNothing())
+      .execute();
+    byKey = await select();
+  }
+  for (const w of wanted) {
+    const row = byKey.get(w.key);
+    if (!row) throw new Error(`ledger account ${w.key} could not be created`);
+    if (row.account_id !== w.ref.accountId) {
+      throw new Error(`ledger account ${w.key} belongs to ${row.account_id ?? 'the platform'}, not ${w.ref.accountId ?? 'the platform'}`);
+    }
+  }
+  return byKey;
+}
