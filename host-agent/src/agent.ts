@@ -1,0 +1,241 @@
+import type { CommandKind, CommandMessage, HeartbeatMessage, JobStatusMessage, MeterReceiptMessage, RunNettestBody } from '@ark/shared';
+import type { GpuCollector, HostCollector } from './collectors/index.js';
+import type { MeasureOptions, NettestBounds, NettestMeasurement } from './nettest/measure.js';
+import { type NettestReceiptBody, NettestRunner } from './nettest/runner.js';
+import type { AgentStatusReport } from './state.js';
+import { type TelemetryBatchBody, TelemetryPipeline } from './telemetry/pipeline.js';
+
+/** The heartbeat's content; the channel adds v, sid and seq. */
+export type HeartbeatBody = Omit<HeartbeatMessage, 'v' | 'sid' | 'seq'>;
+
+type Body<M> = M extends unknown ? Omit<M, 'v' | 'sid' | 'seq' | 'id'> : never;
+/** A reliable message's content; the channel adds v, sid, seq and the per-machine id. */
+export type ReliableBody = TelemetryBatchBody | NettestReceiptBody | Body<JobStatusMessage> | Body<MeterReceiptMessage>;
+
+/** What the agent needs from the channel client (host-agent/src/channel). */
+export interface AgentChannel {
+  start(): void | Promise<void>;
+  stop(): void | Promise<void>;
+  /** Unreliable: dropped while disconnected. */
+  sendHeartbeat(body: HeartbeatBody): unknown;
+  /** Reliable: persisted, sent when connected, resent until acknowledged. */
+  enqueue(body: ReliableBody): unknown;
+  status(): object;
+}
+
+export interface AgentTimers {
+  setInterval(callback: () => void, ms: number): unknown;
+  clearInterval(handle: unknown): void;
+}
+
+export type AgentLogger = {
+  info(detail: Record<string, unknown>, message: string): void;
+  warn(detail: Record<string, unknown>, message: string): void;
+  error(detail: Record<string, unknown>, message: string): void;
+};
+
+export type CommandHandler = (command: CommandMessage) => Promise<void>;
+
+export interface AgentOptions {
+  machineId: string;
+  agentVersion: string;
+  /** Extra, constant facts for the status report (control-plane URL, channel URL). */
+  describe?: Record<string, unknown>;
+  /** Builds the channel; the agent hands it the command callback. */
+  createChannel: (handlers: { onCommand: (command: CommandMessage) => Promise<void> }) => AgentChannel;
+  gpu: GpuCollector;
+  host: HostCollector;
+  heartbeatIntervalMs: number;
+  telemetrySampleIntervalMs: number;
+  telemetryBatchIntervalMs: number;
+  telemetryBufferSamples: number;
+  nettestBounds: NettestBounds;
+  /** Replaces the real measurement (tests). */
+  measureNetwork?: (command: RunNettestBody, options: MeasureOptions) => Promise<NettestMeasurement>;
+  /** Problems that make the machine unhealthy (empty when healthy). */
+  checkHealth: () => Promise<string[]>;
+  /** Handlers for command kinds other than run_nettest (the job runtime plugs in here). */
+  commandHandlers?: Partial<Record<CommandKind, CommandHandler>>;
+  /** Persists the status report for `ark-agent status`; failures are logged, never fatal. */
+  writeStatus: (report: AgentStatusReport) => Promise<void>;
+  now?: () => Date;
+  timers?: AgentTimers;
+  logger: AgentLogger;
+  pid?: number;
+  /** How long stop() waits for a running network test to finish and queue its receipt. */
+  shutdownGraceMs?: number;
+}
+
+const HEALTH_CHECK_MS_MAX = 5000;
+
+/** Wires the channel, heartbeats, telemetry and network tests; main.ts builds the real parts and hands them in. */
+export class Agent {
+  readonly #options: AgentOptions;
+  readonly #now: () => Date;
+  readonly #timers: AgentTimers;
+  readonly #channel: AgentChannel;
+  readonly #telemetry: TelemetryPipeline;
+  readonly #nettest: NettestRunner;
+  readonly #handles: unknown[] = [];
+  #startedAt: Date | undefined;
+  #stoppedAt: Date | undefined;
+  #lastHeartbeatSentAt: Date | undefined;
+  #healthy: boolean | undefined;
+  #problems: string[] = [];
+  #heartbeating = false;
+  #commandsHandled = 0;
+  #stopping: Promise<void> | undefined;
+
+  constructor(options: AgentOptions) {
+    this.#options = options;
+    this.#now = options.now ?? (() => new Date());
+    this.#timers = options.timers ?? {
+      setInterval: (callback, ms) => setInterval(callback, ms),
+      clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
+    };
+    this.#channel = options.createChannel({ onCommand: (command) => this.handleCommand(command) });
+    const enqueue = (body: ReliableBody) => this.#channel.enqueue(body);
+    this.#telemetry = new TelemetryPipeline({
+      gpu: options.gpu,
+      host: options.host,
+      now: this.#now,
+      bufferSamples: options.telemetryBufferSamples,
+      enqueue,
+      logger: options.logger,
+    });
+    this.#nettest = new NettestRunner({
+      bounds: options.nettestBounds,
+      now: this.#now,
+      enqueue,
+      logger: options.logger,
+      ...(options.measureNetwork === undefined ? {} : { measure: options.measureNetwork }),
+    });
+  }
+
+  async start(): Promise<void> {
+    this.#startedAt = this.#now();
+    await this.#channel.start();
+    const every = (ms: number, task: () => Promise<unknown>, what: string) => {
+      this.#handles.push(
+        this.#timers.setInterval(() => {
+          task().catch((error: unknown) => this.#options.logger.error({ error: String(error) }, `${what} failed`));
+        }, ms),
+      );
+    };
+    every(this.#options.heartbeatIntervalMs, () => this.heartbeat(), 'heartbeat');
+    every(this.#options.telemetrySampleIntervalMs, () => this.#telemetry.sample(), 'telemetry sample');
+    every(this.#options.telemetryBatchIntervalMs, () => this.flushTelemetry(), 'telemetry batch');
+    // A first sample now, so the first batch is never empty; the first heartbeat goes out when the channel connects.
+    void this.#telemetry
+      .sample()
+      .catch((error: unknown) => this.#options.logger.error({ error: String(error) }, 'telemetry sample failed'));
+    await this.#persistStatus();
+  }
+
+  /** Sends a heartbeat now (the timer calls this, and main calls it when the channel connects, to go live sooner). */
+  async heartbeat(): Promise<void> {
+    if (this.#heartbeating || this.#stopping !== undefined) return;
+    this.#heartbeating = true;
+    try {
+      const problems = await withTimeout(this.#options.checkHealth(), HEALTH_CHECK_MS_MAX, ['health check did not finish in time']);
+      this.#problems = problems.slice(0, 16).map((problem) => problem.slice(0, 200));
+      this.#healthy = this.#problems.length === 0;
+      const at = this.#now();
+      this.#channel.sendHeartbeat({
+        t: 'heartbeat',
+        at: at.toISOString(),
+        uptime_s: Math.max(0, Math.floor((at.getTime() - (this.#startedAt ?? at).getTime()) / 1000)),
+        healthy: this.#healthy,
+        problems: this.#problems,
+        running_jobs: [],
+      });
+      this.#lastHeartbeatSentAt = at;
+    } finally {
+      this.#heartbeating = false;
+    }
+    await this.#persistStatus();
+  }
+
+  async flushTelemetry(): Promise<void> {
+    await this.#telemetry.flush();
+    await this.#persistStatus();
+  }
+
+  async handleCommand(command: CommandMessage): Promise<void> {
+    this.#commandsHandled += 1;
+    const custom = this.#options.commandHandlers?.[command.kind];
+    if (custom !== undefined) return custom(command);
+    switch (command.kind) {
+      case 'run_nettest':
+        this.#nettest.submit(command.command_id, command.body);
+        return;
+      case 'update_go_live':
+        // Go-live is the control plane's decision; the agent only notes it.
+        this.#options.logger.info({ command_id: command.command_id, go_live: command.body.go_live }, 'go-live changed');
+        return;
+      default:
+        this.#options.logger.warn(
+          { command_id: command.command_id, kind: command.kind },
+          'command not supported by this agent version; ignored',
+        );
+    }
+  }
+
+  /** Clean shutdown: timers stop, buffered samples go to the channel's persistent queue, the channel closes. */
+  stop(): Promise<void> {
+    this.#stopping ??= this.#stop();
+    return this.#stopping;
+  }
+
+  async #stop(): Promise<void> {
+    for (const handle of this.#handles.splice(0)) this.#timers.clearInterval(handle);
+    await withTimeout(this.#nettest.idle(), this.#options.shutdownGraceMs ?? 5000, undefined);
+    try {
+      await this.#telemetry.flush();
+    } catch (error) {
+      this.#options.logger.warn({ error: String(error) }, 'telemetry not flushed at shutdown');
+    }
+    await this.#channel.stop();
+    this.#stoppedAt = this.#now();
+    await this.#persistStatus();
+  }
+
+  report(): AgentStatusReport {
+    const now = this.#now();
+    const lastNettest = this.#nettest.lastReceipt();
+    return {
+      pid: this.#options.pid ?? process.pid,
+      agent_version: this.#options.agentVersion,
+      started_at: (this.#startedAt ?? now).toISOString(),
+      updated_at: now.toISOString(),
+      ...(this.#stoppedAt === undefined ? {} : { stopped_at: this.#stoppedAt.toISOString() }),
+      machine_id: this.#options.machineId,
+      ...this.#options.describe,
+      channel: this.#channel.status(),
+      last_heartbeat_sent_at: this.#lastHeartbeatSentAt?.toISOString() ?? null,
+      healthy: this.#healthy ?? null,
+      problems: this.#problems,
+      telemetry: this.#telemetry.counters(),
+      commands_handled: this.#commandsHandled,
+      last_nettest: lastNettest ?? null,
+    };
+  }
+
+  async #persistStatus(): Promise<void> {
+    try {
+      await this.#options.writeStatus(this.report());
+    } catch (error) {
+      this.#options.logger.warn({ error: String(error) }, 'status file not written');
+    }
+  }
+}
+
+/** Resolves to `fallback` if `promise` takes longer than `ms`; the timer never keeps the process alive. */
+function withTimeout<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<T>((resolve) => {
+    timer = setTimeout(() => resolve(fallback), ms);
+    timer.unref?.();
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}

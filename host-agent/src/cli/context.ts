@@ -1,0 +1,53 @@
+import type { CommandMessage } from '@ark/shared';
+import type { AgentChannel, AgentLogger } from '../agent.js';
+import type { GpuCollector, GpuInventorySource, HostCollector } from '../collectors/index.js';
+import type { AgentConfig } from '../config.js';
+import type { MachineFacts } from '../manifest.js';
+
+/** What the channel client needs to connect as this machine. */
+export interface ChannelSettings {
+  url: string;
+  machineId: string;
+  /** 64-byte tweetnacl secret key. */
+  secretKey: Uint8Array;
+  controlPlanePublicKey: string;
+  stateDir: string;
+  agentVersion: string;
+  onCommand: (command: CommandMessage) => Promise<void>;
+  /** Called each time the channel is established (welcome received). */
+  onConnected: () => void;
+  logger: AgentLogger;
+}
+
+export type CliLogger = AgentLogger & { debug(detail: Record<string, unknown>, message: string): void; flush?: () => void };
+
+/** Everything the commands use from the outside world; main.ts builds the real one. */
+export interface CliContext {
+  config: AgentConfig;
+  agentVersion: string;
+  out: (text: string) => void;
+  err: (text: string) => void;
+  fetch: typeof fetch;
+  now: () => Date;
+  sleep: (ms: number) => Promise<void>;
+  /** `destination` is where log lines go: the daemon logs to stdout, interactive commands to stderr. */
+  createLogger: (destination: 'stdout' | 'stderr') => CliLogger;
+  createGpuCollector: (logger: CliLogger) => Promise<GpuCollector & GpuInventorySource>;
+  createHostCollector: (logger: CliLogger) => HostCollector;
+  readMachineFacts: (diskPath: string) => Promise<MachineFacts>;
+  createChannel: (settings: ChannelSettings) => AgentChannel;
+  /** Resolves with the first of these signals to arrive. */
+  waitForSignal: (signals: NodeJS.Signals[]) => Promise<NodeJS.Signals>;
+  isProcessAlive: (pid: number) => boolean;
+}
+
+/** A failure the host can act on: printed as `ark-agent: <message>` with this exit code. */
+export class CliError extends Error {
+  override name = 'CliError';
+  constructor(
+    message: string,
+    readonly exitCode = 1,
+  ) {
+    super(message);
+  }
+}

@@ -1,0 +1,64 @@
+import { Agent } from '../agent.js';
+import { checkHealth } from '../health.js';
+import { ensureStateDir, readIdentity, writeStatus } from '../state.js';
+import { type CliContext, CliError } from './context.js';
+
+/**
+ * `ark-agent run`: the daemon. Connects the channel with the stored identity, heartbeats, samples and batches
+ * telemetry, answers network tests, and on SIGTERM or SIGINT stops cleanly (buffered telemetry goes to the
+ * persistent queue, to be sent by the next run).
+ */
+export async function runCommand(ctx: CliContext): Promise<number> {
+  const { config } = ctx;
+  const identity = await readIdentity(config.stateDir);
+  if (identity === null) {
+    throw new CliError(`not paired yet (no identity in ${config.stateDir}); run \`ark-agent pair --control-plane URL\` first`);
+  }
+  await ensureStateDir(config.stateDir);
+  const logger = ctx.createLogger('stdout');
+  const gpu = await ctx.createGpuCollector(logger);
+  const host = ctx.createHostCollector(logger);
+
+  let agent: Agent | undefined;
+  agent = new Agent({
+    machineId: identity.machine_id,
+    agentVersion: ctx.agentVersion,
+    describe: { control_plane_url: identity.control_plane_url, channel_url: identity.channel_url },
+    createChannel: ({ onCommand }) =>
+      ctx.createChannel({
+        url: identity.channel_url,
+        machineId: identity.machine_id,
+        secretKey: new Uint8Array(Buffer.from(identity.secret_key, 'base64')),
+        controlPlanePublicKey: identity.control_plane_public_key,
+        stateDir: config.stateDir,
+        agentVersion: ctx.agentVersion,
+        onCommand,
+        // A heartbeat as soon as the channel is up: a waiting machine goes live without waiting a full interval.
+        onConnected: () => void agent?.heartbeat().catch((error: unknown) => logger.warn({ error: String(error) }, 'heartbeat failed')),
+        logger,
+      }),
+    gpu,
+    host,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    telemetrySampleIntervalMs: config.telemetrySampleIntervalMs,
+    telemetryBatchIntervalMs: config.telemetryBatchIntervalMs,
+    telemetryBufferSamples: config.telemetryBufferSamples,
+    nettestBounds: config.nettest,
+    checkHealth: () => checkHealth({ docker: config.docker, diskPath: config.stateDir, minDiskFreeBytes: config.minDiskFreeBytes }),
+    writeStatus: (report) => writeStatus(config.stateDir, report),
+    now: ctx.now,
+    logger,
+  });
+
+  logger.info(
+    { machine_id: identity.machine_id, channel_url: identity.channel_url, agent_version: ctx.agentVersion, state_dir: config.stateDir },
+    'ark-agent starting',
+  );
+  await agent.start();
+  const signal = await ctx.waitForSignal(['SIGTERM', 'SIGINT']);
+  logger.info({ signal }, 'stopping');
+  await agent.stop();
+  logger.info({}, 'stopped');
+  logger.flush?.();
+  return 0;
+}

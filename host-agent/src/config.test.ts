@@ -1,0 +1,147 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DEFAULT_STATE_DIR, loadAgentConfig } from './config.js';
+
+function withFile(content: unknown): string {
+  const dir = mkdtempSync(join(tmpdir(), 'ark-agent-config-'));
+  const path = join(dir, 'config.json');
+  writeFileSync(path, typeof content === 'string' ? content : JSON.stringify(content));
+  return path;
+}
+
+function errorOf(run: () => unknown): ConfigError {
+  try {
+    run();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return error as ConfigError;
+  }
+  throw new Error('expected a ConfigError');
+}
+
+// A default path that never exists, so tests do not read this machine's /etc.
+const noFile = () => null;
+
+describe('loadAgentConfig', () => {
+  it('uses the documented defaults when there is no file and no environment', () => {
+    const config = loadAgentConfig({ env: {}, readFile: noFile });
+    expect(config).toMatchObject({
+      configPath: null,
+      stateDir: DEFAULT_STATE_DIR,
+      controlPlaneUrl: null,
+      heartbeatIntervalMs: 15_000,
+      telemetrySampleIntervalMs: 10_000,
+      telemetryBatchIntervalMs: 60_000,
+      telemetryBufferSamples: 360,
+      docker: { socketPath: '/var/run/docker.sock', required: true },
+      jobPortRange: { from: 40000, to: 49999 },
+      nvidiaSmiPath: 'nvidia-smi',
+      nvidiaSmiFixtures: null,
+      region: null,
+      logLevel: 'info',
+    });
+  });
+
+  it('reads the file named by ARK_AGENT_CONFIG and lets the environment override it', () => {
+    const path = withFile({
+      control_plane_url: 'https://ark.example.com/',
+      heartbeat_interval_s: 20,
+      nettest: { max_download_bytes: 1000 },
+      job_port_range: { from: 50000, to: 50100 },
+      region: 'eu-west',
+      log_level: 'debug',
+    });
+    const config = loadAgentConfig({
+      env: {
+        ARK_AGENT_CONFIG: path,
+        ARK_AGENT_STATE_DIR: '/tmp/agent-state',
+        ARK_AGENT_HEARTBEAT_INTERVAL_S: '2',
+        ARK_AGENT_LOG_LEVEL: 'warn',
+        ARK_AGENT_REQUIRE_DOCKER: 'false',
+        ARK_AGENT_NVIDIA_SMI_FIXTURE: '/a.xml, /b.xml',
+      },
+    });
+    expect(config.configPath).toBe(path);
+    expect(config.stateDir).toBe('/tmp/agent-state');
+    // The trailing slash is dropped so paths join cleanly.
+    expect(config.controlPlaneUrl).toBe('https://ark.example.com');
+    expect(config.heartbeatIntervalMs).toBe(2000);
+    expect(config.logLevel).toBe('warn');
+    expect(config.docker.required).toBe(false);
+    expect(config.nettest).toEqual({ maxDownloadBytes: 1000, maxUploadBytes: 64 * 1024 * 1024, pingCount: 5 });
+    expect(config.jobPortRange).toEqual({ from: 50000, to: 50100 });
+    expect(config.region).toBe('eu-west');
+    expect(config.nvidiaSmiFixtures).toEqual(['/a.xml', '/b.xml']);
+  });
+
+  it('names the file and the field, in words, for a bad value in the file', () => {
+    const path = withFile({ control_plane_url: 'ftp://ark.example.com' });
+    const error = errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: path } }));
+    expect(error.message).toBe(
+      `config error in ${path}: control_plane_url must be an http(s) URL, e.g. https://ark.example.com, got "ftp://ark.example.com"`,
+    );
+  });
+
+  it.each([
+    [{ heartbeat_interval_s: 0 }, 'heartbeat_interval_s must be an integer (seconds) between 1 and 300, got 0'],
+    [{ telemetry_sample_interval_s: 1.5 }, 'telemetry_sample_interval_s must be an integer (seconds) between 1 and 3600, got 1.5'],
+    [{ telemetry_batch_interval_s: '60' }, 'telemetry_batch_interval_s must be an integer (seconds) between 1 and 3600, got "60"'],
+    [{ nettest: { ping_count: 50 } }, 'nettest.ping_count must be an integer between 1 and 20, got 50'],
+    [{ job_port_range: { from: 0, to: 10 } }, 'job_port_range.from must be an integer between 1 and 65535, got 0'],
+    [{ require_docker: 'yes' }, 'require_docker must be true or false, got "yes"'],
+    [{ log_level: 'loud' }, 'log_level must be one of fatal, error, warn, info, debug, trace, silent, got "loud"'],
+    [{ region: '' }, 'region must be a string of 1 to 64 characters, got ""'],
+  ])('refuses %j with a sentence naming the field', (content, detail) => {
+    const path = withFile(content);
+    const error = errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: path } }));
+    expect(error.source).toBe(path);
+    expect(error.detail).toBe(detail);
+  });
+
+  it('calls an unknown key a typo and lists the known fields', () => {
+    const path = withFile({ heartbeat_interval: 15 });
+    const error = errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: path } }));
+    expect(error.detail).toMatch(/^unknown field heartbeat_interval \(known fields: control_plane_url, heartbeat_interval_s, /);
+    const nested = errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: withFile({ nettest: { max_download: 1 } }) } }));
+    expect(nested.detail).toBe('unknown field nettest.max_download (known fields: max_download_bytes, max_upload_bytes, ping_count)');
+  });
+
+  it('names the environment variable when the bad value came from it', () => {
+    const error = errorOf(() => loadAgentConfig({ env: { ARK_CONTROL_PLANE_URL: 'not a url' }, readFile: noFile }));
+    expect(error.message).toBe(
+      'config error in environment variable ARK_CONTROL_PLANE_URL: control_plane_url must be an http(s) URL, e.g. https://ark.example.com, got "not a url"',
+    );
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_HEARTBEAT_INTERVAL_S: '15s' }, readFile: noFile })).message).toBe(
+      'config error in environment variable ARK_AGENT_HEARTBEAT_INTERVAL_S: heartbeat_interval_s must be a whole number, got "15s"',
+    );
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_HEARTBEAT_INTERVAL_S: '900' }, readFile: noFile })).message).toBe(
+      'config error in environment variable ARK_AGENT_HEARTBEAT_INTERVAL_S: heartbeat_interval_s must be an integer (seconds) between 1 and 300, got 900',
+    );
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_REQUIRE_DOCKER: 'maybe' }, readFile: noFile })).detail).toBe(
+      'require_docker must be true or false, got "maybe"',
+    );
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_JOB_PORT_RANGE: '5000' }, readFile: noFile })).detail).toBe(
+      'job_port_range must be a port range like 40000-49999, got "5000"',
+    );
+  });
+
+  it('refuses a port range whose start is above its end', () => {
+    const error = errorOf(() => loadAgentConfig({ env: { ARK_AGENT_JOB_PORT_RANGE: '5000-4000' }, readFile: noFile }));
+    expect(error.message).toBe(
+      'config error in environment variable ARK_AGENT_JOB_PORT_RANGE: job_port_range.from (5000) must not be above job_port_range.to (4000)',
+    );
+  });
+
+  it('refuses a missing file the host named, broken JSON and a non-object', () => {
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: '/nonexistent/ark.json' } })).message).toBe(
+      'config error in /nonexistent/ark.json: file does not exist (named by ARK_AGENT_CONFIG)',
+    );
+    const broken = withFile('{"heartbeat_interval_s": 15,');
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: broken } })).message).toMatch(
+      new RegExp(`^config error in ${broken}: is not valid JSON: `),
+    );
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: withFile([1, 2]) } })).detail).toBe('must hold a JSON object');
+  });
+});

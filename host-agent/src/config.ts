@@ -1,0 +1,298 @@
+import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { Value } from '@sinclair/typebox/value';
+
+/**
+ * The agent's configuration: a JSON file (ARK_AGENT_CONFIG, default /etc/ark-agent/config.json) plus
+ * environment overrides, validated once at start. main.ts passes the environment in; nothing below reads it.
+ */
+
+export const DEFAULT_CONFIG_PATH = '/etc/ark-agent/config.json';
+export const DEFAULT_STATE_DIR = '/var/lib/ark-agent';
+
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
+const GIB = 1024 ** 3;
+
+// `problem` is our own schema keyword: the sentence a host reads after the field name when the value is refused.
+const integer = (minimum: number, maximum: number, unit = '') =>
+  Type.Integer({ minimum, maximum, problem: `must be an integer${unit} between ${minimum} and ${maximum}` });
+const text = (maxLength: number, what = 'a string') =>
+  Type.String({ minLength: 1, maxLength, problem: `must be ${what} of 1 to ${maxLength} characters` });
+const port = () => integer(1, 65535);
+
+export const AgentConfigFile = Type.Object(
+  {
+    control_plane_url: Type.Optional(
+      Type.String({
+        maxLength: 2048,
+        pattern: '^https?://[^\\s/?#]+[^\\s]*$',
+        problem: 'must be an http(s) URL, e.g. https://ark.example.com',
+      }),
+    ),
+    heartbeat_interval_s: Type.Optional(integer(1, 300, ' (seconds)')),
+    telemetry_sample_interval_s: Type.Optional(integer(1, 3600, ' (seconds)')),
+    telemetry_batch_interval_s: Type.Optional(integer(1, 3600, ' (seconds)')),
+    /** Samples kept while they wait for the next batch; the oldest are dropped beyond it. */
+    telemetry_buffer_samples: Type.Optional(integer(10, 10_000)),
+    nettest: Type.Optional(
+      Type.Object(
+        {
+          max_download_bytes: Type.Optional(integer(1, GIB)),
+          max_upload_bytes: Type.Optional(integer(1, GIB)),
+          ping_count: Type.Optional(integer(1, 20)),
+        },
+        { additionalProperties: false, problem: 'must be an object with max_download_bytes, max_upload_bytes, ping_count' },
+      ),
+    ),
+    docker_socket_path: Type.Optional(text(4096, 'a path')),
+    /** A host without a reachable Docker engine cannot run jobs, so by default it reports itself unhealthy. */
+    require_docker: Type.Optional(Type.Boolean({ problem: 'must be true or false' })),
+    job_port_range: Type.Optional(
+      Type.Object({ from: port(), to: port() }, { additionalProperties: false, problem: 'must be an object {from, to} of ports' }),
+    ),
+    nvidia_smi_path: Type.Optional(text(4096, 'a path')),
+    /** Tests only: replay recorded `nvidia-smi -q -x` documents (comma-separated paths) instead of running nvidia-smi. */
+    nvidia_smi_fixture: Type.Optional(text(16384, 'a comma-separated list of paths')),
+    /** Below this much free disk in the state directory's filesystem the agent reports itself unhealthy. */
+    min_disk_free_bytes: Type.Optional(integer(0, 1024 * GIB)),
+    region: Type.Optional(text(64)),
+    log_level: Type.Optional(
+      Type.Union(
+        LOG_LEVELS.map((level) => Type.Literal(level)),
+        { problem: `must be one of ${LOG_LEVELS.join(', ')}` },
+      ),
+    ),
+  },
+  { additionalProperties: false, problem: 'must be a JSON object' },
+);
+export type AgentConfigFile = Static<typeof AgentConfigFile>;
+
+export interface AgentConfig {
+  /** Where the config came from, for messages; null when no file was read. */
+  configPath: string | null;
+  stateDir: string;
+  controlPlaneUrl: string | null;
+  heartbeatIntervalMs: number;
+  telemetrySampleIntervalMs: number;
+  telemetryBatchIntervalMs: number;
+  telemetryBufferSamples: number;
+  nettest: { maxDownloadBytes: number; maxUploadBytes: number; pingCount: number };
+  docker: { socketPath: string; required: boolean };
+  jobPortRange: { from: number; to: number };
+  nvidiaSmiPath: string;
+  /** Tests only. */
+  nvidiaSmiFixtures: string[] | null;
+  minDiskFreeBytes: number;
+  region: string | null;
+  logLevel: LogLevel;
+}
+
+export const CONFIG_DEFAULTS = {
+  heartbeat_interval_s: 15,
+  telemetry_sample_interval_s: 10,
+  telemetry_batch_interval_s: 60,
+  telemetry_buffer_samples: 360,
+  nettest: { max_download_bytes: 256 * 1024 * 1024, max_upload_bytes: 64 * 1024 * 1024, ping_count: 5 },
+  docker_socket_path: '/var/run/docker.sock',
+  require_docker: true,
+  job_port_range: { from: 40000, to: 49999 },
+  nvidia_smi_path: 'nvidia-smi',
+  min_disk_free_bytes: GIB,
+  log_level: 'info',
+} as const;
+
+export class ConfigError extends Error {
+  override name = 'ConfigError';
+  /** `source` names the file or environment variable; `detail` is "<field> <problem>". */
+  constructor(
+    readonly source: string,
+    readonly detail: string,
+  ) {
+    super(`config error in ${source}: ${detail}`);
+  }
+}
+
+type Env = Record<string, string | undefined>;
+
+type EnvKind = 'string' | 'integer' | 'boolean' | 'range' | 'log_level';
+/** Environment overrides: variable, field path in the file, how the text is read. */
+export const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: readonly string[]; kind: EnvKind }> = [
+  { name: 'ARK_CONTROL_PLANE_URL', path: ['control_plane_url'], kind: 'string' },
+  { name: 'ARK_AGENT_LOG_LEVEL', path: ['log_level'], kind: 'log_level' },
+  { name: 'ARK_AGENT_HEARTBEAT_INTERVAL_S', path: ['heartbeat_interval_s'], kind: 'integer' },
+  { name: 'ARK_AGENT_TELEMETRY_SAMPLE_INTERVAL_S', path: ['telemetry_sample_interval_s'], kind: 'integer' },
+  { name: 'ARK_AGENT_TELEMETRY_BATCH_INTERVAL_S', path: ['telemetry_batch_interval_s'], kind: 'integer' },
+  { name: 'ARK_AGENT_TELEMETRY_BUFFER_SAMPLES', path: ['telemetry_buffer_samples'], kind: 'integer' },
+  { name: 'ARK_AGENT_NETTEST_MAX_DOWNLOAD_BYTES', path: ['nettest', 'max_download_bytes'], kind: 'integer' },
+  { name: 'ARK_AGENT_NETTEST_MAX_UPLOAD_BYTES', path: ['nettest', 'max_upload_bytes'], kind: 'integer' },
+  { name: 'ARK_AGENT_DOCKER_SOCKET', path: ['docker_socket_path'], kind: 'string' },
+  { name: 'ARK_AGENT_REQUIRE_DOCKER', path: ['require_docker'], kind: 'boolean' },
+  { name: 'ARK_AGENT_JOB_PORT_RANGE', path: ['job_port_range'], kind: 'range' },
+  { name: 'ARK_AGENT_NVIDIA_SMI_PATH', path: ['nvidia_smi_path'], kind: 'string' },
+  { name: 'ARK_AGENT_NVIDIA_SMI_FIXTURE', path: ['nvidia_smi_fixture'], kind: 'string' },
+  { name: 'ARK_AGENT_MIN_DISK_FREE_BYTES', path: ['min_disk_free_bytes'], kind: 'integer' },
+  { name: 'ARK_AGENT_REGION', path: ['region'], kind: 'string' },
+];
+
+export interface LoadConfigOptions {
+  env: Env;
+  /** Reads the config file; defaults to the file system. Answers null when the file does not exist. */
+  readFile?: (path: string) => string | null;
+}
+
+/** Parses and validates the whole configuration; throws ConfigError naming the file or variable at fault. */
+export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
+  const { env } = options;
+  const readFile = options.readFile ?? readTextFileOrNull;
+  const stateDir = resolve(env.ARK_AGENT_STATE_DIR || DEFAULT_STATE_DIR);
+
+  const explicitPath = env.ARK_AGENT_CONFIG || undefined;
+  const configPath = resolve(explicitPath ?? DEFAULT_CONFIG_PATH);
+  let raw: string | null;
+  try {
+    raw = readFile(configPath);
+  } catch (error) {
+    throw new ConfigError(configPath, `cannot be read: ${(error as Error).message}`);
+  }
+  // The default path is optional; a path the host named must exist.
+  if (raw === null && explicitPath !== undefined) throw new ConfigError(configPath, 'file does not exist (named by ARK_AGENT_CONFIG)');
+
+  let file: Record<string, unknown> = {};
+  if (raw !== null) {
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(raw);
+    } catch (error) {
+      throw new ConfigError(configPath, `is not valid JSON: ${(error as Error).message}`);
+    }
+    if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed))
+      throw new ConfigError(configPath, 'must hold a JSON object');
+    file = parsed as Record<string, unknown>;
+  }
+
+  // Which environment variable set which field, so an error names the variable rather than the file.
+  const fromEnv = new Map<string, string>();
+  const merged: Record<string, unknown> = structuredClone(file);
+  for (const override of ENV_OVERRIDES) {
+    const value = env[override.name];
+    if (value === undefined || value === '') continue;
+    setPath(merged, override.path, parseEnvValue(override.name, override.path.join('.'), override.kind, value));
+    fromEnv.set(override.path.join('.'), override.name);
+  }
+
+  validate(AgentConfigFile, merged, (field) => {
+    for (const [path, name] of fromEnv) if (field === path || field.startsWith(`${path}.`)) return `environment variable ${name}`;
+    return configPath;
+  });
+  const valid = merged as AgentConfigFile;
+
+  const range = valid.job_port_range ?? CONFIG_DEFAULTS.job_port_range;
+  if (range.from > range.to) {
+    const source = fromEnv.has('job_port_range') ? 'environment variable ARK_AGENT_JOB_PORT_RANGE' : configPath;
+    throw new ConfigError(source, `job_port_range.from (${range.from}) must not be above job_port_range.to (${range.to})`);
+  }
+  const nettest = { ...CONFIG_DEFAULTS.nettest, ...valid.nettest };
+  return {
+    configPath: raw === null ? null : configPath,
+    stateDir,
+    controlPlaneUrl: valid.control_plane_url?.replace(/\/+$/, '') ?? null,
+    heartbeatIntervalMs: (valid.heartbeat_interval_s ?? CONFIG_DEFAULTS.heartbeat_interval_s) * 1000,
+    telemetrySampleIntervalMs: (valid.telemetry_sample_interval_s ?? CONFIG_DEFAULTS.telemetry_sample_interval_s) * 1000,
+    telemetryBatchIntervalMs: (valid.telemetry_batch_interval_s ?? CONFIG_DEFAULTS.telemetry_batch_interval_s) * 1000,
+    telemetryBufferSamples: valid.telemetry_buffer_samples ?? CONFIG_DEFAULTS.telemetry_buffer_samples,
+    nettest: { maxDownloadBytes: nettest.max_download_bytes, maxUploadBytes: nettest.max_upload_bytes, pingCount: nettest.ping_count },
+    docker: {
+      socketPath: valid.docker_socket_path ?? CONFIG_DEFAULTS.docker_socket_path,
+      required: valid.require_docker ?? CONFIG_DEFAULTS.require_docker,
+    },
+    jobPortRange: { from: range.from, to: range.to },
+    nvidiaSmiPath: valid.nvidia_smi_path ?? CONFIG_DEFAULTS.nvidia_smi_path,
+    nvidiaSmiFixtures:
+      valid.nvidia_smi_fixture === undefined
+        ? null
+        : valid.nvidia_smi_fixture
+            .split(',')
+            .map((path) => path.trim())
+            .filter((path) => path !== ''),
+    minDiskFreeBytes: valid.min_disk_free_bytes ?? CONFIG_DEFAULTS.min_disk_free_bytes,
+    region: valid.region ?? null,
+    logLevel: valid.log_level ?? CONFIG_DEFAULTS.log_level,
+  };
+}
+
+function readTextFileOrNull(path: string): string | null {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'ENOENT') return null;
+    throw error;
+  }
+}
+
+function setPath(target: Record<string, unknown>, path: readonly string[], value: unknown): void {
+  let node = target;
+  for (const key of path.slice(0, -1)) {
+    const next = node[key];
+    if (typeof next !== 'object' || next === null || Array.isArray(next)) node[key] = {};
+    node = node[key] as Record<string, unknown>;
+  }
+  node[path[path.length - 1] as string] = value;
+}
+
+function parseEnvValue(name: string, field: string, kind: EnvKind, value: string): unknown {
+  const source = `environment variable ${name}`;
+  switch (kind) {
+    case 'string':
+    case 'log_level':
+      return value;
+    case 'integer':
+      if (!/^\d+$/.test(value.trim())) throw new ConfigError(source, `${field} must be a whole number, got "${value}"`);
+      return Number(value.trim());
+    case 'boolean': {
+      const lower = value.trim().toLowerCase();
+      if (['1', 'true', 'yes', 'on'].includes(lower)) return true;
+      if (['0', 'false', 'no', 'off'].includes(lower)) return false;
+      throw new ConfigError(source, `${field} must be true or false, got "${value}"`);
+    }
+    case 'range': {
+      const match = /^\s*(\d+)\s*-\s*(\d+)\s*$/.exec(value);
+      if (match === null) throw new ConfigError(source, `${field} must be a port range like 40000-49999, got "${value}"`);
+      return { from: Number(match[1]), to: Number(match[2]) };
+    }
+  }
+}
+
+/** Throws a ConfigError for the first problem, phrased from the schema's `problem` sentences. */
+function validate(schema: TSchema, value: unknown, sourceOf: (field: string) => string): void {
+  const first = Value.Errors(schema, value).First();
+  if (first === undefined) return;
+  const field = first.path.replace(/^\//, '').split('/').join('.');
+  const source = sourceOf(field);
+  // An unknown key is most often a typo: say so and list what is known there.
+  if (first.message === 'Unexpected property') {
+    const parentPath = first.path.split('/').slice(1, -1);
+    const parentSchema = parentPath.reduce<TSchema | undefined>(
+      (node, key) => unwrap(node)?.properties?.[key] as TSchema | undefined,
+      schema,
+    );
+    const known = Object.keys(unwrap(parentSchema)?.properties ?? {}).join(', ');
+    throw new ConfigError(source, `unknown field ${field}${known ? ` (known fields: ${known})` : ''}`);
+  }
+  const problem = (first.schema as { problem?: string }).problem ?? first.message.toLowerCase();
+  const got = describeValue(first.value);
+  throw new ConfigError(source, `${field === '' ? 'the configuration' : field} ${problem}${got === undefined ? '' : `, got ${got}`}`);
+}
+
+function unwrap(schema: TSchema | undefined): { properties?: Record<string, TSchema> } | undefined {
+  return schema as { properties?: Record<string, TSchema> } | undefined;
+}
+
+function describeValue(value: unknown): string | undefined {
+  if (value === undefined) return undefined;
+  const json = JSON.stringify(value);
+  if (json === undefined) return undefined;
+  return json.length > 80 ? `${json.slice(0, 77)}...` : json;
+}
