@@ -5,6 +5,8 @@ import { ErrorEnvelope } from '@ark/shared';
 import Fastify, { type FastifyBaseLogger } from 'fastify';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
+import { ChannelHandlers } from './gateway/handlers.js';
+import { type GatewayInput, installChannelGateway } from './gateway/install.js';
 import { installAuth } from './http/auth.js';
 import { installErrorHandling } from './http/errors.js';
 import { installIdempotency } from './http/idempotency.js';
@@ -28,13 +30,25 @@ export interface AppContext {
   authenticator: Authenticator;
   metrics: Metrics;
   paginator: Paginator;
+  /** The agent channel's handler registry: areas register with `ctx.channel.on('telemetry', ...)`. */
+  channel: ChannelHandlers;
 }
 
-export type AppContextInput = Omit<AppContext, 'paginator'> & { paginator?: Paginator };
+export type AppContextInput = Omit<AppContext, 'paginator' | 'channel'> & {
+  paginator?: Paginator;
+  channel?: ChannelHandlers;
+  /** Agent gateway tunables and machine directory (default: the machines table). */
+  gateway?: GatewayInput;
+};
 
 /** Builds the HTTP app; never listens (main.ts does, tests use inject or listen themselves). */
 export async function buildApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<TypedApp> {
-  const ctx: AppContext = { ...input, paginator: input.paginator ?? new Paginator(input.config.secretKey) };
+  const { gateway: gatewayInput, ...contextInput } = input;
+  const ctx: AppContext = {
+    ...contextInput,
+    paginator: input.paginator ?? new Paginator(input.config.secretKey),
+    channel: input.channel ?? new ChannelHandlers(),
+  };
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
     bodyLimit: ctx.config.bodyLimitBytes,
@@ -70,6 +84,7 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
   installAuth(app, ctx.authenticator, ctx.clock);
   installIdempotency(app, ctx.store, ctx.clock);
 
+  installChannelGateway(app, ctx, gatewayInput);
   registerSystemRoutes(app, ctx);
   for (const register of routeModules) await register(app, ctx);
   return app;

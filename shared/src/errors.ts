@@ -39,6 +39,8 @@ export const ERROR_CATALOG = {
   // Ledger
   INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
   LEDGER_REFERENCE_CONFLICT: { status: 409, retryable: false, message: 'This external reference was already posted with different fields.' },
+  // Agent channel
+  CHANNEL_VERSION_UNSUPPORTED: { status: 400, retryable: false, message: 'This agent channel protocol version is not supported; use ?v=1.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -4,3 +4,4 @@ export * from './errors.js';
 export * from './http/common.js';
 export * from './channel/messages.js';
 export * from './channel/manifest.js';
+export * from './channel/codec.js';

@@ -1,0 +1,54 @@
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+
+/** Prometheus series of the agent gateway. Label sets are bounded: message types and close reasons are enums. */
+export interface GatewayMetrics {
+  connections: Gauge;
+  frames: Counter<'type'>;
+  /** From the frame's arrival to the end of its handling (queue wait, verification, handler, acknowledgement). */
+  frameHandling: Histogram<'type'>;
+  closes: Counter<'reason'>;
+}
+
+function reuse<T>(registry: Registry | undefined, name: string, make: () => T): T {
+  return (registry?.getSingleMetric(name) as T | undefined) ?? make();
+}
+
+export function createGatewayMetrics(registry?: Registry): GatewayMetrics {
+  const registers = registry ? [registry] : [];
+  return {
+    connections: reuse(
+      registry,
+      'ark_channel_connections',
+      () => new Gauge({ name: 'ark_channel_connections', help: 'Agent connections past the handshake, on this replica', registers }),
+    ),
+    frames: reuse(
+      registry,
+      'ark_channel_frames_total',
+      () =>
+        new Counter({ name: 'ark_channel_frames_total', help: 'Agent frames handled, by message type', labelNames: ['type'], registers }),
+    ),
+    frameHandling: reuse(
+      registry,
+      'ark_channel_frame_handling_seconds',
+      () =>
+        new Histogram({
+          name: 'ark_channel_frame_handling_seconds',
+          help: 'Time from a frame arriving to its handling being done, by message type',
+          labelNames: ['type'],
+          buckets: [0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.03, 0.05, 0.075, 0.1, 0.25, 0.5, 1, 2.5],
+          registers,
+        }),
+    ),
+    closes: reuse(
+      registry,
+      'ark_channel_closes_total',
+      () =>
+        new Counter({
+          name: 'ark_channel_closes_total',
+          help: 'Agent connections closed or refused, by reason',
+          labelNames: ['reason'],
+          registers,
+        }),
+    ),
+  };
+}

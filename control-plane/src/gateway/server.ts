@@ -1,0 +1,630 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { IncomingMessage, Server } from 'node:http';
+import type { Duplex } from 'node:stream';
+import {
+  type AgentMessage,
+  CHANNEL_MAX_FRAME_BYTES,
+  CHANNEL_PATH,
+  CHANNEL_PROTOCOL_VERSION,
+  ERROR_CATALOG,
+  ed25519PublicKeyFromBase64,
+  type FrameVerifier,
+  type HelloMessage,
+  nodeEd25519Verifier,
+  openFrame,
+  peekPayload,
+  type ReliableAgentMessage,
+  signFrame,
+} from '@ark/shared';
+import type { Registry } from 'prom-client';
+import { type WebSocket, WebSocketServer } from 'ws';
+import type { Clock } from '../clock.js';
+import type { Store } from '../store/db.js';
+import { markMessageApplied, openChannelState } from './channel-state.js';
+import { OutboxWatch } from './delivery.js';
+import type { ChannelHandlers, MachineDirectory } from './handlers.js';
+import type { ControlPlaneIdentity } from './identity.js';
+import type { GatewayLogger } from './logger.js';
+import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
+import { acknowledgeCommands, commandsAfter } from './outbox.js';
+
+/** Tunables, each with a default that suits production; tests shorten the timeouts. */
+export interface GatewaySettings {
+  /** Announced in welcome; the idle timeout is three of these by default. */
+  heartbeatIntervalS?: number;
+  telemetryIntervalS?: number;
+  /** A connection must complete the hello within this. */
+  handshakeTimeoutMs?: number;
+  /** No frame for this long closes the connection. */
+  idleTimeoutMs?: number;
+  /** Upgrades beyond this are answered 503. */
+  maxConnections?: number;
+  /** A socket whose unsent output exceeds this is a slow consumer and is closed. */
+  sendBufferLimitBytes?: number;
+  /** Frames received but not yet handled, per connection; more closes it (agents send a bounded window). */
+  inboxLimitFrames?: number;
+  /** Commands read from the outbox per query. */
+  deliveryBatch?: number;
+  /** The polling fallback's period (in-process and NOTIFY wake-ups make it a safety net). */
+  pollIntervalMs?: number;
+  /** Postgres URL for LISTEN; null disables it (SQLite, or polling only). */
+  listenUrl?: string | null;
+}
+
+export interface ChannelGatewayOptions extends GatewaySettings {
+  store: Store;
+  handlers: ChannelHandlers;
+  directory: MachineDirectory;
+  /** Loaded once at start (the key is shared by replicas through the store). */
+  identity: () => Promise<ControlPlaneIdentity>;
+  clock: Clock;
+  logger: GatewayLogger;
+  registry?: Registry;
+}
+
+/** Close codes the agent sees. Every one of them means: reconnect with backoff. */
+export const CLOSE_CODES = {
+  protocolViolation: 1008,
+  internalError: 1011,
+  goingAway: 1001,
+  replaced: 4001,
+  timeout: 4002,
+  slowConsumer: 4003,
+} as const;
+
+type SessionState = 'awaiting_hello' | 'open' | 'closed';
+
+const RELIABLE = new Set<string>(['telemetry', 'meter_receipt', 'job_status', 'nettest_receipt']);
+
+/**
+ * The agent gateway: the WebSocket end of the agent channel (DESIGN.md "The agent channel"). It answers upgrades
+ * on CHANNEL_PATH, runs the challenge handshake, checks every frame (size, signature, version, schema, session id,
+ * sequence) before anything is processed, applies reliable messages once, and delivers the outbox.
+ */
+export class ChannelGateway {
+  readonly settings: Required<Omit<GatewaySettings, 'listenUrl'>> & { listenUrl: string | null };
+  readonly #options: ChannelGatewayOptions;
+  readonly #metrics: GatewayMetrics;
+  readonly #wss: WebSocketServer;
+  /** Every live connection, for the timeout sweep and shutdown. */
+  readonly #all = new Set<Session>();
+  /** Connections past the handshake, by machine: the newest wins. */
+  readonly #byMachine = new Map<string, Session>();
+  #identity: ControlPlaneIdentity | null = null;
+  #starting: Promise<void> | null = null;
+  #watch: OutboxWatch | null = null;
+  #sweepTimer: NodeJS.Timeout | null = null;
+  #closing = false;
+
+  constructor(options: ChannelGatewayOptions) {
+    this.#options = options;
+    const heartbeatIntervalS = options.heartbeatIntervalS ?? 15;
+    this.settings = {
+      heartbeatIntervalS,
+      telemetryIntervalS: options.telemetryIntervalS ?? 60,
+      handshakeTimeoutMs: options.handshakeTimeoutMs ?? 10_000,
+      idleTimeoutMs: options.idleTimeoutMs ?? heartbeatIntervalS * 3 * 1000,
+      maxConnections: options.maxConnections ?? 20_000,
+      sendBufferLimitBytes: options.sendBufferLimitBytes ?? 1024 * 1024,
+      inboxLimitFrames: options.inboxLimitFrames ?? 256,
+      deliveryBatch: options.deliveryBatch ?? 100,
+      pollIntervalMs: options.pollIntervalMs ?? (options.listenUrl ? 5_000 : 2_000),
+      listenUrl: options.listenUrl ?? null,
+    };
+    this.#metrics = createGatewayMetrics(options.registry);
+    // No deflate (CPU and per-socket memory), frames bounded by the protocol, our own connection bookkeeping.
+    this.#wss = new WebSocketServer({
+      noServer: true,
+      maxPayload: CHANNEL_MAX_FRAME_BYTES,
+      perMessageDeflate: false,
+      clientTracking: false,
+    });
+  }
+
+  get logger(): GatewayLogger {
+    return this.#options.logger;
+  }
+  get metrics(): GatewayMetrics {
+    return this.#metrics;
+  }
+  get handlers(): ChannelHandlers {
+    return this.#options.handlers;
+  }
+  get store(): Store {
+    return this.#options.store;
+  }
+  get clock(): Clock {
+    return this.#options.clock;
+  }
+  get identity(): ControlPlaneIdentity {
+    if (!this.#identity) throw new Error('the gateway is not started');
+    return this.#identity;
+  }
+
+  /** Loads the identity and starts the outbox watch and the timeout sweep; idempotent. */
+  start(): Promise<void> {
+    this.#starting ??= (async () => {
+      this.#identity = await this.#options.identity();
+      if (this.#closing) return;
+      const sweepMs = Math.max(
+        50,
+        Math.min(1_000, Math.floor(Math.min(this.settings.handshakeTimeoutMs, this.settings.idleTimeoutMs) / 4)),
+      );
+      this.#sweepTimer = setInterval(() => this.#sweep(), sweepMs);
+      this.#sweepTimer.unref();
+      this.#watch = new OutboxWatch({
+        store: this.#options.store,
+        listenUrl: this.settings.listenUrl,
+        pollIntervalMs: this.settings.pollIntervalMs,
+        logger: this.#options.logger,
+        wake: (machineId) => this.#byMachine.get(machineId)?.deliver(),
+        pending: (machineId, maxSeq) => {
+          const session = this.#byMachine.get(machineId);
+          if (session && maxSeq > session.commandsSentUpto) session.deliver();
+        },
+        holdsSockets: () => this.#byMachine.size > 0,
+      });
+      await this.#watch.start();
+    })();
+    return this.#starting;
+  }
+
+  /** Routes the HTTP server's upgrades on CHANNEL_PATH here; other paths are left to other listeners. */
+  attach(server: Server): void {
+    server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
+      if (!this.handleUpgrade(request, socket, head) && server.listenerCount('upgrade') === 1) {
+        refuseUpgrade(socket, 404, 'NOT_FOUND', ERROR_CATALOG.NOT_FOUND.message);
+      }
+    });
+  }
+
+  /** Returns false when the request is not for the channel path. */
+  handleUpgrade(request: IncomingMessage, socket: Duplex, head: Buffer): boolean {
+    const url = new URL(request.url ?? '/', 'http://gateway.invalid');
+    if (url.pathname !== CHANNEL_PATH) return false;
+    socket.on('error', () => {});
+    const version = url.searchParams.get('v');
+    if (version !== String(CHANNEL_PROTOCOL_VERSION)) {
+      this.#refused('unknown_version_url', { version, address: request.socket.remoteAddress });
+      refuseUpgrade(socket, 400, 'CHANNEL_VERSION_UNSUPPORTED', ERROR_CATALOG.CHANNEL_VERSION_UNSUPPORTED.message);
+      return true;
+    }
+    if (this.#closing) {
+      refuseUpgrade(socket, 503, 'SERVICE_UNAVAILABLE', ERROR_CATALOG.SERVICE_UNAVAILABLE.message);
+      return true;
+    }
+    if (this.#all.size >= this.settings.maxConnections) {
+      this.#refused('capacity', { connections: this.#all.size });
+      refuseUpgrade(socket, 503, 'SERVICE_UNAVAILABLE', ERROR_CATALOG.SERVICE_UNAVAILABLE.message);
+      return true;
+    }
+    this.start().then(
+      () => {
+        if (this.#closing) return void refuseUpgrade(socket, 503, 'SERVICE_UNAVAILABLE', ERROR_CATALOG.SERVICE_UNAVAILABLE.message);
+        this.#wss.handleUpgrade(request, socket, head, (ws) => this.#accept(ws));
+      },
+      (error: unknown) => {
+        this.#options.logger.error({ err: error }, 'agent gateway could not start');
+        refuseUpgrade(socket, 503, 'SERVICE_UNAVAILABLE', ERROR_CATALOG.SERVICE_UNAVAILABLE.message);
+      },
+    );
+    return true;
+  }
+
+  /** Connections past the handshake on this replica. */
+  get connectedCount(): number {
+    return this.#byMachine.size;
+  }
+
+  isConnected(machineId: string): boolean {
+    return this.#byMachine.has(machineId);
+  }
+
+  /** Closes every connection (agents reconnect elsewhere) and stops the watch; waits for handlers in flight. */
+  async close(): Promise<void> {
+    this.#closing = true;
+    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
+    await this.#starting?.catch(() => {});
+    await this.#watch?.close();
+    const sessions = [...this.#all];
+    for (const session of sessions) session.close(CLOSE_CODES.goingAway, 'shutting_down', false);
+    await Promise.race([
+      Promise.allSettled(sessions.map((s) => s.settled())),
+      new Promise((resolve) => setTimeout(resolve, 5_000).unref()),
+    ]);
+    for (const session of sessions) session.terminate();
+  }
+
+  // ---- used by sessions ----
+
+  /** A directory failure (store down) propagates: the connection closes as an internal error and the agent retries. */
+  publicKeyOf(machineId: string): Promise<string | null> {
+    return this.#options.directory.publicKeyOf(machineId);
+  }
+
+  register(session: Session, machineId: string): void {
+    const previous = this.#byMachine.get(machineId);
+    this.#byMachine.set(machineId, session);
+    this.#metrics.connections.set(this.#byMachine.size);
+    if (previous && previous !== session) previous.close(CLOSE_CODES.replaced, 'replaced', true);
+  }
+
+  forget(session: Session): boolean {
+    this.#all.delete(session);
+    const machineId = session.machineId;
+    if (machineId && this.#byMachine.get(machineId) === session) {
+      this.#byMachine.delete(machineId);
+      this.#metrics.connections.set(this.#byMachine.size);
+      return true;
+    }
+    return false;
+  }
+
+  #accept(ws: WebSocket): void {
+    const session = new Session(this, ws);
+    this.#all.add(session);
+    session.begin();
+  }
+
+  #refused(reason: string, detail: object): void {
+    this.#metrics.closes.inc({ reason });
+    this.#options.logger.warn({ reason, ...detail }, 'agent channel upgrade refused');
+  }
+
+  #sweep(): void {
+    const now = performance.now();
+    for (const session of this.#all) session.checkTimeouts(now);
+  }
+}
+
+function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
+  const body = JSON.stringify({ error: { code, message, retryable: status >= 500, request_id: randomUUID() } });
+  const reason = status === 400 ? 'Bad Request' : status === 404 ? 'Not Found' : 'Service Unavailable';
+  socket.end(
+    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
+}
+
+/**
+ * One agent connection. Frames are handled strictly in arrival order, one at a time: a frame is checked in
+ * full before its handler runs, and the first bad frame closes the connection, so nothing after it is processed.
+ */
+class Session {
+  readonly #gateway: ChannelGateway;
+  readonly #ws: WebSocket;
+  readonly #sid = randomBytes(16).toString('base64url');
+  readonly #challenge = randomBytes(32).toString('base64url');
+  #state: SessionState = 'awaiting_hello';
+  machineId: string | null = null;
+  #verify: FrameVerifier | null = null;
+  #recvSeq = 0;
+  #sendSeq = 0;
+  readonly #openedAt = performance.now();
+  #lastFrameAt = this.#openedAt;
+  // Received, not yet handled. Two arrays instead of an object per frame.
+  readonly #inbox: Buffer[] = [];
+  readonly #inboxAt: number[] = [];
+  #draining: Promise<void> | null = null;
+  #appliedUpto = 0;
+  commandsSentUpto = 0;
+  #delivering = false;
+  #deliverAgain = false;
+  #announced = false;
+
+  constructor(gateway: ChannelGateway, ws: WebSocket) {
+    this.#gateway = gateway;
+    this.#ws = ws;
+  }
+
+  begin(): void {
+    this.#ws.on('message', (data: Buffer, isBinary: boolean) => this.#receive(data, isBinary));
+    this.#ws.on('close', () => this.#closed());
+    // ws reports oversized and malformed WebSocket frames here, then closes the socket itself.
+    this.#ws.on('error', (error: Error & { code?: string }) => {
+      const reason = error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'oversized' : 'websocket_error';
+      this.#violation(reason, error.message);
+    });
+    const now = this.#gateway.clock.now();
+    this.#send({ t: 'challenge', challenge: this.#challenge, server_time: now.toISOString() });
+  }
+
+  /** Resolves once no handler of this connection is running. */
+  settled(): Promise<void> {
+    return this.#draining ?? Promise.resolve();
+  }
+
+  checkTimeouts(now: number): void {
+    if (this.#state === 'awaiting_hello' && now - this.#openedAt > this.#gateway.settings.handshakeTimeoutMs) {
+      this.#fail(CLOSE_CODES.timeout, 'handshake_timeout');
+    } else if (this.#state === 'open' && now - this.#lastFrameAt > this.#gateway.settings.idleTimeoutMs && !this.#draining) {
+      this.#fail(CLOSE_CODES.timeout, 'idle_timeout');
+    }
+  }
+
+  close(code: number, reason: string, count: boolean): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    if (count) this.#gateway.metrics.closes.inc({ reason });
+    this.#inbox.length = 0;
+    this.#inboxAt.length = 0;
+    this.#ws.close(code, reason);
+    // A peer that never answers the close frame must not keep the socket.
+    setTimeout(() => this.#ws.terminate(), 2_000).unref();
+  }
+
+  terminate(): void {
+    this.#ws.terminate();
+  }
+
+  // ---- receiving ----
+
+  #receive(data: Buffer, isBinary: boolean): void {
+    if (this.#state === 'closed') return;
+    const at = performance.now();
+    this.#lastFrameAt = at;
+    if (isBinary) {
+      this.#violation('binary');
+      return;
+    }
+    if (this.#inbox.length >= this.#gateway.settings.inboxLimitFrames) {
+      this.#violation('inbox_overflow', `${this.#inbox.length} frames pending`);
+      return;
+    }
+    this.#inbox.push(data);
+    this.#inboxAt.push(at);
+    if (!this.#draining) this.#draining = this.#drain();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#inbox.length > 0 && this.#state !== 'closed') {
+        const raw = this.#inbox.shift() as Buffer;
+        const at = this.#inboxAt.shift() as number;
+        const type = this.#state === 'awaiting_hello' ? await this.#hello(raw) : await this.#frame(raw);
+        if (type) {
+          const metrics = this.#gateway.metrics;
+          metrics.frames.inc({ type });
+          metrics.frameHandling.observe({ type }, (performance.now() - at) / 1000);
+        }
+      }
+    } catch (error) {
+      this.#gateway.logger.error({ err: error, machineId: this.machineId }, 'agent channel frame handling failed');
+      this.#fail(CLOSE_CODES.internalError, 'handler_failed');
+    } finally {
+      this.#draining = null;
+      // A frame may have arrived between the loop's last check and here.
+      if (this.#inbox.length > 0 && this.#state !== 'closed') this.#draining = this.#drain();
+    }
+  }
+
+  /** The first frame must be a hello signed by the key on record for the machine it names. */
+  async #hello(raw: Buffer): Promise<string | null> {
+    const claimed = peekPayload(raw);
+    const claimedMachineId = typeof claimed?.machine_id === 'string' ? claimed.machine_id.slice(0, 64) : null;
+    if (claimed?.t !== 'hello' || !claimedMachineId) {
+      // Let the codec name what is wrong (unsigned, version, schema) when it can; otherwise it is not a hello.
+      const reason = claimed === null ? 'malformed_frame' : claimed.v !== CHANNEL_PROTOCOL_VERSION ? 'unknown_version' : 'expected_hello';
+      this.#violation(reason, undefined, claimedMachineId);
+      return null;
+    }
+    const publicKey = await this.#gateway.publicKeyOf(claimedMachineId);
+    if (this.#state === 'closed') return null;
+    if (!publicKey) {
+      this.#violation('unknown_machine', undefined, claimedMachineId);
+      return null;
+    }
+    let verify: FrameVerifier;
+    try {
+      verify = nodeEd25519Verifier(ed25519PublicKeyFromBase64(publicKey));
+    } catch {
+      this.#violation('unknown_machine', 'the key on record is not an ed25519 key', claimedMachineId);
+      return null;
+    }
+    const opened = openFrame(raw, verify, 'agent');
+    if (!opened.ok) {
+      this.#violation(opened.reason, opened.detail, claimedMachineId);
+      return null;
+    }
+    const hello = opened.payload;
+    if (hello.t !== 'hello') return this.#violationNull('expected_hello', undefined, claimedMachineId);
+    if (hello.sid !== this.#sid) return this.#violationNull('wrong_session', undefined, claimedMachineId);
+    if (hello.seq !== 1)
+      return this.#violationNull(hello.seq < 1 ? 'replayed_seq' : 'out_of_order_seq', `seq ${hello.seq}`, claimedMachineId);
+    if (hello.challenge !== this.#challenge) return this.#violationNull('bad_challenge', undefined, claimedMachineId);
+    this.#recvSeq = 1;
+    this.#verify = verify;
+    this.machineId = hello.machine_id;
+    await this.#welcome(hello);
+    return 'hello';
+  }
+
+  async #welcome(hello: HelloMessage): Promise<void> {
+    const gateway = this.#gateway;
+    const machineId = hello.machine_id;
+    const now = gateway.clock.now();
+    const state = await openChannelState(gateway.store.db, machineId, now);
+    let acked = state.commandsAckedUpto;
+    if (hello.commands_applied_upto > acked)
+      acked = await acknowledgeCommands(gateway.store.db, machineId, hello.commands_applied_upto, now);
+    if (this.#state === 'closed') return;
+    this.#appliedUpto = state.lastAppliedMsgId;
+    // Acknowledged commands are never resent; everything after them is, in order.
+    this.commandsSentUpto = acked;
+    this.#state = 'open';
+    gateway.register(this, machineId);
+    this.#send({
+      t: 'welcome',
+      machine_id: machineId,
+      acked_upto: this.#appliedUpto,
+      heartbeat_interval_s: gateway.settings.heartbeatIntervalS,
+      telemetry_interval_s: gateway.settings.telemetryIntervalS,
+      server_time: now.toISOString(),
+    });
+    gateway.logger.debug({ machineId, sid: this.#sid, agentVersion: hello.agent_version }, 'agent connected');
+    this.#announced = true;
+    try {
+      await gateway.handlers.connected(machineId, now);
+    } catch (error) {
+      gateway.logger.error({ err: error, machineId }, 'agent channel connect hook failed');
+    }
+    this.deliver();
+  }
+
+  async #frame(raw: Buffer): Promise<string | null> {
+    const opened = openFrame(raw, this.#verify as FrameVerifier, 'agent');
+    if (!opened.ok) return this.#violationNull(opened.reason, opened.detail);
+    const msg = opened.payload;
+    if (msg.sid !== this.#sid) return this.#violationNull('wrong_session');
+    if (msg.seq !== this.#recvSeq + 1) {
+      return this.#violationNull(msg.seq <= this.#recvSeq ? 'replayed_seq' : 'out_of_order_seq', `seq ${msg.seq} after ${this.#recvSeq}`);
+    }
+    this.#recvSeq = msg.seq;
+    await this.#dispatch(msg);
+    return msg.t;
+  }
+
+  async #dispatch(msg: AgentMessage): Promise<void> {
+    const gateway = this.#gateway;
+    const machineId = this.machineId as string;
+    switch (msg.t) {
+      case 'heartbeat': {
+        try {
+          await gateway.handlers.heartbeat(machineId, msg, gateway.clock.now());
+        } catch (error) {
+          // Not acknowledged: the agent sees the control plane unhealthy; the next heartbeat tries again.
+          gateway.logger.warn({ err: error, machineId }, 'heartbeat handler failed');
+          return;
+        }
+        this.#send({ t: 'ack', upto: this.#appliedUpto });
+        return;
+      }
+      case 'command_ack': {
+        if (msg.upto > this.commandsSentUpto) {
+          // Acknowledging what was never sent here: a confused agent, or one also connected elsewhere. Never
+          // trusted past what the outbox holds (acknowledgeCommands clamps).
+          gateway.logger.warn(
+            { machineId, upto: msg.upto, sent: this.commandsSentUpto },
+            'agent acknowledged commands not sent on this connection',
+          );
+        }
+        await acknowledgeCommands(gateway.store.db, machineId, msg.upto, gateway.clock.now());
+        return;
+      }
+      case 'hello':
+        return void this.#violation('unexpected_type', 'hello after the handshake');
+      default: {
+        if (RELIABLE.has(msg.t)) await this.#applyReliable(msg as ReliableAgentMessage);
+        return;
+      }
+    }
+  }
+
+  /** Applies a reliable message once: the effect and the applied mark commit together; then the cumulative ack. */
+  async #applyReliable(msg: ReliableAgentMessage): Promise<void> {
+    const gateway = this.#gateway;
+    const machineId = this.machineId as string;
+    if (msg.id > this.#appliedUpto) {
+      const now = gateway.clock.now();
+      if (!gateway.handlers.handles(msg.t))
+        gateway.logger.warn({ machineId, type: msg.t, id: msg.id }, 'no handler for agent message type; applied as a no-op');
+      await gateway.store.db.transaction().execute(async (trx) => {
+        if (await markMessageApplied(trx, machineId, msg.id, now)) await gateway.handlers.apply(trx, machineId, msg, now);
+      });
+      // Applied now, or already by another connection: either way everything up to it is done.
+      this.#appliedUpto = msg.id;
+    }
+    if (this.#state !== 'closed') this.#send({ t: 'ack', upto: this.#appliedUpto });
+  }
+
+  // ---- sending ----
+
+  #send(body: { t: string } & Record<string, unknown>): boolean {
+    if (this.#state === 'closed') return false;
+    if (this.#ws.bufferedAmount > this.#gateway.settings.sendBufferLimitBytes) {
+      this.#fail(CLOSE_CODES.slowConsumer, 'slow_consumer');
+      return false;
+    }
+    const { t, ...rest } = body;
+    this.#sendSeq += 1;
+    this.#ws.send(signFrame({ v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest }, this.#gateway.identity.sign));
+    return true;
+  }
+
+  /** Sends outbox commands after the last one sent, in order; wake-ups during a run trigger one more run. */
+  deliver(): void {
+    if (this.#state !== 'open') return;
+    if (this.#delivering) {
+      this.#deliverAgain = true;
+      return;
+    }
+    this.#delivering = true;
+    void this.#deliverLoop().finally(() => {
+      this.#delivering = false;
+    });
+  }
+
+  async #deliverLoop(): Promise<void> {
+    const gateway = this.#gateway;
+    const machineId = this.machineId as string;
+    try {
+      for (;;) {
+        this.#deliverAgain = false;
+        const batch = await commandsAfter(gateway.store.db, machineId, this.commandsSentUpto, gateway.settings.deliveryBatch);
+        for (const command of batch) {
+          if (this.#state !== 'open') return;
+          if (command.commandSeq <= this.commandsSentUpto) continue;
+          const sent = this.#send({
+            t: 'command',
+            command_seq: command.commandSeq,
+            command_id: command.commandId,
+            kind: command.kind,
+            body: command.body,
+          });
+          if (!sent) return;
+          this.commandsSentUpto = command.commandSeq;
+        }
+        if (batch.length < gateway.settings.deliveryBatch && !this.#deliverAgain) return;
+      }
+    } catch (error) {
+      // The next wake-up or poll tries again.
+      gateway.logger.warn({ err: error, machineId }, 'agent outbox delivery failed');
+    }
+  }
+
+  // ---- closing ----
+
+  #violation(reason: string, detail?: string, claimedMachineId?: string | null): void {
+    if (this.#state === 'closed') return;
+    this.#gateway.logger.warn(
+      { reason, detail, machineId: this.machineId ?? claimedMachineId ?? null, sid: this.#sid, authenticated: this.machineId !== null },
+      'agent channel closed: protocol violation',
+    );
+    this.close(CLOSE_CODES.protocolViolation, reason, true);
+  }
+
+  #violationNull(reason: string, detail?: string, claimedMachineId?: string | null): null {
+    this.#violation(reason, detail, claimedMachineId);
+    return null;
+  }
+
+  #fail(code: number, reason: string): void {
+    if (this.#state === 'closed') return;
+    this.#gateway.logger.info({ reason, machineId: this.machineId, sid: this.#sid }, 'agent channel closed');
+    this.close(code, reason, true);
+  }
+
+  #closed(): void {
+    if (this.#state !== 'closed') {
+      this.#state = 'closed';
+      this.#gateway.metrics.closes.inc({ reason: 'peer_closed' });
+    }
+    const wasCurrent = this.#gateway.forget(this);
+    if (this.#announced && wasCurrent && this.machineId) {
+      const machineId = this.machineId;
+      const gateway = this.#gateway;
+      gateway.handlers.disconnected(machineId, gateway.clock.now()).catch((error: unknown) => {
+        gateway.logger.error({ err: error, machineId }, 'agent channel disconnect hook failed');
+      });
+    }
+  }
+}

@@ -1,0 +1,108 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
+import { pino } from 'pino';
+import { buildApp } from '../../app.js';
+import { type Clock, systemClock } from '../../clock.js';
+import { type Config, loadConfig } from '../../config.js';
+import { createMetrics, type Metrics } from '../../http/metrics.js';
+import { MemoryRateLimiter } from '../../http/rate-limit.js';
+import type { TypedApp } from '../../http/typed-app.js';
+import type { Dialect } from '../../store/db.js';
+import { createTestStore, type TestStore } from '../../testing/stores.js';
+import { ChannelHandlers } from '../handlers.js';
+import { loadControlPlaneIdentity } from '../identity.js';
+import { channelGatewayOf } from '../install.js';
+import type { ChannelGateway, GatewaySettings } from '../server.js';
+import { TestDirectory } from './raw-agent.js';
+
+export interface GatewayTestApp {
+  app: TypedApp;
+  gateway: ChannelGateway;
+  store: TestStore;
+  config: Config;
+  metrics: Metrics;
+  channel: ChannelHandlers;
+  directory: TestDirectory;
+  /** Every log line the app wrote, parsed. */
+  logs: Array<Record<string, unknown>>;
+  /** http://127.0.0.1:<port> */
+  baseUrl: string;
+  controlPlanePublicKey: string;
+  close(): Promise<void>;
+}
+
+export interface GatewayTestAppOptions {
+  /** Reuse a store (a second replica over the same database); it is not destroyed by close then. */
+  store?: TestStore;
+  secretKey?: Buffer;
+  settings?: GatewaySettings;
+  clock?: Clock;
+  directory?: TestDirectory;
+}
+
+/** The real app with its gateway, listening on 127.0.0.1, over a fresh store and a test machine directory. */
+export async function startGatewayApp(dialect: Dialect, options: GatewayTestAppOptions = {}): Promise<GatewayTestApp> {
+  const store = options.store ?? (await createTestStore(dialect));
+  const base = loadConfig({
+    ARK_SECRET_KEY: (options.secretKey ?? randomBytes(32)).toString('hex'),
+    ARK_DATA_DIR: '/nonexistent/ark-test',
+    LOG_LEVEL: 'silent',
+  });
+  const config: Config = { ...base, databaseUrl: dialect === 'postgres' ? store.location : null };
+  const logs: Array<Record<string, unknown>> = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _encoding, callback) {
+      for (const line of chunk.toString('utf8').split('\n')) if (line.trim()) logs.push(JSON.parse(line) as Record<string, unknown>);
+      callback();
+    },
+  });
+  const logger = pino({ level: 'debug' }, sink);
+  const channel = new ChannelHandlers();
+  const directory = options.directory ?? new TestDirectory();
+  const metrics = createMetrics();
+  const rateLimiter = new MemoryRateLimiter();
+  const app = await buildApp(
+    {
+      config,
+      store,
+      clock: options.clock ?? systemClock,
+      mailer: { send: async () => {} },
+      rateLimiter,
+      authenticator: { authenticate: async () => null },
+      metrics,
+      channel,
+      gateway: { directory, ...options.settings },
+    },
+    { logger },
+  );
+  const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
+  const identity = await loadControlPlaneIdentity(store, config.secretKey);
+  const gateway = channelGatewayOf(app);
+  if (!gateway) throw new Error('buildApp installed no gateway');
+  return {
+    app,
+    gateway,
+    store,
+    config,
+    metrics,
+    channel,
+    directory,
+    logs,
+    baseUrl,
+    controlPlanePublicKey: identity.publicKeyBase64,
+    async close() {
+      await app.close();
+      await rateLimiter.close();
+      if (!options.store) await store.destroy();
+    },
+  };
+}
+
+/** The value of one labelled series of a counter on the app's registry (0 when absent). */
+export async function counterValue(metrics: Metrics, name: string, labels: Record<string, string>): Promise<number> {
+  const metric = metrics.registry.getSingleMetric(name);
+  if (!metric) return 0;
+  const { values } = await metric.get();
+  const match = values.find((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value));
+  return match ? Number(match.value) : 0;
+}

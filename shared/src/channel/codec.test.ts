@@ -1,0 +1,167 @@
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import {
+  ed25519PrivateKeyFromSeed,
+  ed25519PublicKeyFromBase64,
+  ed25519PublicKeyToBase64,
+  nodeEd25519Signer,
+  nodeEd25519Verifier,
+  openFrame,
+  peekPayload,
+  signFrame,
+} from './codec.js';
+import { CHANNEL_MAX_FRAME_BYTES } from './messages.js';
+
+const agent = generateKeyPairSync('ed25519');
+const other = generateKeyPairSync('ed25519');
+const signAgent = nodeEd25519Signer(agent.privateKey);
+const verifyAgent = nodeEd25519Verifier(agent.publicKey);
+
+const heartbeat = (overrides: Record<string, unknown> = {}) => ({
+  v: 1,
+  t: 'heartbeat',
+  sid: 'sid-1',
+  seq: 2,
+  at: '2026-01-01T00:00:00.000Z',
+  uptime_s: 10,
+  healthy: true,
+  problems: [],
+  running_jobs: [],
+  ...overrides,
+});
+
+describe('signFrame / openFrame', () => {
+  it('round-trips a signed agent payload', () => {
+    const raw = signFrame(heartbeat(), signAgent);
+    const opened = openFrame(raw, verifyAgent, 'agent');
+    expect(opened).toEqual({ ok: true, payload: heartbeat() });
+    expect(openFrame(Buffer.from(raw), verifyAgent, 'agent').ok).toBe(true);
+  });
+
+  it('signs the exact bytes of p, so any change to p fails the signature', () => {
+    const frame = JSON.parse(signFrame(heartbeat(), signAgent)) as { p: string; s: string };
+    const tampered = JSON.stringify({ p: frame.p.replace('"uptime_s":10', '"uptime_s":11'), s: frame.s });
+    expect(openFrame(tampered, verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'bad_signature' });
+    // Re-serialising p (same meaning, other bytes) also fails: the signature is over bytes, not meaning.
+    const reformatted = JSON.stringify({ p: JSON.stringify(JSON.parse(frame.p), null, 1), s: frame.s });
+    expect(openFrame(reformatted, verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'bad_signature' });
+  });
+
+  it('refuses a frame signed by another key', () => {
+    const raw = signFrame(heartbeat(), nodeEd25519Signer(other.privateKey));
+    expect(openFrame(raw, verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'bad_signature' });
+  });
+
+  it('refuses unsigned frames and mangled signatures', () => {
+    const p = JSON.stringify(heartbeat());
+    expect(openFrame(JSON.stringify({ p }), verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'unsigned' });
+    expect(openFrame(JSON.stringify({ p, s: '' }), verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'unsigned' });
+    expect(openFrame(JSON.stringify({ p, s: 'abc' }), verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'bad_signature' });
+    const { s } = JSON.parse(signFrame(heartbeat(), signAgent)) as { s: string };
+    // Whitespace a lenient base64 decoder would skip.
+    expect(openFrame(JSON.stringify({ p, s: ` ${s.slice(1)}` }), verifyAgent, 'agent')).toMatchObject({
+      ok: false,
+      reason: 'bad_signature',
+    });
+  });
+
+  it('refuses malformed frames', () => {
+    expect(openFrame('not json', verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'malformed_frame' });
+    expect(openFrame('[1]', verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'malformed_frame' });
+    expect(openFrame('{"p":1,"s":"x"}', verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'malformed_frame' });
+    const frame = JSON.parse(signFrame(heartbeat(), signAgent)) as Record<string, unknown>;
+    expect(openFrame(JSON.stringify({ ...frame, x: 1 }), verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'malformed_frame' });
+  });
+
+  it('refuses a signed payload that is not JSON', () => {
+    const p = '{not json';
+    const s = Buffer.from(signAgent(Buffer.from(p))).toString('base64');
+    expect(openFrame(JSON.stringify({ p, s }), verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'malformed_payload' });
+  });
+
+  it('refuses an unknown protocol version before looking at the schema', () => {
+    const raw = signFrame(heartbeat({ v: 2 }), signAgent);
+    expect(openFrame(raw, verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'unknown_version', detail: 'v=2' });
+    expect(openFrame(signFrame({ t: 'heartbeat' }, signAgent), verifyAgent, 'agent')).toMatchObject({
+      ok: false,
+      reason: 'unknown_version',
+    });
+  });
+
+  it('checks the payload against the sender direction', () => {
+    expect(openFrame(signFrame(heartbeat({ uptime_s: -1 }), signAgent), verifyAgent, 'agent')).toMatchObject({
+      ok: false,
+      reason: 'invalid_payload',
+    });
+    expect(openFrame(signFrame(heartbeat({ extra: true }), signAgent), verifyAgent, 'agent')).toMatchObject({ reason: 'invalid_payload' });
+    // A heartbeat is an agent message: the agent refuses it from the control plane.
+    expect(openFrame(signFrame(heartbeat(), signAgent), verifyAgent, 'control-plane')).toMatchObject({ reason: 'invalid_payload' });
+    const ack = { v: 1, t: 'ack', sid: 's', seq: 3, upto: 4 };
+    expect(openFrame(signFrame(ack, signAgent), verifyAgent, 'control-plane')).toEqual({ ok: true, payload: ack });
+    expect(openFrame(signFrame(ack, signAgent), verifyAgent, 'agent')).toMatchObject({ reason: 'invalid_payload' });
+  });
+
+  it('checks formats (uuid, date-time) inside payloads', () => {
+    const hello = {
+      v: 1,
+      t: 'hello',
+      sid: 's',
+      seq: 1,
+      machine_id: randomUUID(),
+      challenge: 'c'.repeat(43),
+      agent_time: '2026-01-01T00:00:00Z',
+      agent_version: '1.0.0',
+      commands_applied_upto: 0,
+    };
+    expect(openFrame(signFrame(hello, signAgent), verifyAgent, 'agent').ok).toBe(true);
+    expect(openFrame(signFrame({ ...hello, machine_id: 'nope' }, signAgent), verifyAgent, 'agent')).toMatchObject({
+      reason: 'invalid_payload',
+    });
+    expect(openFrame(signFrame({ ...hello, agent_time: '2026-13-45T00:00:00Z' }, signAgent), verifyAgent, 'agent')).toMatchObject({
+      reason: 'invalid_payload',
+    });
+  });
+
+  it('refuses oversized frames before parsing them', () => {
+    const big = signFrame(heartbeat({ problems: ['x'.repeat(CHANNEL_MAX_FRAME_BYTES)] }), signAgent);
+    expect(openFrame(big, verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'oversized' });
+    expect(openFrame(signFrame(heartbeat(), signAgent), verifyAgent, 'agent', 100)).toMatchObject({ reason: 'oversized' });
+  });
+
+  it('round-trips non-ASCII text in payloads', () => {
+    const raw = signFrame(heartbeat({ problems: ['disk ä 满 🚀'] }), signAgent);
+    expect(openFrame(raw, verifyAgent, 'agent')).toMatchObject({ ok: true, payload: { problems: ['disk ä 满 🚀'] } });
+  });
+});
+
+describe('peekPayload', () => {
+  it('reads claimed fields without verifying', () => {
+    expect(peekPayload(signFrame({ t: 'hello', machine_id: 'm' }, signAgent))).toEqual({ t: 'hello', machine_id: 'm' });
+    expect(peekPayload('garbage')).toBeNull();
+    expect(peekPayload(JSON.stringify({ p: '[1]' }))).toBeNull();
+  });
+});
+
+describe('ed25519 keys', () => {
+  it('converts raw base64 keys to node:crypto keys and back', () => {
+    const base64 = ed25519PublicKeyToBase64(agent.publicKey);
+    expect(Buffer.from(base64, 'base64')).toHaveLength(32);
+    const key = ed25519PublicKeyFromBase64(base64);
+    const raw = signFrame(heartbeat(), signAgent);
+    expect(openFrame(raw, nodeEd25519Verifier(key), 'agent').ok).toBe(true);
+    expect(ed25519PublicKeyToBase64(agent.privateKey)).toBe(base64);
+  });
+
+  it('builds a private key from a seed that matches its public key', () => {
+    const seed = Buffer.alloc(32, 7);
+    const privateKey = ed25519PrivateKeyFromSeed(seed);
+    const publicKey = ed25519PublicKeyFromBase64(ed25519PublicKeyToBase64(privateKey));
+    expect(openFrame(signFrame(heartbeat(), nodeEd25519Signer(privateKey)), nodeEd25519Verifier(publicKey), 'agent').ok).toBe(true);
+  });
+
+  it('refuses keys of the wrong length or non-canonical base64', () => {
+    expect(() => ed25519PublicKeyFromBase64(Buffer.alloc(31).toString('base64'))).toThrow();
+    expect(() => ed25519PublicKeyFromBase64('not base64!')).toThrow();
+    expect(() => ed25519PrivateKeyFromSeed(Buffer.alloc(16))).toThrow();
+  });
+});
