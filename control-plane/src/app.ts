@@ -14,6 +14,7 @@ import { installMetrics, type Metrics } from './http/metrics.js';
 import { Paginator } from './http/pagination.js';
 import type { Authenticator } from './http/principal.js';
 import type { RateLimiter } from './http/rate-limit.js';
+import { registerBillingRoutes } from './http/routes/billing.js';
 import { registerSystemRoutes } from './http/routes/system.js';
 import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
@@ -91,4 +92,4 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
 }
 
 /** Each area's routes. Order does not matter. */
-const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<void>> = [];
+const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<void>> = [registerBillingRoutes];

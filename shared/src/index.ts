@@ -5,3 +5,4 @@ export * from './http/common.js';
 export * from './channel/messages.js';
 export * from './channel/manifest.js';
 export * from './channel/codec.js';
+export * from './http/billing.js';

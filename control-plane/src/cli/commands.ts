@@ -1,2 +1,3 @@
 // Imports each area's CLI module for its registerCliCommands side effect.
 export {};
+import './ledger.js';

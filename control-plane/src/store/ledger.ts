@@ -59,13 +59,11 @@ export async function transfer(trx: Tx, input: TransferInput): Promise<TransferR
   const to = byKey.get(toKey) as LockedAccount;
 
   const externalRef = input.externalRef ?? null;
-  // Checked after the locks: a concurrent post of the same reference has committed by now (read committed).
-  if (externalRef !== null) {
-    const existing = await findByExternalRef(trx, externalRef);
+  const debitOk = debitAllowed(input.from.kind, from.balance_micro, input.amountMicro);
+  if (!debitOk) {
+    // A repeat of an already-posted reference is answered even if the money has moved on since.
+    const existing = externalRef === null ? undefined : await findByExternalRef(trx, externalRef);
     if (existing) return repeated(existing, input, fromKey, toKey, from, to);
-  }
-
-  if (!debitAllowed(input.from.kind, from.balance_micro, input.amountMicro)) {
     throw new DomainError(
       'INSUFFICIENT_BALANCE',
       input.from.kind === 'available' ? 'The available balance is too low.' : `The ${input.from.kind} balance is too low.`,
@@ -84,7 +82,8 @@ export async function transfer(trx: Tx, input: TransferInput): Promise<TransferR
     external_ref: externalRef,
   };
   if (externalRef !== null) {
-    // A concurrent post of the same reference between other accounts loses here without aborting the transaction.
+    // A repeat (or a concurrent post of the same reference, once it commits) loses here without aborting
+    // the transaction; the existing posting then decides between already_posted and a conflict.
     const inserted = await trx
       .insertInto('ledger_postings')
       .values(row)
@@ -100,17 +99,12 @@ export async function transfer(trx: Tx, input: TransferInput): Promise<TransferR
     await trx.insertInto('ledger_postings').values(row).execute();
   }
 
+  // Both cached balances in one statement (relative, so it never overwrites a concurrent change).
   const amount = input.amountMicro;
-  await trx
-    .updateTable('ledger_accounts')
-    .set((eb) => ({ balance_micro: eb('balance_micro', '-', amount), updated_at: at }))
-    .where('key', '=', fromKey)
-    .execute();
-  await trx
-    .updateTable('ledger_accounts')
-    .set((eb) => ({ balance_micro: eb('balance_micro', '+', amount), updated_at: at }))
-    .where('key', '=', toKey)
-    .execute();
+  await sql`update ledger_accounts
+    set balance_micro = balance_micro + (case when key = ${toKey} then cast(${amount} as bigint) else cast(${-amount} as bigint) end),
+        updated_at = ${at}
+    where key in (${fromKey}, ${toKey})`.execute(trx);
   return { status: 'posted', postingId, fromBalanceMicro: from.balance_micro - amount, toBalanceMicro: to.balance_micro + amount };
 }
 

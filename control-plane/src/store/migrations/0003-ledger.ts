@@ -33,8 +33,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   // Exactly once per external credit; NULLs are distinct on both dialects.
   await db.schema.createIndex('ledger_postings_external_ref').on('ledger_postings').column('external_ref').unique().execute();
-  await db.schema.createIndex('ledger_postings_from').on('ledger_postings').columns(['from_key', 'at']).execute();
-  await db.schema.createIndex('ledger_postings_to').on('ledger_postings').columns(['to_key', 'at']).execute();
+  // Postings of one job or deposit. Per-account statements would add (from_key, at) and (to_key, at);
+  // every index costs each transfer a write, so none is added before a query needs it.
   await db.schema.createIndex('ledger_postings_reference').on('ledger_postings').column('reference').execute();
 
   // Postings are immutable: refuse UPDATE and DELETE in the database itself.
