@@ -15,6 +15,11 @@ import { Paginator } from './http/pagination.js';
 import type { Authenticator } from './http/principal.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import { registerBillingRoutes } from './http/routes/billing.js';
+import { registerMachineRoutes } from './http/routes/machines.js';
+import { registerNettestRoutes } from './http/routes/nettest.js';
+import { registerOfferRoutes } from './http/routes/offers.js';
+import { registerPairingRoutes } from './http/routes/pairing.js';
+import { registerTelemetryRoutes } from './http/routes/telemetry.js';
 import { registerSystemRoutes } from './http/routes/system.js';
 import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
@@ -92,4 +97,11 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
 }
 
 /** Each area's routes. Order does not matter. */
-const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<void>> = [registerBillingRoutes];
+const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<void>> = [
+  registerPairingRoutes,
+  registerMachineRoutes,
+  registerOfferRoutes,
+  registerTelemetryRoutes,
+  registerNettestRoutes,
+  registerBillingRoutes,
+];

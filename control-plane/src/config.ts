@@ -17,6 +17,16 @@ export interface Config {
   sessionTtlMs: number;
   stepUpTtlMs: number;
   platformFeeBps: number;
+  /** Hosting: machines a host may pair in its first 24 hours of hosting. */
+  newHostMachineCap: number;
+  /** Hosting: the machine rate of the offer seeded at go-live, micro-USDC per hour. */
+  seedRateMicroPerHour: bigint;
+  /** Hosting: how often agents send heartbeats; a machine is online within 3 intervals of its last one. */
+  heartbeatIntervalMs: number;
+  /** Hosting: base URL agents measure their network against (ping, download, upload); null: this control plane's own. */
+  nettestEndpoint: string | null;
+  /** Hosting: where a person enters a pairing code (RFC 8628 verification_uri); null: `<public URL>/pair`. */
+  pairingVerificationUri: string | null;
   logLevel: string;
   sqliteSynchronous: 'FULL' | 'NORMAL';
 }
@@ -79,6 +89,11 @@ export function loadConfig(env: Env = process.env): Config {
     sessionTtlMs: int(env, 'ARK_SESSION_TTL_S', 12 * 3600, 60, 30 * 86400) * 1000,
     stepUpTtlMs: int(env, 'ARK_STEP_UP_TTL_S', 600, 30, 86400) * 1000,
     platformFeeBps: int(env, 'ARK_PLATFORM_FEE_BPS', 1000, 0, 10000),
+    newHostMachineCap: int(env, 'ARK_NEW_HOST_MACHINE_CAP', 3, 0, 100_000),
+    seedRateMicroPerHour: BigInt(int(env, 'ARK_SEED_RATE_MICRO_PER_HOUR', 500_000, 1, 1_000_000_000_000)),
+    heartbeatIntervalMs: int(env, 'ARK_HEARTBEAT_INTERVAL_S', 15, 1, 3600) * 1000,
+    nettestEndpoint: env.ARK_NETTEST_ENDPOINT ? env.ARK_NETTEST_ENDPOINT.replace(/\/$/, '') : null,
+    pairingVerificationUri: env.ARK_PAIRING_VERIFICATION_URI || null,
     logLevel: env.LOG_LEVEL || 'info',
     sqliteSynchronous: synchronous,
   };

@@ -3,6 +3,7 @@ import { buildApp } from './app.js';
 import { runCli } from './cli/index.js';
 import { ConfigError, loadConfig } from './config.js';
 import { createRuntime } from './runtime.js';
+import { defaultWorkers, startWorkers } from './workers/index.js';
 
 // The composition root: the only place that reads process.env and builds real adapters.
 async function main(argv: string[]): Promise<number> {
@@ -24,12 +25,14 @@ async function main(argv: string[]): Promise<number> {
       const runtime = await createRuntime(config, logger);
       const app = await buildApp(runtime, { logger });
       const address = await app.listen({ host: config.host, port: config.port });
+      const workers = startWorkers({ store: runtime.store, clock: runtime.clock, logger, workers: defaultWorkers() });
       process.stdout.write(`ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`);
       await new Promise<void>((resolve) => {
         const stop = () => resolve();
         process.once('SIGTERM', stop);
         process.once('SIGINT', stop);
       });
+      await workers.stop();
       await app.close();
       await runtime.close();
       return 0;

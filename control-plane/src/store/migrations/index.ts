@@ -1,11 +1,13 @@
 import type { Migration } from 'kysely/migration';
 import * as m0001 from './0001-foundation.js';
 import * as m0003 from './0003-ledger.js';
+import * as m0005 from './0005-hosts.js';
 import * as m0006 from './0006-gateway.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
   '0001-foundation': m0001,
   '0003-ledger': m0003,
+  '0005-hosts': m0005,
   '0006-gateway': m0006,
 };

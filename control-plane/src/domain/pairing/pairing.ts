@@ -1,0 +1,35 @@
+import type { MachineManifest, PairingState, PairingSummary } from '@ark/shared';
+
+// Pairing by one-time code (contract part 3, "Pairing states"; RFC 8628 device flow).
+
+/** A code lives about 15 minutes. */
+export const PAIRING_TTL_MS = 15 * 60_000;
+/** Seconds the installer waits between polls (RFC 8628 `interval`). */
+export const PAIRING_POLL_INTERVAL_S = 5;
+/** Enrollment tokens, from a poll or created directly: single use, 10 minutes. */
+export const ENROLLMENT_TOKEN_TTL_MS = 10 * 60_000;
+/** Wrong codes allowed per hour, per account and per source address (contract part 8). */
+export const PAIRING_MISS_LIMIT = 10;
+export const PAIRING_MISS_WINDOW_MS = 3_600_000;
+/** The first day of hosting, during which the new-host cap applies. */
+export const NEW_HOST_WINDOW_MS = 24 * 3_600_000;
+
+/** Stored states; `expired` is never stored: a pending pairing past its expiry reads as expired. */
+export type StoredPairingState = 'pending' | 'approved' | 'consumed';
+
+export function pairingStateAt(stored: StoredPairingState, expiresAt: Date, now: Date): PairingState {
+  if (stored === 'pending' && now.getTime() >= expiresAt.getTime()) return 'expired';
+  return stored;
+}
+
+/** What the approver sees of the machine: the agent's own manifest, summarised. */
+export function pairingSummary(manifest: MachineManifest | null, requestedAt: Date): PairingSummary {
+  const models = manifest ? [...new Set(manifest.gpus.map((g) => g.model))] : [];
+  return {
+    hostname: manifest?.hostname ?? null,
+    gpu_count: manifest?.gpus.length ?? 0,
+    gpu_models: models,
+    agent_version: manifest?.agent_version ?? null,
+    requested_at: requestedAt.toISOString(),
+  };
+}

@@ -1,0 +1,19 @@
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+
+// Poll secrets and enrollment tokens: 32 random bytes behind a prefix that says what they are. Only their
+// sha256 is stored; the random part carries 256 bits, so no salt or KDF is needed.
+
+export const POLL_SECRET_PREFIX = 'arkpoll_';
+export const ENROLLMENT_TOKEN_PREFIX = 'arkenr_';
+
+export const newPollSecret = (): string => `${POLL_SECRET_PREFIX}${randomBytes(32).toString('base64url')}`;
+export const newEnrollmentToken = (): string => `${ENROLLMENT_TOKEN_PREFIX}${randomBytes(32).toString('base64url')}`;
+
+export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+
+/** Constant-time comparison of a presented secret with a stored hash. */
+export function secretMatches(presented: string, storedHash: string): boolean {
+  const a = Buffer.from(hashSecret(presented), 'hex');
+  const b = Buffer.from(storedHash, 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}

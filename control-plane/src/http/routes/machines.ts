@@ -1,0 +1,136 @@
+import { IdParams, Machine, type MachineManifest, type MachineOffer, PAGE_LIMIT_DEFAULT, Page, PageQuery } from '@ark/shared';
+import type { AppContext } from '../../app.js';
+import type { Config } from '../../config.js';
+import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
+import { totalRateMicroPerHour } from '../../domain/pricing.js';
+import { DomainError } from '../../errors.js';
+import type { ChannelHandlers } from '../../gateway/handlers.js';
+import { fromJson, toBool } from '../../store/db.js';
+import { findMachine, listMachinesOfOwner, type MachineRow, recordHeartbeat } from '../../store/machines.js';
+import { currentOfferOf, type OfferVersionView } from '../../store/offers.js';
+import { assertOwnerOrAdmin } from '../auth.js';
+import { fetchSize } from '../pagination.js';
+import type { Principal } from '../principal.js';
+import { withErrors } from '../schemas.js';
+import type { TypedApp } from '../typed-app.js';
+
+function principalOf(request: { principal: Principal | null }): Principal {
+  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
+  return request.principal;
+}
+
+/** The host's view of its machine: manifest, go-live, liveness (computed now), network facts, current offer. */
+export function machineView(
+  row: MachineRow,
+  offer: OfferVersionView | undefined,
+  now: Date,
+  config: Pick<Config, 'heartbeatIntervalMs' | 'platformFeeBps'>,
+): Machine {
+  const lastHeartbeat = row.last_heartbeat_at ? new Date(row.last_heartbeat_at) : null;
+  const liveness = livenessAt(lastHeartbeat, now, config.heartbeatIntervalMs);
+  const healthy = row.healthy === null ? null : toBool(row.healthy);
+  const offerView: MachineOffer | null = offer
+    ? {
+        offer_id: offer.offerId,
+        offer_version: offer.version.toString(),
+        rate_micro_per_hour: offer.rateMicroPerHour.toString(),
+        total_rate_micro_per_hour: totalRateMicroPerHour(offer.rateMicroPerHour, config.platformFeeBps).toString(),
+        platform_fee_bps: config.platformFeeBps,
+        included_quotas: { included_disk_gib: offer.includedDiskGib, included_egress_gib: offer.includedEgressGib },
+        available_from: offer.availableFrom,
+        available_until: offer.availableUntil,
+        maintenance_windows: offer.maintenanceWindows,
+        listed: offer.listed,
+        seeded: offer.seeded,
+        readiness: readinessOf(row.live_state, liveness, healthy),
+        measured_bandwidth_mbps: offer.measuredBandwidthMbps === null ? null : offer.measuredBandwidthMbps.toString(),
+        committed_at: offer.committedAt,
+      }
+    : null;
+  return {
+    machine_id: row.id,
+    hostname: row.hostname,
+    manifest: fromJson<MachineManifest>(row.manifest)!,
+    manifest_hash: row.manifest_hash,
+    go_live: toBool(row.go_live),
+    live: row.live_state,
+    live_error: row.live_error,
+    liveness,
+    last_heartbeat_at: row.last_heartbeat_at,
+    healthy,
+    problems: fromJson<string[]>(row.problems) ?? [],
+    network:
+      row.net_measured_at === null
+        ? null
+        : {
+            download_mbps: row.net_download_mbps,
+            upload_mbps: row.net_upload_mbps,
+            latency_ms: row.net_latency_ms,
+            measured_at: row.net_measured_at,
+            error: row.net_error,
+          },
+    offer: offerView,
+    created_at: row.created_at,
+  };
+}
+
+/** Heartbeats drive liveness and the go-live state (waiting -> live on the first healthy one). */
+export function registerMachineChannelHandlers(channel: ChannelHandlers, ctx: Pick<AppContext, 'store'>): void {
+  channel.onHeartbeat(async (machineId, msg, now) => {
+    await ctx.store.db.transaction().execute((trx) => recordHeartbeat(trx, machineId, msg, now));
+  });
+}
+
+export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
+  const { store, clock, config } = ctx;
+  registerMachineChannelHandlers(ctx.channel, ctx);
+
+  app.get(
+    '/api/v1/hosts/machines',
+    {
+      schema: {
+        summary: 'List your machines',
+        description:
+          "The caller's own machines, oldest first, with manifest, go-live state, liveness, last heartbeat, network facts and current offer.",
+        querystring: PageQuery,
+        response: withErrors({ 200: Page(Machine) }),
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const scope = `machines:${principal.accountId}`;
+      const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
+      const rows = await listMachinesOfOwner(store.db, principal.accountId, after, fetchSize(request.query.limit));
+      const now = clock.now();
+      const visible = rows.slice(0, request.query.limit ?? PAGE_LIMIT_DEFAULT);
+      const offers = new Map<string, OfferVersionView | undefined>();
+      for (const row of visible) offers.set(row.id, await currentOfferOf(store.db, row.id));
+      return ctx.paginator.page(
+        scope,
+        rows,
+        request.query.limit,
+        (row) => [row.created_at, row.id],
+        (row) => machineView(row, offers.get(row.id), now, config),
+      );
+    },
+  );
+
+  app.get(
+    '/api/v1/hosts/machines/:id',
+    {
+      schema: {
+        summary: 'Read a machine',
+        description: 'Owner or admin; anyone else gets 404.',
+        params: IdParams,
+        response: withErrors({ 200: Machine }, 404),
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const row = await findMachine(store.db, request.params.id);
+      if (!row) throw new DomainError('NOT_FOUND');
+      assertOwnerOrAdmin(principal, row.owner_account_id);
+      return machineView(row, await currentOfferOf(store.db, row.id), clock.now(), config);
+    },
+  );
+}

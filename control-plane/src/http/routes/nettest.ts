@@ -1,0 +1,173 @@
+import { Readable } from 'node:stream';
+import {
+  IdempotencyHeaders,
+  IdParams,
+  NETTEST_MAX_BYTES,
+  NettestDownloadQuery,
+  NettestPing,
+  NettestQueued,
+  NettestUploadResult,
+} from '@ark/shared';
+import type { FastifyRequest } from 'fastify';
+import type { AppContext } from '../../app.js';
+import { nettestCommandBody } from '../../domain/machines/nettest.js';
+import { DomainError } from '../../errors.js';
+import type { ChannelHandlers } from '../../gateway/handlers.js';
+import { enqueueCommand } from '../../gateway/outbox.js';
+import { findMachine, recordNettestReceipt } from '../../store/machines.js';
+import { assertOwnerOrAdmin } from '../auth.js';
+import type { Principal } from '../principal.js';
+import { withErrors } from '../schemas.js';
+import type { TypedApp } from '../typed-app.js';
+
+/** Requests an address may make to the measurement endpoints a minute: a measurement is a handful of each. */
+const MEASUREMENTS_PER_MIN = 60;
+const CHUNK = Buffer.alloc(64 * 1024);
+
+/** What the octet-stream parser produces; a JSON body can never pass for it. */
+class UploadCount {
+  constructor(readonly bytes: number) {}
+}
+
+/** `total` zero bytes, produced as the client reads them (nothing is buffered beyond one chunk). */
+function zeroBytes(total: number): Readable {
+  let left = total;
+  return new Readable({
+    read() {
+      if (left <= 0) {
+        this.push(null);
+        return;
+      }
+      const n = Math.min(left, CHUNK.length);
+      left -= n;
+      this.push(n === CHUNK.length ? CHUNK : CHUNK.subarray(0, n));
+    },
+  });
+}
+
+/** A machine's network measurement receipt updates its network facts and its offer's bandwidth. */
+export function registerNettestChannelHandlers(channel: ChannelHandlers): void {
+  channel.on('nettest_receipt', async (trx, machineId, msg, now) => {
+    await recordNettestReceipt(trx, machineId, msg, now);
+  });
+}
+
+export async function registerNettestRoutes(app: TypedApp, ctx: AppContext): Promise<void> {
+  const { store, clock, config } = ctx;
+  registerNettestChannelHandlers(ctx.channel);
+
+  app.post(
+    '/api/v1/hosts/machines/:id/nettest',
+    {
+      config: { auth: { scope: 'host' }, idempotent: true },
+      schema: {
+        summary: 'Queue a network measurement',
+        description:
+          'Host owner or admin; no body. Queues a run_nettest command; the agent measures download and upload Mbps and latency from the host ' +
+          "network namespace against the configured endpoint, bounded to 30 s, and its receipt updates the machine's network facts.",
+        params: IdParams,
+        headers: IdempotencyHeaders,
+        response: withErrors({ 202: NettestQueued }, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      const principal: Principal | null = request.principal;
+      if (!principal) throw new DomainError('UNAUTHENTICATED');
+      const now = clock.now();
+      const queued = await store.db.transaction().execute(async (trx) => {
+        const machine = await findMachine(trx, request.params.id);
+        if (!machine) throw new DomainError('NOT_FOUND');
+        assertOwnerOrAdmin(principal, machine.owner_account_id);
+        return enqueueCommand(trx, {
+          machineId: machine.id,
+          kind: 'run_nettest',
+          body: nettestCommandBody(config.nettestEndpoint ?? `${config.publicBaseUrl}/api/v1/nettest`),
+          now,
+        });
+      });
+      return reply.code(202).send({ machine_id: request.params.id, command_id: queued.commandId, state: 'QUEUED' as const });
+    },
+  );
+
+  // The measurement endpoints agents measure against: public, rate limited per address before any byte is read.
+  const limitPerAddress = async (request: FastifyRequest) => {
+    if (!(await ctx.rateLimiter.consume(`nettest:${request.ip}`, MEASUREMENTS_PER_MIN, 60_000, clock.now())))
+      throw new DomainError('UNAVAILABLE');
+  };
+
+  app.get(
+    '/api/v1/nettest/ping',
+    {
+      config: { auth: 'public', cache: 'public' },
+      onRequest: limitPerAddress,
+      schema: { summary: 'Network test: latency probe', response: withErrors({ 200: NettestPing }) },
+    },
+    async () => ({ pong: true as const, server_time: clock.now().toISOString() }),
+  );
+
+  app.get(
+    '/api/v1/nettest/download',
+    {
+      config: { auth: 'public', cache: 'public' },
+      onRequest: limitPerAddress,
+      schema: {
+        summary: 'Network test: download',
+        description: `Streams \`bytes\` zero bytes (application/octet-stream), at most ${NETTEST_MAX_BYTES}.`,
+        querystring: NettestDownloadQuery,
+        response: withErrors({}),
+      },
+    },
+    async (request, reply) => {
+      reply.type('application/octet-stream').header('content-length', String(request.query.bytes));
+      return reply.send(zeroBytes(request.query.bytes));
+    },
+  );
+
+  // The raw-body parser lives in its own scope, so no other route accepts octet-stream bodies.
+  await app.register(async (scope) => {
+    scope.addContentTypeParser('application/octet-stream', (request, payload, done) => {
+      const declared = Number(request.headers['content-length'] ?? 0);
+      if (declared > NETTEST_MAX_BYTES) {
+        done(new DomainError('BODY_TOO_LARGE', `An upload carries at most ${NETTEST_MAX_BYTES} bytes.`), undefined);
+        return;
+      }
+      let bytes = 0;
+      let settled = false;
+      payload.on('data', (chunk: Buffer) => {
+        bytes += chunk.length;
+        if (bytes > NETTEST_MAX_BYTES && !settled) {
+          settled = true;
+          payload.pause();
+          done(new DomainError('BODY_TOO_LARGE', `An upload carries at most ${NETTEST_MAX_BYTES} bytes.`), undefined);
+        }
+      });
+      payload.on('end', () => {
+        if (settled) return;
+        settled = true;
+        done(null, new UploadCount(bytes));
+      });
+      payload.on('error', (error) => {
+        if (settled) return;
+        settled = true;
+        done(error, undefined);
+      });
+    });
+    (scope as unknown as TypedApp).post(
+      '/api/v1/nettest/upload',
+      {
+        config: { auth: 'public', cache: 'public' },
+        onRequest: limitPerAddress,
+        schema: {
+          summary: 'Network test: upload',
+          description: `Reads and discards an application/octet-stream body of at most ${NETTEST_MAX_BYTES} bytes; answers how many arrived.`,
+          response: withErrors({ 200: NettestUploadResult }, 413, 415),
+        },
+      },
+      async (request) => {
+        const body: unknown = request.body;
+        if (!(body instanceof UploadCount)) throw new DomainError('UNSUPPORTED_MEDIA_TYPE', 'Upload an application/octet-stream body.');
+        return { bytes: body.bytes };
+      },
+    );
+  });
+}

@@ -1,0 +1,149 @@
+import { IdempotencyHeaders, IdParams, OfferCommitRequest, OfferCommitted, OfferListQuery, OfferSummary, Page } from '@ark/shared';
+import type { AppContext } from '../../app.js';
+import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
+import { validateOfferCommit } from '../../domain/offers/offer.js';
+import { maxMachineRateForTotal, totalRateMicroPerHour } from '../../domain/pricing.js';
+import { DomainError } from '../../errors.js';
+import { appendAudit } from '../../store/audit.js';
+import { isHostingBlocked } from '../../store/hosts.js';
+import { findMachine } from '../../store/machines.js';
+import { commitOfferVersion, type ListedOffer, listOffers } from '../../store/offers.js';
+import { fetchSize } from '../pagination.js';
+import type { Principal } from '../principal.js';
+import { withErrors } from '../schemas.js';
+import type { TypedApp } from '../typed-app.js';
+
+/** Query figures may have 38 digits; the store compares int64 columns, and no stored value exceeds this. */
+const INT64_MAX = 9_223_372_036_854_775_807n;
+const clampInt64 = (value: bigint): bigint => (value > INT64_MAX ? INT64_MAX : value);
+
+function principalOf(request: { principal: Principal | null }): Principal {
+  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
+  return request.principal;
+}
+
+/**
+ * Contract part 2, OfferSummary: only what a renter may see (never a host address). `expected_version` is the
+ * version to name when acting on exactly this offer version, i.e. the offer_version itself.
+ */
+export function offerSummary(offer: ListedOffer, now: Date, config: { heartbeatIntervalMs: number; platformFeeBps: number }): OfferSummary {
+  const m = offer.machine;
+  const liveness = livenessAt(m.lastHeartbeatAt ? new Date(m.lastHeartbeatAt) : null, now, config.heartbeatIntervalMs);
+  const version = offer.version.toString();
+  return {
+    offer_id: offer.offerId,
+    machine_id: offer.machineId,
+    observed_at: now.toISOString(),
+    offer_version: version,
+    expected_version: version,
+    readiness: readinessOf(m.liveState, liveness, m.healthy),
+    total_rate_micro_per_hour: totalRateMicroPerHour(offer.rateMicroPerHour, config.platformFeeBps).toString(),
+    included_quotas: { included_disk_gib: offer.includedDiskGib, included_egress_gib: offer.includedEgressGib },
+    available_from: offer.availableFrom,
+    available_until: offer.availableUntil,
+    maintenance_windows: offer.maintenanceWindows,
+    ...(m.gpuCount >= 1 ? { gpu_count: m.gpuCount } : {}),
+    ...(m.gpuModel !== null ? { model: m.gpuModel } : {}),
+    ...(m.vramBytes !== null ? { vram_bytes: m.vramBytes.toString() } : {}),
+    ram_bytes: m.ramBytes.toString(),
+    disk_bytes: m.diskBytes.toString(),
+    ...(offer.measuredBandwidthMbps !== null ? { measured_bandwidth_mbps: offer.measuredBandwidthMbps.toString() } : {}),
+    ...(m.region !== null ? { region: m.region } : {}),
+    manifest_hash: m.manifestHash,
+  };
+}
+
+export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
+  const { store, clock, config } = ctx;
+
+  app.post(
+    '/api/v1/hosts/machines/:id/offer',
+    {
+      config: { auth: { scope: 'host' }, idempotent: true },
+      schema: {
+        summary: 'Commit a new offer version',
+        description:
+          'Host owner. Publishes a versioned future offer: each commit is a new immutable version, moved by compare-and-set on expected_version ' +
+          '("0" for the first; OFFER_VERSION_MISMATCH 409 otherwise). Never alters a running price: jobs keep the rate snapshotted from their quote.',
+        params: IdParams,
+        headers: IdempotencyHeaders,
+        body: OfferCommitRequest,
+        response: withErrors({ 202: OfferCommitted }, 403, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const now = clock.now();
+      const machine = await findMachine(store.db, request.params.id);
+      // Only the owner publishes; anyone else learns nothing about the machine.
+      if (!machine || machine.owner_account_id !== principal.accountId) throw new DomainError('NOT_FOUND');
+      const terms = validateOfferCommit(request.body, now);
+      const committed = await store.db.transaction().execute(async (trx) => {
+        if (await isHostingBlocked(trx, principal.accountId)) throw new DomainError('HOSTING_BLOCKED');
+        const result = await commitOfferVersion(trx, {
+          machineId: machine.id,
+          expectedVersion: BigInt(request.body.expected_version),
+          terms,
+          accountId: principal.accountId,
+          now,
+        });
+        await appendAudit(trx, {
+          at: now,
+          actorAccountId: principal.accountId,
+          action: 'hosting.offer.committed',
+          subject: result.offerId,
+          detail: {
+            machine_id: machine.id,
+            offer_version: result.version.toString(),
+            rate_micro_per_hour: request.body.rate_micro_per_hour,
+          },
+        });
+        return result;
+      });
+      return reply.code(202).send({ machine_id: machine.id, offer_id: committed.offerId, offer_version: committed.version.toString() });
+    },
+  );
+
+  app.get(
+    '/api/v1/offers',
+    {
+      config: { auth: { scope: 'renter' } },
+      schema: {
+        summary: 'List offers',
+        description:
+          'Renter scope. Listed offers of live machines whose availability has not ended, cheapest first. Filters: gpu_model (exact), min_vram_bytes ' +
+          '(every GPU), region, max_rate_micro_per_hour (on the total rate, fee included), available_at (inside availability, outside maintenance).',
+        querystring: OfferListQuery,
+        response: withErrors({ 200: Page(OfferSummary) }),
+      },
+    },
+    async (request) => {
+      const q = request.query;
+      const now = clock.now();
+      const scope = 'offers';
+      const after = ctx.paginator.decode<[string, string]>(scope, q.cursor);
+      const rows = await listOffers(
+        store.db,
+        {
+          now,
+          ...(q.gpu_model !== undefined ? { gpuModel: q.gpu_model } : {}),
+          ...(q.min_vram_bytes !== undefined ? { minVramBytes: clampInt64(BigInt(q.min_vram_bytes)) } : {}),
+          ...(q.region !== undefined ? { region: q.region } : {}),
+          ...(q.max_rate_micro_per_hour !== undefined
+            ? { maxMachineRateMicroPerHour: clampInt64(maxMachineRateForTotal(BigInt(q.max_rate_micro_per_hour), config.platformFeeBps)) }
+            : {}),
+          ...(q.available_at !== undefined ? { availableAt: new Date(q.available_at) } : {}),
+        },
+        after,
+        fetchSize(q.limit),
+      );
+      return ctx.paginator.page(
+        scope,
+        rows,
+        q.limit,
+        (row) => [row.rateMicroPerHour.toString(), row.offerId],
+        (row) => offerSummary(row, now, config),
+      );
+    },
+  );
+}

@@ -1,0 +1,359 @@
+import { type Static, Type } from '@sinclair/typebox';
+import { MachineManifest } from '../channel/manifest.js';
+import { DecimalString, MicroAmount, Nullable, Rfc3339Utc, Sha256Hash, Uuid } from '../formats.js';
+import { PageQuery } from './common.js';
+
+// Host side: pairing, enrollment tokens, machines, offers, telemetry and the network test (contract parts 2-4, 8).
+
+// ---- pairing ----
+
+/** Lifetimes and limits of pairing and enrollment (contract part 8). */
+export const PAIRING_USER_CODE_MAX_LENGTH = 32;
+export const PAIRING_POLL_SECRET_MAX_LENGTH = 200;
+
+/** What the agent sends when it starts a pairing: its manifest, so the approver sees what they approve. */
+export const PairingCreateRequest = Type.Object({ manifest: Type.Optional(MachineManifest) }, { additionalProperties: false });
+export type PairingCreateRequest = Static<typeof PairingCreateRequest>;
+
+export const PairingCreated = Type.Object(
+  {
+    pairing_id: Uuid,
+    /** Shown once; only its hash is stored. The installer proves itself with it when polling. */
+    poll_secret: Type.String(),
+    /** Eight characters shown as XXXX-XXXX; lookups ignore case and dashes. */
+    user_code: Type.String(),
+    verification_uri: Type.String(),
+    expires_at: Rfc3339Utc,
+    /** Seconds the installer waits between polls. */
+    interval_s: Type.Integer({ minimum: 1 }),
+  },
+  { additionalProperties: false },
+);
+export type PairingCreated = Static<typeof PairingCreated>;
+
+/** The machine a code belongs to, as its agent described it (self-reported; evidence, not authority). */
+export const PairingSummary = Type.Object(
+  {
+    hostname: Nullable(Type.String()),
+    gpu_count: Type.Integer({ minimum: 0 }),
+    gpu_models: Type.Array(Type.String()),
+    agent_version: Nullable(Type.String()),
+    requested_at: Rfc3339Utc,
+  },
+  { additionalProperties: false },
+);
+export type PairingSummary = Static<typeof PairingSummary>;
+
+export const UserCodeRequest = Type.Object(
+  { user_code: Type.String({ maxLength: PAIRING_USER_CODE_MAX_LENGTH }) },
+  { additionalProperties: false },
+);
+export type UserCodeRequest = Static<typeof UserCodeRequest>;
+
+export const PairingLookupResponse = Type.Object({ summary: PairingSummary, expires_at: Rfc3339Utc }, { additionalProperties: false });
+export type PairingLookupResponse = Static<typeof PairingLookupResponse>;
+
+export const PairingApproveRequest = Type.Object(
+  { user_code: Type.String({ maxLength: PAIRING_USER_CODE_MAX_LENGTH }), go_live: Type.Optional(Type.Boolean({ default: true })) },
+  { additionalProperties: false },
+);
+export type PairingApproveRequest = Static<typeof PairingApproveRequest>;
+
+export const PairingApproveResponse = Type.Object(
+  { approved: Type.Literal(true), go_live: Type.Boolean(), summary: PairingSummary },
+  { additionalProperties: false },
+);
+export type PairingApproveResponse = Static<typeof PairingApproveResponse>;
+
+export const PairingPollRequest = Type.Object(
+  { pairing_id: Uuid, poll_secret: Type.String({ minLength: 1, maxLength: PAIRING_POLL_SECRET_MAX_LENGTH }) },
+  { additionalProperties: false },
+);
+export type PairingPollRequest = Static<typeof PairingPollRequest>;
+
+export const PairingState = Type.Union([
+  Type.Literal('pending'),
+  Type.Literal('expired'),
+  Type.Literal('approved'),
+  Type.Literal('consumed'),
+]);
+export type PairingState = Static<typeof PairingState>;
+
+/** Go-live state of a machine (contract part 3, "machine go-live values"). */
+export const MachineLiveState = Type.Union([Type.Literal('waiting'), Type.Literal('live'), Type.Literal('failed'), Type.Literal('off')]);
+export type MachineLiveState = Static<typeof MachineLiveState>;
+
+export const PairingMachine = Type.Object(
+  { machine_id: Uuid, live: MachineLiveState, error: Nullable(Type.String()) },
+  { additionalProperties: false },
+);
+export type PairingMachine = Static<typeof PairingMachine>;
+
+/** Contract part 2, Pairing status (poll result). */
+export const PairingStatus = Type.Object(
+  {
+    status: PairingState,
+    /** Only with status approved: single use, valid 10 minutes. */
+    enrollment_token: Type.Optional(Type.String()),
+    /** The code's expiry while pending or expired; the enrollment token's expiry once approved or consumed. */
+    expires_at: Rfc3339Utc,
+    go_live: Type.Boolean(),
+    /** Null until the agent has enrolled with the token. */
+    machine: Nullable(PairingMachine),
+  },
+  { additionalProperties: false },
+);
+export type PairingStatus = Static<typeof PairingStatus>;
+
+export const EnrollmentTokenQuery = Type.Object(
+  { go_live: Type.Optional(Type.Boolean({ default: true, description: 'list the seeded offer on the first healthy heartbeat' })) },
+  { additionalProperties: false },
+);
+export type EnrollmentTokenQuery = Static<typeof EnrollmentTokenQuery>;
+
+export const EnrollmentTokenCreated = Type.Object(
+  { enrollment_token: Type.String(), expires_at: Rfc3339Utc },
+  { additionalProperties: false },
+);
+export type EnrollmentTokenCreated = Static<typeof EnrollmentTokenCreated>;
+
+// ---- offers ----
+
+export const IncludedQuotas = Type.Object(
+  {
+    included_disk_gib: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+    included_egress_gib: Type.Integer({ minimum: 0, maximum: 1_000_000 }),
+  },
+  { additionalProperties: false },
+);
+export type IncludedQuotas = Static<typeof IncludedQuotas>;
+
+export const MaintenanceWindow = Type.Object(
+  { starts_at: Rfc3339Utc, ends_at: Rfc3339Utc, reason: Type.String({ maxLength: 500 }) },
+  { additionalProperties: false },
+);
+export type MaintenanceWindow = Static<typeof MaintenanceWindow>;
+
+export const OFFER_MAINTENANCE_WINDOWS_MAX = 64;
+
+/** Contract part 4: the offer commit body. No other properties, anywhere. */
+export const OfferCommitRequest = Type.Object(
+  {
+    rate_micro_per_hour: MicroAmount,
+    included_quotas: IncludedQuotas,
+    available_from: Rfc3339Utc,
+    available_until: Rfc3339Utc,
+    maintenance_windows: Type.Optional(Type.Array(MaintenanceWindow, { maxItems: OFFER_MAINTENANCE_WINDOWS_MAX })),
+    /** The version this commit replaces; "0" for the first. */
+    expected_version: DecimalString,
+  },
+  { additionalProperties: false },
+);
+export type OfferCommitRequest = Static<typeof OfferCommitRequest>;
+
+export const OfferCommitted = Type.Object(
+  { machine_id: Uuid, offer_id: Uuid, offer_version: DecimalString },
+  { additionalProperties: false },
+);
+export type OfferCommitted = Static<typeof OfferCommitted>;
+
+export const OfferReadiness = Type.Union([Type.Literal('ready'), Type.Literal('provisioning'), Type.Literal('unavailable')]);
+export type OfferReadiness = Static<typeof OfferReadiness>;
+
+/** Contract part 2, OfferSummary. No additional properties; never a host management address. */
+export const OfferSummary = Type.Object(
+  {
+    offer_id: Uuid,
+    machine_id: Uuid,
+    observed_at: Rfc3339Utc,
+    offer_version: DecimalString,
+    /** The version to name as expected when acting on exactly this offer version. */
+    expected_version: DecimalString,
+    readiness: OfferReadiness,
+    total_rate_micro_per_hour: MicroAmount,
+    included_quotas: IncludedQuotas,
+    available_from: Rfc3339Utc,
+    available_until: Rfc3339Utc,
+    maintenance_windows: Type.Array(MaintenanceWindow),
+    gpu_count: Type.Optional(Type.Integer({ minimum: 1 })),
+    model: Type.Optional(Type.String()),
+    vram_bytes: Type.Optional(DecimalString),
+    ram_bytes: Type.Optional(DecimalString),
+    disk_bytes: Type.Optional(DecimalString),
+    measured_bandwidth_mbps: Type.Optional(DecimalString),
+    region: Type.Optional(Type.String()),
+    template_compatibility: Type.Optional(Type.Array(Type.String())),
+    manifest_hash: Type.Optional(Sha256Hash),
+    /** TemplateFit: present only when the request named a template. */
+    fit: Type.Optional(Type.Object({}, { additionalProperties: true })),
+  },
+  { additionalProperties: false },
+);
+export type OfferSummary = Static<typeof OfferSummary>;
+
+export const OfferListQuery = Type.Object(
+  {
+    ...PageQuery.properties,
+    /** Exact manifest model, e.g. "NVIDIA GeForce RTX 4090". */
+    gpu_model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    /** Machines whose every GPU has at least this much VRAM. */
+    min_vram_bytes: Type.Optional(DecimalString),
+    region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
+    /** On the total rate (platform fee included), the price a renter pays. */
+    max_rate_micro_per_hour: Type.Optional(MicroAmount),
+    /** Offers whose availability covers this instant, outside maintenance. */
+    available_at: Type.Optional(Rfc3339Utc),
+  },
+  { additionalProperties: false },
+);
+export type OfferListQuery = Static<typeof OfferListQuery>;
+
+// ---- machines ----
+
+export const MachineLiveness = Type.Union([Type.Literal('online'), Type.Literal('offline')]);
+export type MachineLiveness = Static<typeof MachineLiveness>;
+
+export const NetworkFacts = Type.Object(
+  {
+    download_mbps: Nullable(Type.Number()),
+    upload_mbps: Nullable(Type.Number()),
+    latency_ms: Nullable(Type.Number()),
+    measured_at: Rfc3339Utc,
+    /** The agent's reason when the last measurement failed. */
+    error: Nullable(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export type NetworkFacts = Static<typeof NetworkFacts>;
+
+/** The host's own view of a machine's current offer version. */
+export const MachineOffer = Type.Object(
+  {
+    offer_id: Uuid,
+    offer_version: DecimalString,
+    rate_micro_per_hour: MicroAmount,
+    /** What renters see: the rate with the platform fee. */
+    total_rate_micro_per_hour: MicroAmount,
+    platform_fee_bps: Type.Integer({ minimum: 0 }),
+    included_quotas: IncludedQuotas,
+    available_from: Rfc3339Utc,
+    available_until: Rfc3339Utc,
+    maintenance_windows: Type.Array(MaintenanceWindow),
+    listed: Type.Boolean(),
+    /** True for the offer seeded at go-live, until the host commits its own. */
+    seeded: Type.Boolean(),
+    readiness: OfferReadiness,
+    measured_bandwidth_mbps: Nullable(DecimalString),
+    committed_at: Rfc3339Utc,
+  },
+  { additionalProperties: false },
+);
+export type MachineOffer = Static<typeof MachineOffer>;
+
+export const Machine = Type.Object(
+  {
+    machine_id: Uuid,
+    hostname: Type.String(),
+    manifest: MachineManifest,
+    manifest_hash: Sha256Hash,
+    go_live: Type.Boolean(),
+    live: MachineLiveState,
+    live_error: Nullable(Type.String()),
+    liveness: MachineLiveness,
+    last_heartbeat_at: Nullable(Rfc3339Utc),
+    /** The agent's own verdict in its last heartbeat; null before any. */
+    healthy: Nullable(Type.Boolean()),
+    problems: Type.Array(Type.String()),
+    network: Nullable(NetworkFacts),
+    offer: Nullable(MachineOffer),
+    created_at: Rfc3339Utc,
+  },
+  { additionalProperties: false },
+);
+export type Machine = Static<typeof Machine>;
+
+// ---- telemetry ----
+
+export const TELEMETRY_BUCKET_S = 300;
+export const TELEMETRY_RETENTION_S = 172_800;
+export const TELEMETRY_DEFAULT_WINDOW = '6h';
+
+export const TelemetryQuery = Type.Object(
+  { window: Type.Optional(Type.String({ maxLength: 16, description: '<n>s, <n>m or <n>h; default 6h; at most the retention' })) },
+  { additionalProperties: false },
+);
+export type TelemetryQuery = Static<typeof TelemetryQuery>;
+
+export const TelemetrySummary = Type.Object(
+  { min: Type.Number(), avg: Type.Number(), max: Type.Number() },
+  { additionalProperties: false },
+);
+export type TelemetrySummary = Static<typeof TelemetrySummary>;
+
+export const TelemetryDevice = Type.Object(
+  {
+    pci_address: Type.String(),
+    temperature_c: Type.Optional(TelemetrySummary),
+    utilization_pct: Type.Optional(TelemetrySummary),
+    power_watts: Type.Optional(TelemetrySummary),
+    fan_pct: Type.Optional(TelemetrySummary),
+    memory_used_bytes: Type.Optional(TelemetrySummary),
+    unified_memory_used_bytes: Type.Optional(TelemetrySummary),
+  },
+  { additionalProperties: false },
+);
+export type TelemetryDevice = Static<typeof TelemetryDevice>;
+
+export const TelemetryHost = Type.Object(
+  {
+    cpu_utilization_pct: Type.Optional(TelemetrySummary),
+    load1: Type.Optional(TelemetrySummary),
+    memory_used_bytes: Type.Optional(TelemetrySummary),
+    disk_free_bytes: Type.Optional(TelemetrySummary),
+    uptime_s: Type.Optional(TelemetrySummary),
+  },
+  { additionalProperties: false },
+);
+export type TelemetryHost = Static<typeof TelemetryHost>;
+
+/** Contract part 2, Telemetry bucket. */
+export const TelemetryBucket = Type.Object(
+  { bucket: Rfc3339Utc, samples: Type.Integer({ minimum: 1 }), devices: Type.Array(TelemetryDevice), host: Type.Optional(TelemetryHost) },
+  { additionalProperties: false },
+);
+export type TelemetryBucket = Static<typeof TelemetryBucket>;
+
+export const TelemetryResponse = Type.Object(
+  {
+    machine_id: Uuid,
+    window_s: Type.Integer({ minimum: 1 }),
+    bucket_s: Type.Literal(TELEMETRY_BUCKET_S),
+    retention_s: Type.Literal(TELEMETRY_RETENTION_S),
+    buckets: Type.Array(TelemetryBucket),
+  },
+  { additionalProperties: false },
+);
+export type TelemetryResponse = Static<typeof TelemetryResponse>;
+
+// ---- network test ----
+
+export const NettestQueued = Type.Object(
+  { machine_id: Uuid, command_id: Uuid, state: Type.Literal('QUEUED') },
+  { additionalProperties: false },
+);
+export type NettestQueued = Static<typeof NettestQueued>;
+
+/** Largest download or upload the measurement endpoints serve. */
+export const NETTEST_MAX_BYTES = 100 * 1024 * 1024;
+
+export const NettestPing = Type.Object({ pong: Type.Literal(true), server_time: Rfc3339Utc }, { additionalProperties: false });
+export type NettestPing = Static<typeof NettestPing>;
+
+export const NettestDownloadQuery = Type.Object(
+  { bytes: Type.Integer({ minimum: 1, maximum: NETTEST_MAX_BYTES }) },
+  { additionalProperties: false },
+);
+export type NettestDownloadQuery = Static<typeof NettestDownloadQuery>;
+
+export const NettestUploadResult = Type.Object({ bytes: Type.Integer({ minimum: 0 }) }, { additionalProperties: false });
+export type NettestUploadResult = Static<typeof NettestUploadResult>;
