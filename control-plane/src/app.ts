@@ -21,6 +21,7 @@ import { registerOfferRoutes } from './http/routes/offers.js';
 import { registerPairingRoutes } from './http/routes/pairing.js';
 import { registerTelemetryRoutes } from './http/routes/telemetry.js';
 import { registerSystemRoutes } from './http/routes/system.js';
+import { registerTemplateRoutes } from './http/routes/templates.js';
 import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
 import type { Mailer } from './mail.js';
@@ -104,4 +105,5 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerTelemetryRoutes,
   registerNettestRoutes,
   registerBillingRoutes,
+  registerTemplateRoutes,
 ];

@@ -50,6 +50,9 @@ export const ERROR_CATALOG = {
   ENROLLMENT_TOKEN_USED: { status: 409, retryable: false, message: 'The enrollment token was already used.' },
   OFFER_VERSION_MISMATCH: { status: 409, retryable: false, message: 'The offer changed since the expected version; read it again.' },
   TELEMETRY_WINDOW_TOO_LONG: { status: 422, retryable: false, message: 'The telemetry window is longer than the retention (172800 s).' },
+  // Templates
+  TEMPLATE_NOT_FOUND: { status: 404, retryable: false, message: 'No published template has this id.' },
+  TEMPLATE_NAME_TAKEN: { status: 409, retryable: false, message: 'Another template already has this name.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

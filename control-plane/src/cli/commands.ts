@@ -1,3 +1,4 @@
 // Imports each area's CLI module for its registerCliCommands side effect.
 export {};
+import './templates.js';
 import './ledger.js';

@@ -2,6 +2,7 @@ import type { FoundationTables } from './tables/foundation.js';
 import type { HostsTables } from './tables/hosts.js';
 import type { GatewayTables } from './tables/gateway.js';
 import type { LedgerTables } from './tables/ledger.js';
+import type { TemplatesTables } from './tables/templates.js';
 
 // The whole database, as the union of each aggregate's tables.
-export interface Database extends FoundationTables, LedgerTables, GatewayTables, HostsTables {}
+export interface Database extends FoundationTables, LedgerTables, GatewayTables, HostsTables, TemplatesTables {}

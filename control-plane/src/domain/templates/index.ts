@@ -1,0 +1,4 @@
+export * from './filters.js';
+export * from './fit.js';
+export * from './import.js';
+export * from './template.js';
