@@ -1,0 +1,10 @@
+export {
+  ChannelClient,
+  type ChannelClientOptions,
+  type ChannelLogger,
+  type ChannelState,
+  type ChannelStatus,
+  type HeartbeatBody,
+} from './client.js';
+export { PersistentQueue, QueueFullError, type QueuedMessage, type ReliableBody } from './queue.js';
+export { nodeSigner, pinnedVerifier, tweetnaclSigner } from './signer.js';
