@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Metrics } from '../http/metrics.js';
 import type { Store } from '../store/db.js';
+import { machineDirectory } from '../store/machines.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';
 import { loadControlPlaneIdentity } from './identity.js';
 import { ChannelGateway, type GatewaySettings } from './server.js';
@@ -13,9 +14,6 @@ export interface GatewayInput extends GatewaySettings {
 }
 
 const gateways = new WeakMap<FastifyInstance, ChannelGateway>();
-
-/** Until a directory is wired, no machine may connect. */
-const noMachines: MachineDirectory = { publicKeyOf: async () => null };
 
 /** The gateway installed on an app (tests use it to look at connections). */
 export function channelGatewayOf(app: FastifyInstance): ChannelGateway | undefined {
@@ -35,8 +33,7 @@ export function installChannelGateway(
   const gateway = new ChannelGateway({
     store: ctx.store,
     handlers: ctx.channel,
-    // TODO(wiring): default to machineDirectory(ctx.store) from store/machines.ts once it is committed.
-    directory: directory ?? noMachines,
+    directory: directory ?? machineDirectory(ctx.store),
     identity: () => loadControlPlaneIdentity(ctx.store, ctx.config.secretKey),
     clock: ctx.clock,
     logger: app.log.child({ component: 'agent-gateway' }),
