@@ -7,7 +7,7 @@ import { type Config, loadConfig } from '../../config.js';
 import { createMetrics, type Metrics } from '../../http/metrics.js';
 import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import type { TypedApp } from '../../http/typed-app.js';
-import type { Dialect } from '../../store/db.js';
+import { type Dialect, openStore } from '../../store/db.js';
 import { createTestStore, type TestStore } from '../../testing/stores.js';
 import { ChannelHandlers } from '../handlers.js';
 import { loadControlPlaneIdentity } from '../identity.js';
@@ -105,4 +105,13 @@ export async function counterValue(metrics: Metrics, name: string, labels: Recor
   const { values } = await metric.get();
   const match = values.find((v) => Object.entries(labels).every(([k, value]) => v.labels[k] === value));
   return match ? Number(match.value) : 0;
+}
+
+/** Another replica's handle on the same database (its own pool or SQLite connection); destroy only closes it. */
+export function openReplicaStore(store: TestStore): TestStore {
+  const replica =
+    store.dialect === 'postgres'
+      ? openStore({ databaseUrl: store.location, sqlitePath: '' })
+      : openStore({ databaseUrl: null, sqlitePath: store.location, sqliteSynchronous: 'NORMAL' });
+  return { ...replica, location: store.location, destroy: () => replica.close() };
 }
