@@ -14,6 +14,7 @@ import { installMetrics, type Metrics } from './http/metrics.js';
 import { Paginator } from './http/pagination.js';
 import type { Authenticator } from './http/principal.js';
 import type { RateLimiter } from './http/rate-limit.js';
+import { registerAccountRoutes } from './http/routes/accounts.js';
 import { registerBillingRoutes } from './http/routes/billing.js';
 import { registerMachineRoutes } from './http/routes/machines.js';
 import { registerNettestRoutes } from './http/routes/nettest.js';
@@ -22,6 +23,7 @@ import { registerPairingRoutes } from './http/routes/pairing.js';
 import { registerTelemetryRoutes } from './http/routes/telemetry.js';
 import { registerSystemRoutes } from './http/routes/system.js';
 import { registerTemplateRoutes } from './http/routes/templates.js';
+import { registerWithdrawalAddressRoutes } from './http/routes/withdrawal-addresses.js';
 import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
 import type { Mailer } from './mail.js';
@@ -105,5 +107,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerTelemetryRoutes,
   registerNettestRoutes,
   registerBillingRoutes,
+  registerAccountRoutes,
+  registerWithdrawalAddressRoutes,
   registerTemplateRoutes,
 ];

@@ -16,6 +16,10 @@ export interface Config {
   bodyLimitBytes: number;
   sessionTtlMs: number;
   stepUpTtlMs: number;
+  /** Sign-in, sign-up and step-up attempts allowed per minute, per source address and per email or account. */
+  authAttemptsPerMinute: number;
+  /** How long an emailed verification link stays valid. */
+  emailVerificationTtlMs: number;
   platformFeeBps: number;
   /** Hosting: machines a host may pair in its first 24 hours of hosting. */
   newHostMachineCap: number;
@@ -88,6 +92,8 @@ export function loadConfig(env: Env = process.env): Config {
     bodyLimitBytes: int(env, 'ARK_BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
     sessionTtlMs: int(env, 'ARK_SESSION_TTL_S', 12 * 3600, 60, 30 * 86400) * 1000,
     stepUpTtlMs: int(env, 'ARK_STEP_UP_TTL_S', 600, 30, 86400) * 1000,
+    authAttemptsPerMinute: int(env, 'ARK_AUTH_ATTEMPTS_PER_MIN', 10, 1, 10_000),
+    emailVerificationTtlMs: int(env, 'ARK_EMAIL_VERIFICATION_TTL_S', 86400, 300, 30 * 86400) * 1000,
     platformFeeBps: int(env, 'ARK_PLATFORM_FEE_BPS', 1000, 0, 10000),
     newHostMachineCap: int(env, 'ARK_NEW_HOST_MACHINE_CAP', 3, 0, 100_000),
     seedRateMicroPerHour: BigInt(int(env, 'ARK_SEED_RATE_MICRO_PER_HOUR', 500_000, 1, 1_000_000_000_000)),

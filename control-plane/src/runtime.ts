@@ -5,9 +5,9 @@ import type { AppContextInput } from './app.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { createMetrics } from './http/metrics.js';
-import type { Authenticator } from './http/principal.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { logMailer, smtpMailer } from './mail.js';
+import { createAccountAuthenticator } from './store/accounts.js';
 import { openStore, type Store } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 
@@ -29,7 +29,7 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
   const store = await openConfiguredStore(config);
   const rateLimiter: RateLimiter = config.redisUrl ? new RedisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryRateLimiter();
   const mailer = config.smtp.url ? smtpMailer(config.smtp.url, config.smtp.from) : logMailer((line) => logger.info(line));
-  const authenticator = createAuthenticator(store, config);
+  const authenticator = createAccountAuthenticator(store);
   return {
     config,
     store,
@@ -39,13 +39,9 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
     authenticator,
     metrics: createMetrics(),
     async close() {
+      authenticator.close();
       await rateLimiter.close();
       await store.close();
     },
   };
-}
-
-// Replaced by the accounts module's authenticator.
-function createAuthenticator(_store: Store, _config: Config): Authenticator {
-  return { authenticate: async () => null };
 }

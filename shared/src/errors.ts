@@ -36,6 +36,9 @@ export const ERROR_CATALOG = {
   TOTP_ALREADY_ENABLED: { status: 409, retryable: false, message: 'Two-factor authentication is already enabled.' },
   SCOPE_REQUIRED: { status: 403, retryable: false, message: 'The API key lacks the scope this operation needs.' },
   ADMIN_SESSION_REQUIRED: { status: 403, retryable: false, message: 'An interactive admin session is required.' },
+  STEP_UP_TOTP_REQUIRED: { status: 403, retryable: false, message: 'Two-factor authentication is enabled: step up with a TOTP code.' },
+  TOTP_CODE_INVALID: { status: 422, retryable: false, message: 'The TOTP code is wrong or was already used.' },
+  WITHDRAWAL_ADDRESS_EXISTS: { status: 409, retryable: false, message: 'This withdrawal address is already registered on this network.' },
   // Ledger
   INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
   LEDGER_REFERENCE_CONFLICT: { status: 409, retryable: false, message: 'This external reference was already posted with different fields.' },

@@ -2,6 +2,7 @@ export * from './formats.js';
 export * from './money.js';
 export * from './errors.js';
 export * from './http/common.js';
+export * from './http/accounts.js';
 export * from './http/templates.js';
 export * from './http/hosts.js';
 export * from './channel/messages.js';

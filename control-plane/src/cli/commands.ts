@@ -1,4 +1,5 @@
 // Imports each area's CLI module for its registerCliCommands side effect.
 export {};
+import './accounts.js';
 import './templates.js';
 import './ledger.js';

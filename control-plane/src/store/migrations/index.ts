@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely/migration';
 import * as m0001 from './0001-foundation.js';
+import * as m0002 from './0002-accounts.js';
 import * as m0003 from './0003-ledger.js';
 import * as m0004 from './0004-templates.js';
 import * as m0005 from './0005-hosts.js';
@@ -8,6 +9,7 @@ import * as m0006 from './0006-gateway.js';
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
   '0001-foundation': m0001,
+  '0002-accounts': m0002,
   '0003-ledger': m0003,
   '0004-templates': m0004,
   '0005-hosts': m0005,

@@ -1,0 +1,28 @@
+import { createHash, randomBytes } from 'node:crypto';
+
+// Bearer secrets are 32 random bytes (43 base64url characters) behind a prefix that says what they are.
+// Only their sha256 is stored, so a database leak reveals no usable credential.
+
+export const SESSION_PREFIX = 'ars_';
+export const API_KEY_PREFIX = 'ark_';
+/** How many characters of an API key are kept in clear as its `prefix`, to tell keys apart. */
+const API_KEY_DISPLAY_CHARS = 12;
+
+const random43 = (): string => randomBytes(32).toString('base64url');
+
+export const newSessionToken = (): string => `${SESSION_PREFIX}${random43()}`;
+export const newApiKeySecret = (): string => `${API_KEY_PREFIX}${random43()}`;
+export const newVerificationToken = (): string => random43();
+
+export const apiKeyDisplayPrefix = (secret: string): string => secret.slice(0, API_KEY_DISPLAY_CHARS);
+
+/** Hex sha256 of a high-entropy token: no salt or KDF needed, and the lookup stays one indexed read. */
+export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+
+export type TokenKind = 'session' | 'api-key';
+
+export function tokenKind(token: string): TokenKind | null {
+  if (token.startsWith(SESSION_PREFIX)) return 'session';
+  if (token.startsWith(API_KEY_PREFIX)) return 'api-key';
+  return null;
+}
