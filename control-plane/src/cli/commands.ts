@@ -3,3 +3,4 @@ export {};
 import './accounts.js';
 import './templates.js';
 import './ledger.js';
+import './hosts.js';

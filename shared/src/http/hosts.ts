@@ -272,6 +272,16 @@ export const Machine = Type.Object(
 );
 export type Machine = Static<typeof Machine>;
 
+/** The host turns a machine's go-live on or off. */
+export const GoLiveRequest = Type.Object({ go_live: Type.Boolean() }, { additionalProperties: false });
+export type GoLiveRequest = Static<typeof GoLiveRequest>;
+
+export const MachineGoLive = Type.Object(
+  { machine_id: Uuid, go_live: Type.Boolean(), live: MachineLiveState },
+  { additionalProperties: false },
+);
+export type MachineGoLive = Static<typeof MachineGoLive>;
+
 // ---- telemetry ----
 
 export const TELEMETRY_BUCKET_S = 300;

@@ -1,4 +1,15 @@
-import { IdParams, Machine, type MachineManifest, type MachineOffer, PAGE_LIMIT_DEFAULT, Page, PageQuery } from '@ark/shared';
+import {
+  GoLiveRequest,
+  IdempotencyHeaders,
+  IdParams,
+  Machine,
+  MachineGoLive,
+  type MachineManifest,
+  type MachineOffer,
+  PAGE_LIMIT_DEFAULT,
+  Page,
+  PageQuery,
+} from '@ark/shared';
 import type { AppContext } from '../../app.js';
 import type { Config } from '../../config.js';
 import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
@@ -6,8 +17,12 @@ import { totalRateMicroPerHour } from '../../domain/pricing.js';
 import { DomainError } from '../../errors.js';
 import type { ChannelHandlers } from '../../gateway/handlers.js';
 import { fromJson, toBool } from '../../store/db.js';
-import { findMachine, listMachinesOfOwner, type MachineRow, recordHeartbeat } from '../../store/machines.js';
-import { currentOfferOf, type OfferVersionView } from '../../store/offers.js';
+import { findMachine, listMachinesOfOwner, type MachineRow, recordHeartbeat, setGoLive } from '../../store/machines.js';
+import { currentOfferOf, type OfferVersionView, seedOffer } from '../../store/offers.js';
+import { seedOfferTerms } from '../../domain/offers/offer.js';
+import { enqueueCommand } from '../../gateway/outbox.js';
+import { appendAudit } from '../../store/audit.js';
+import { isHostingBlocked } from '../../store/hosts.js';
 import { assertOwnerOrAdmin } from '../auth.js';
 import { fetchSize } from '../pagination.js';
 import type { Principal } from '../principal.js';
@@ -131,6 +146,48 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
       if (!row) throw new DomainError('NOT_FOUND');
       assertOwnerOrAdmin(principal, row.owner_account_id);
       return machineView(row, await currentOfferOf(store.db, row.id), clock.now(), config);
+    },
+  );
+
+  app.post(
+    '/api/v1/hosts/machines/:id/go-live',
+    {
+      config: { auth: { scope: 'host' }, idempotent: true },
+      schema: {
+        summary: "Turn a machine's go-live on or off",
+        description:
+          'Host owner. Off takes the machine out of the listing at once (state off). On waits for its next healthy heartbeat (state waiting), ' +
+          'seeding an offer at the default rate when it has none. The agent is told with an update_go_live command.',
+        params: IdParams,
+        headers: IdempotencyHeaders,
+        body: GoLiveRequest,
+        response: withErrors({ 200: MachineGoLive }, 403, 404, 409),
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const goLive = request.body.go_live;
+      const now = clock.now();
+      return store.db.transaction().execute(async (trx) => {
+        const machine = await findMachine(trx, request.params.id);
+        if (!machine || machine.owner_account_id !== principal.accountId) throw new DomainError('NOT_FOUND');
+        if (goLive && (await isHostingBlocked(trx, principal.accountId))) throw new DomainError('HOSTING_BLOCKED');
+        // Repeating the current choice changes nothing (a live machine stays live).
+        if (toBool(machine.go_live) === goLive) return { machine_id: machine.id, go_live: goLive, live: machine.live_state };
+        await setGoLive(trx, machine.id, goLive, now);
+        if (goLive && !(await currentOfferOf(trx, machine.id))) {
+          await seedOffer(trx, { machineId: machine.id, terms: seedOfferTerms(config.seedRateMicroPerHour, now), now });
+        }
+        await enqueueCommand(trx, { machineId: machine.id, kind: 'update_go_live', body: { go_live: goLive }, now });
+        await appendAudit(trx, {
+          at: now,
+          actorAccountId: principal.accountId,
+          action: goLive ? 'hosting.go_live.on' : 'hosting.go_live.off',
+          subject: machine.id,
+        });
+        const updated = (await findMachine(trx, machine.id))!;
+        return { machine_id: machine.id, go_live: goLive, live: updated.live_state };
+      });
     },
   );
 }
