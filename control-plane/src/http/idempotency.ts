@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.js';
+import { SecretBox } from '../domain/accounts/secret-box.js';
 import { DomainError } from '../errors.js';
 import { isUniqueViolation, type Store } from '../store/db.js';
 
@@ -39,7 +40,10 @@ declare module 'fastify' {
  * request hash decides replay (same body) or IDEMPOTENCY_CONFLICT (different body). Inserting the
  * in-progress row is the lock: a concurrent twin sees it and gets a retryable conflict, never a second effect.
  */
-export function installIdempotency(app: FastifyInstance, store: Store, clock: Clock): void {
+export function installIdempotency(app: FastifyInstance, store: Store, clock: Clock, secretKey: Buffer): void {
+  // Stored answers can hold secrets shown once (a new API key), so they are sealed at rest.
+  const box = new SecretBox(secretKey);
+  const context = (claim: Claim) => `idempotency:${claim.principal}:${claim.route}:${claim.key}`;
   app.decorateRequest('idempotency', null);
   app.decorateRequest('discardIdempotency', false);
 
@@ -83,7 +87,7 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
     if (existing.request_hash !== requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
     if (existing.state === 'done') {
       reply.header('idempotent-replayed', 'true').code(Number(existing.status_code)).type('application/json');
-      return reply.send(existing.response_body ?? '');
+      return reply.send(existing.response_body ? box.open(existing.response_body, context(claim)) : '');
     }
     if (existing.locked_until > now.toISOString()) throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
     // The first attempt died holding the key: take it over, once, by compare-and-set on the lock.
@@ -115,7 +119,7 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
     }
     await store.db
       .updateTable('idempotency_keys')
-      .set({ state: 'done', status_code: BigInt(reply.statusCode), response_body: typeof payload === 'string' ? payload : '' })
+      .set({ state: 'done', status_code: BigInt(reply.statusCode), response_body: box.seal(typeof payload === 'string' ? payload : '', context(claim)) })
       .where('principal', '=', claim.principal)
       .where('route', '=', claim.route)
       .where('key', '=', claim.key)
