@@ -729,8 +729,9 @@ describe.each(DIALECTS)('bad input on every route on %s', (dialect) => {
             method: op.method,
             url: withQuery(path, { ...baseQuery, cursor }),
             headers: authed(),
-            expect: [422],
-            codes: ['INVALID_CURSOR', 'VALIDATION_FAILED'],
+            // A list under a resource that does not exist may say so before it reads the cursor.
+            expect: op.pathParams.length > 0 && !seeded ? [422, 404] : [422],
+            codes: ['INVALID_CURSOR', 'VALIDATION_FAILED', 'NOT_FOUND'],
           });
         }
       }
