@@ -168,15 +168,25 @@ describe.each(DIALECTS)('network test on %s', (dialect) => {
       expect(tooBig.statusCode).toBe(413);
     });
 
-    it('rate limits per address', async () => {
+    it('rate limits per address: pings generously, transfers harder', async () => {
       const remoteAddress = randomAddress();
-      for (let i = 0; i < 60; i++)
+      for (let i = 0; i < 300; i++)
         expect((await t.app.inject({ method: 'GET', url: '/api/v1/nettest/ping', remoteAddress })).statusCode).toBe(200);
       const limited = await t.app.inject({ method: 'GET', url: '/api/v1/nettest/ping', remoteAddress });
       expect(limited.statusCode).toBe(429);
       expect(limited.json().error).toMatchObject({ code: 'UNAVAILABLE', retryable: true });
       expect(limited.headers['retry-after']).toBeUndefined();
+      for (let i = 0; i < 20; i++)
+        expect((await t.app.inject({ method: 'GET', url: '/api/v1/nettest/download?bytes=1', remoteAddress })).statusCode).toBe(200);
       expect((await t.app.inject({ method: 'GET', url: '/api/v1/nettest/download?bytes=1', remoteAddress })).statusCode).toBe(429);
+      const upload = await t.app.inject({
+        method: 'POST',
+        url: '/api/v1/nettest/upload',
+        remoteAddress,
+        headers: { 'content-type': 'application/octet-stream' },
+        payload: Buffer.alloc(1),
+      });
+      expect(upload.statusCode).toBe(429);
       expect((await t.app.inject({ method: 'GET', url: '/api/v1/nettest/ping', remoteAddress: randomAddress() })).statusCode).toBe(200);
     });
   });

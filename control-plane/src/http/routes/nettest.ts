@@ -20,8 +20,12 @@ import type { Principal } from '../principal.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
-/** Requests an address may make to the measurement endpoints a minute: a measurement is a handful of each. */
-const MEASUREMENTS_PER_MIN = 60;
+/**
+ * Per address and minute. A measurement is up to ~20 pings, one download and one upload; several rigs behind one
+ * NAT may measure at once. Transfers are limited harder: each may move 100 MB.
+ */
+const PINGS_PER_MIN = 300;
+const TRANSFERS_PER_MIN = 20;
 const CHUNK = Buffer.alloc(64 * 1024);
 
 /** What the octet-stream parser produces; a JSON body can never pass for it. */
@@ -90,16 +94,17 @@ export async function registerNettestRoutes(app: TypedApp, ctx: AppContext): Pro
   );
 
   // The measurement endpoints agents measure against: public, rate limited per address before any byte is read.
-  const limitPerAddress = async (request: FastifyRequest) => {
-    if (!(await ctx.rateLimiter.consume(`nettest:${request.ip}`, MEASUREMENTS_PER_MIN, 60_000, clock.now())))
-      throw new DomainError('UNAVAILABLE');
+  const limited = (kind: string, max: number) => async (request: FastifyRequest) => {
+    if (!(await ctx.rateLimiter.consume(`nettest-${kind}:${request.ip}`, max, 60_000, clock.now()))) throw new DomainError('UNAVAILABLE');
   };
+  const limitPings = limited('ping', PINGS_PER_MIN);
+  const limitTransfers = limited('transfer', TRANSFERS_PER_MIN);
 
   app.get(
     '/api/v1/nettest/ping',
     {
       config: { auth: 'public', cache: 'public' },
-      onRequest: limitPerAddress,
+      onRequest: limitPings,
       schema: { summary: 'Network test: latency probe', response: withErrors({ 200: NettestPing }) },
     },
     async () => ({ pong: true as const, server_time: clock.now().toISOString() }),
@@ -109,7 +114,7 @@ export async function registerNettestRoutes(app: TypedApp, ctx: AppContext): Pro
     '/api/v1/nettest/download',
     {
       config: { auth: 'public', cache: 'public' },
-      onRequest: limitPerAddress,
+      onRequest: limitTransfers,
       schema: {
         summary: 'Network test: download',
         description: `Streams \`bytes\` zero bytes (application/octet-stream), at most ${NETTEST_MAX_BYTES}.`,
@@ -156,7 +161,7 @@ export async function registerNettestRoutes(app: TypedApp, ctx: AppContext): Pro
       '/api/v1/nettest/upload',
       {
         config: { auth: 'public', cache: 'public' },
-        onRequest: limitPerAddress,
+        onRequest: limitTransfers,
         schema: {
           summary: 'Network test: upload',
           description: `Reads and discards an application/octet-stream body of at most ${NETTEST_MAX_BYTES} bytes; answers how many arrived.`,
