@@ -2,6 +2,7 @@ import { type Static, Type } from '@sinclair/typebox';
 import { MachineManifest } from '../channel/manifest.js';
 import { DecimalString, MicroAmount, Nullable, Rfc3339Utc, Sha256Hash, Uuid } from '../formats.js';
 import { PageQuery } from './common.js';
+import { TemplateFit } from './templates.js';
 
 // Host side: pairing, enrollment tokens, machines, offers, telemetry and the network test (contract parts 2-4, 8).
 
@@ -185,7 +186,7 @@ export const OfferSummary = Type.Object(
     template_compatibility: Type.Optional(Type.Array(Type.String())),
     manifest_hash: Type.Optional(Sha256Hash),
     /** TemplateFit: present only when the request named a template. */
-    fit: Type.Optional(Type.Object({}, { additionalProperties: true })),
+    fit: Type.Optional(TemplateFit),
   },
   { additionalProperties: false },
 );
@@ -203,6 +204,8 @@ export const OfferListQuery = Type.Object(
     max_rate_micro_per_hour: Type.Optional(MicroAmount),
     /** Offers whose availability covers this instant, outside maintenance. */
     available_at: Type.Optional(Rfc3339Utc),
+    /** Adds `fit` to every offer: how the template's VRAM needs meet the machine's measured devices. */
+    template_id: Type.Optional(Uuid),
   },
   { additionalProperties: false },
 );

@@ -3,7 +3,9 @@ import { OfferSummary } from '@ark/shared';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
+import { validateTemplateImport } from '../../domain/templates/index.js';
 import { setHostingBlocked } from '../../store/hosts.js';
+import { importTemplates, recordAdminQualification } from '../../store/templates.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import { enrollDirect, sampleManifest, sendHeartbeat } from '../../testing/hosting.js';
 import { DIALECTS } from '../../testing/stores.js';
@@ -265,6 +267,35 @@ describe.each(DIALECTS)('offers on %s', (dialect) => {
       expect(res.json().items.map((o: Json) => o.readiness)).toEqual(['unavailable', 'unavailable']);
       await sendHeartbeat(t.ctx, a, true);
       expect((await list('?region=list-region')).json().items.map((o: Json) => o.readiness)).toEqual(['ready', 'unavailable']);
+    });
+
+    it('adds the fit of a named template, from the smallest device on each machine', async () => {
+      const templateId = randomUUID();
+      const parsed = validateTemplateImport([
+        {
+          template_id: templateId,
+          kind: 'custom',
+          name: `fit-${templateId}`,
+          description: 'needs 40 GiB per device',
+          vram_fit: { min_vram_bytes: String(40 * 2 ** 30) },
+          runtimes: [{ backend: 'cuda', image_digest: `registry.invalid/fit@sha256:${'a'.repeat(64)}` }],
+          spec: { ports: [], environment: {} },
+        },
+      ]);
+      if (!parsed.ok) throw new Error(parsed.errors.join('; '));
+      await importTemplates(t.ctx.store.db, parsed.templates, t.clock.now());
+      // Only published templates (qualified on an admitted machine) are offered for fit.
+      await recordAdminQualification(t.ctx.store.db, { templateId, machineId: b, now: t.clock.now(), actorAccountId: null, reason: 'test', via: 'cli' });
+      await sendHeartbeat(t.ctx, a, true);
+      await sendHeartbeat(t.ctx, b, true);
+      const res = await list(`?region=list-region&template_id=${templateId}`);
+      expect(res.statusCode, res.body).toBe(200);
+      for (const item of res.json().items) expect(summarySchema.Check(item), JSON.stringify([...summarySchema.Errors(item)])).toBe(true);
+      const fits = Object.fromEntries(res.json().items.map((o: Json) => [o.machine_id, o.fit]));
+      expect(fits[a]).toMatchObject({ template_id: templateId, fits: false, device_vram_bytes: '25757220864' });
+      expect(fits[b]).toMatchObject({ template_id: templateId, fits: true, device_vram_bytes: '85899345920' });
+      expect((await list('?region=list-region')).json().items.every((o: Json) => o.fit === undefined)).toBe(true);
+      expectError(await list(`?template_id=${randomUUID()}`), 404, 'TEMPLATE_NOT_FOUND');
     });
 
     it('needs the renter scope', async () => {

@@ -3,11 +3,13 @@ import type { AppContext } from '../../app.js';
 import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
 import { validateOfferCommit } from '../../domain/offers/offer.js';
 import { maxMachineRateForTotal, totalRateMicroPerHour } from '../../domain/pricing.js';
+import { machineDeviceVram } from '../../domain/templates/fit.js';
 import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
 import { isHostingBlocked } from '../../store/hosts.js';
 import { findMachine } from '../../store/machines.js';
 import { commitOfferVersion, type ListedOffer, listOffers } from '../../store/offers.js';
+import { templateFitCalculator } from '../../store/templates.js';
 import { fetchSize } from '../pagination.js';
 import type { Principal } from '../principal.js';
 import { withErrors } from '../schemas.js';
@@ -114,7 +116,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
           'Renter scope. Listed offers of live machines whose availability has not ended, cheapest first. Filters: gpu_model (exact), min_vram_bytes ' +
           '(every GPU), region, max_rate_micro_per_hour (on the total rate, fee included), available_at (inside availability, outside maintenance).',
         querystring: OfferListQuery,
-        response: withErrors({ 200: Page(OfferSummary) }),
+        response: withErrors({ 200: Page(OfferSummary) }, 404),
       },
     },
     async (request) => {
@@ -122,6 +124,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
       const now = clock.now();
       const scope = 'offers';
       const after = ctx.paginator.decode<[string, string]>(scope, q.cursor);
+      const fitOf = q.template_id !== undefined ? await templateFitCalculator(store.db, q.template_id.toLowerCase()) : null;
       const rows = await listOffers(
         store.db,
         {
@@ -142,7 +145,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         rows,
         q.limit,
         (row) => [row.rateMicroPerHour.toString(), row.offerId],
-        (row) => offerSummary(row, now, config),
+        (row) => ({ ...offerSummary(row, now, config), ...(fitOf ? { fit: fitOf(machineDeviceVram(row.machine)) } : {}) }),
       );
     },
   );
