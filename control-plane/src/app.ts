@@ -16,10 +16,12 @@ import type { Authenticator } from './http/principal.js';
 import type { RateLimiter } from './http/rate-limit.js';
 import { registerAccountRoutes } from './http/routes/accounts.js';
 import { registerBillingRoutes } from './http/routes/billing.js';
+import { registerJobRoutes } from './http/routes/jobs.js';
 import { registerMachineRoutes } from './http/routes/machines.js';
 import { registerNettestRoutes } from './http/routes/nettest.js';
 import { registerOfferRoutes } from './http/routes/offers.js';
 import { registerPairingRoutes } from './http/routes/pairing.js';
+import { registerQuoteRoutes } from './http/routes/quotes.js';
 import { registerTelemetryRoutes } from './http/routes/telemetry.js';
 import { registerSystemRoutes } from './http/routes/system.js';
 import { registerTemplateRoutes } from './http/routes/templates.js';
@@ -110,4 +112,6 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerAccountRoutes,
   registerWithdrawalAddressRoutes,
   registerTemplateRoutes,
+  registerQuoteRoutes,
+  registerJobRoutes,
 ];

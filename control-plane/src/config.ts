@@ -33,6 +33,22 @@ export interface Config {
   pairingVerificationUri: string | null;
   logLevel: string;
   sqliteSynchronous: 'FULL' | 'NORMAL';
+  /** Renting: the terms version quotes carry (accepted by reserving). */
+  termsVersion: string;
+  /** Renting: how often agents send meter receipts for a running job. */
+  meterIntervalS: number;
+  /** Renting: clock skew tolerated between an agent's receipt periods and the control plane's wall time. */
+  meterSkewMs: number;
+  /** Renting: how long a stopped job's files stay readable over SFTP before the job is cleaned. */
+  retrievalWindowS: number;
+  /** Renting: how long a machine may stay silent (no heartbeat) before its running jobs move to RECONCILING. */
+  jobAgentGraceMs: number;
+  /** Renting: how long a job stays RECONCILING before it fails and its hold is released. */
+  jobReconcileTimeoutMs: number;
+  /** Renting: how long a job may stay RESERVED or STARTING before it is cancelled. */
+  jobStartTimeoutMs: number;
+  /** Renting: the host renters reach job endpoints at when the agent reports none; null: the public URL's host. */
+  jobAccessHost: string | null;
 }
 
 export class ConfigError extends Error {
@@ -102,5 +118,15 @@ export function loadConfig(env: Env = process.env): Config {
     pairingVerificationUri: env.ARK_PAIRING_VERIFICATION_URI || null,
     logLevel: env.LOG_LEVEL || 'info',
     sqliteSynchronous: synchronous,
+    termsVersion: env.ARK_TERMS_VERSION || '2026-11',
+    meterIntervalS: int(env, 'ARK_METER_INTERVAL_S', 30, 1, 3600),
+    meterSkewMs: int(env, 'ARK_METER_SKEW_MS', 5000, 0, 600_000),
+    retrievalWindowS: int(env, 'ARK_RETRIEVAL_WINDOW_S', 3600, 0, 30 * 86400),
+    // Default: three heartbeat intervals, the same grace that marks a machine offline.
+    jobAgentGraceMs:
+      env.ARK_JOB_AGENT_GRACE_S ? int(env, 'ARK_JOB_AGENT_GRACE_S', 45, 1, 86400) * 1000 : 3 * int(env, 'ARK_HEARTBEAT_INTERVAL_S', 15, 1, 3600) * 1000,
+    jobReconcileTimeoutMs: int(env, 'ARK_JOB_RECONCILE_TIMEOUT_S', 600, 1, 7 * 86400) * 1000,
+    jobStartTimeoutMs: int(env, 'ARK_JOB_START_TIMEOUT_S', 1800, 10, 7 * 86400) * 1000,
+    jobAccessHost: env.ARK_JOB_ACCESS_HOST || null,
   };
 }

@@ -25,7 +25,7 @@ async function main(argv: string[]): Promise<number> {
       const runtime = await createRuntime(config, logger);
       const app = await buildApp(runtime, { logger });
       const address = await app.listen({ host: config.host, port: config.port });
-      const workers = startWorkers({ store: runtime.store, clock: runtime.clock, logger, workers: defaultWorkers() });
+      const workers = startWorkers({ store: runtime.store, clock: runtime.clock, logger, workers: defaultWorkers(config) });
       process.stdout.write(`ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`);
       await new Promise<void>((resolve) => {
         const stop = () => resolve();

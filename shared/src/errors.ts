@@ -42,6 +42,25 @@ export const ERROR_CATALOG = {
   // Ledger
   INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
   LEDGER_REFERENCE_CONFLICT: { status: 409, retryable: false, message: 'This external reference was already posted with different fields.' },
+  // Quotes and jobs
+  OFFER_NOT_FOUND: { status: 404, retryable: false, message: 'No listed offer has this id.' },
+  OFFER_NOT_CURRENT: { status: 409, retryable: false, message: 'The offer changed or is no longer listed; read the offers again.' },
+  MACHINE_NOT_AVAILABLE: { status: 409, retryable: true, message: 'The machine is not live, not online or busy right now.' },
+  OUTSIDE_AVAILABILITY: { status: 409, retryable: false, message: "The requested duration is not inside the offer's availability window." },
+  MAINTENANCE_CONFLICT: { status: 409, retryable: false, message: 'A maintenance window of the offer falls inside the requested duration.' },
+  GPUS_NOT_AVAILABLE: { status: 409, retryable: true, message: 'The machine does not have that many free GPUs.' },
+  TEMPLATE_RUNTIME_MISSING: { status: 409, retryable: false, message: "The template has no built runtime for the machine's backend." },
+  TEMPLATE_DOES_NOT_FIT: { status: 409, retryable: false, message: "The template needs more VRAM than the machine's GPUs have." },
+  QUOTE_NOT_FOUND: { status: 404, retryable: false, message: 'No quote of yours has this id.' },
+  QUOTE_EXPIRED: { status: 409, retryable: false, message: 'The quote has expired; ask for a new one.' },
+  QUOTE_ALREADY_USED: { status: 409, retryable: false, message: 'The quote was already used for a reservation.' },
+  JOB_VERSION_MISMATCH: { status: 409, retryable: false, message: 'The job changed since the expected version; read it again.' },
+  BUDGET_VERSION_MISMATCH: { status: 409, retryable: false, message: "The job's budget changed since the expected version; read it again." },
+  JOB_NOT_EXTENDABLE: { status: 409, retryable: false, message: 'The budget of a job cannot be extended once it is stopping, has ended or is reconciling.' },
+  DURATION_LIMIT_DECREASE: { status: 409, retryable: false, message: 'The new duration limit must not be shorter than the current one.' },
+  HOST_CEILING_EXCEEDED: { status: 409, retryable: false, message: "The new duration limit passes the host's availability ceiling snapshotted at reservation." },
+  JOB_NOT_STOPPABLE: { status: 409, retryable: false, message: 'The job has failed; there is nothing to stop.' },
+  JOB_ACCESS_UNAVAILABLE: { status: 403, retryable: false, message: 'Access is only available while the job runs, or for a limited window after it stopped.' },
   // Agent channel
   CHANNEL_VERSION_UNSUPPORTED: { status: 400, retryable: false, message: 'This agent channel protocol version is not supported; use ?v=1.' },
   // Hosting: pairing, enrollment, machines, offers, telemetry

@@ -9,3 +9,5 @@ export * from './channel/messages.js';
 export * from './channel/manifest.js';
 export * from './channel/codec.js';
 export * from './http/billing.js';
+export * from './http/quotes.js';
+export * from './http/jobs.js';

@@ -1,14 +1,18 @@
+import type { Config } from '../config.js';
 import { purgeIdempotencyKeys } from '../http/idempotency.js';
 import { purgePairings } from '../store/pairings.js';
 import type { Worker } from './runner.js';
+import { jobWorkers } from './jobs.js';
 import { telemetryRetentionWorker } from './telemetry-retention.js';
 
 export { startWorkers, type Worker, type WorkerLogger, type WorkerRunner } from './runner.js';
 export { purgeTelemetry, telemetryRetentionWorker } from './telemetry-retention.js';
 
 /** Every background worker `ark-cp serve` runs. Areas add theirs here. */
-export function defaultWorkers(): Worker[] {
+export function defaultWorkers(config?: Config): Worker[] {
   return [
+    // Job sweeps need the configuration (grace, timeouts, retrieval window).
+    ...(config ? jobWorkers(config) : []),
     telemetryRetentionWorker,
     { name: 'pairing-purge', intervalMs: 10 * 60_000, step: (store, now) => purgePairings(store.db, now) },
     { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: purgeIdempotencyKeys },

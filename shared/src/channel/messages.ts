@@ -243,6 +243,8 @@ export const JobStatusMessage = Type.Object(
         {
           ssh_port: Type.Integer({ minimum: 1, maximum: 65535 }),
           ssh_host_key_fingerprint: Type.String({ maxLength: 200 }),
+          /** The address renters reach this machine's ports at, when the agent knows it (else the control plane's configured one). */
+          public_host: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
           ports: Type.Array(Type.Object({ container_port: Type.Integer(), host_port: Type.Integer(), protocol: Type.String({ maxLength: 8 }) }, { additionalProperties: false }), { maxItems: 32 }),
         },
         { additionalProperties: false },

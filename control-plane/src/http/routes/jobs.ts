@@ -1,0 +1,247 @@
+import {
+  BudgetExtensionRequest,
+  BudgetExtensionResult,
+  IdempotencyHeaders,
+  IdParams,
+  Job,
+  JobAccess,
+  JobCreated,
+  JobCreateRequest,
+  JobEvent,
+  JobListQuery,
+  JobStopRequest,
+  JobStopResult,
+  Page,
+  PageQuery,
+} from '@ark/shared';
+import type { AppContext } from '../../app.js';
+import { accessView, jobView } from '../../domain/jobs/job.js';
+import { DomainError } from '../../errors.js';
+import type { ChannelHandlers } from '../../gateway/handlers.js';
+import { listJobEvents } from '../../store/job-events.js';
+import { JobLifecycle, jobSettingsOf } from '../../store/job-lifecycle.js';
+import { findJobRow, listJobsOfAccount, toJobRecord } from '../../store/jobs.js';
+import { assertOwnerOrAdmin } from '../auth.js';
+import { fetchSize } from '../pagination.js';
+import type { Principal } from '../principal.js';
+import { withErrors } from '../schemas.js';
+import type { TypedApp } from '../typed-app.js';
+
+function principalOf(request: { principal: Principal | null }): Principal {
+  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
+  return request.principal;
+}
+
+const isAdmin = (p: Principal): boolean => p.role === 'admin' && p.authMethod === 'session';
+
+/**
+ * Agent messages that drive jobs: status (lifecycle), meter receipts (charges) and heartbeats (a reconciling job
+ * comes back). The gateway applies each reliable message once, inside one transaction with its dedupe mark.
+ */
+export function registerJobChannelHandlers(channel: ChannelHandlers, lifecycle: JobLifecycle): void {
+  channel.on('job_status', (trx, machineId, msg, now) => lifecycle.applyJobStatus(trx, machineId, msg, now));
+  channel.on('meter_receipt', (trx, machineId, msg, now) => lifecycle.applyMeterReceipt(trx, machineId, msg, now));
+  channel.onHeartbeat(async (machineId, msg, now) => {
+    await lifecycle.onHeartbeat(machineId, msg, now);
+  });
+}
+
+export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
+  const { store, clock } = ctx;
+  const lifecycle = new JobLifecycle(store, jobSettingsOf(ctx.config));
+  registerJobChannelHandlers(ctx.channel, lifecycle);
+
+  app.post(
+    '/api/v1/jobs',
+    {
+      config: { auth: { scope: 'renter', verified: true }, idempotent: true },
+      schema: {
+        tags: ['jobs'],
+        summary: 'Reserve a quoted machine',
+        description:
+          "In one transaction: consumes the quote (QUOTE_EXPIRED, QUOTE_ALREADY_USED; someone else's quote is 404), snapshots the rate and the " +
+          'host-availability ceiling, holds budget_micro from the available balance (INSUFFICIENT_BALANCE, nothing changed) and queues the launch ' +
+          'for the machine. ssh_public_keys are OpenSSH public key lines; env names starting with ARK_ are reserved. Poll GET /api/v1/jobs/{id}.',
+        headers: IdempotencyHeaders,
+        body: JobCreateRequest,
+        response: withErrors({ 202: JobCreated }, 403, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const { jobId } = await lifecycle.reserve(principal.accountId, request.body, clock.now());
+      return reply.code(202).send({ job_id: jobId, state: 'RESERVED' as const });
+    },
+  );
+
+  app.get(
+    '/api/v1/jobs',
+    {
+      config: { auth: { scope: 'renter' } },
+      schema: {
+        tags: ['jobs'],
+        summary: 'List your jobs',
+        description: "The caller's jobs, newest first; optionally only those in one state.",
+        querystring: JobListQuery,
+        response: withErrors({ 200: Page(Job) }, 403),
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const scope = `jobs:${principal.accountId}:${request.query.state ?? ''}`;
+      const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
+      const filter = request.query.state !== undefined ? { state: request.query.state } : {};
+      const jobs = await listJobsOfAccount(store.db, principal.accountId, filter, after, fetchSize(request.query.limit));
+      const now = clock.now();
+      return ctx.paginator.page(
+        scope,
+        jobs,
+        request.query.limit,
+        (job) => [job.createdAt.toISOString(), job.id],
+        (job) => jobView(job, now),
+      );
+    },
+  );
+
+  app.get(
+    '/api/v1/jobs/:id',
+    {
+      config: { auth: { scope: 'renter' } },
+      schema: {
+        tags: ['jobs'],
+        summary: 'Read a job',
+        description:
+          'Owner or admin; anyone else gets 404. Money, milliseconds and versions are decimal strings. job_version is the version a budget ' +
+          'extension names as expected_job_version: it changes with the state, funding or fence, never with metering progress.',
+        params: IdParams,
+        response: withErrors({ 200: Job }, 403, 404),
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const row = await findJobRow(store.db, request.params.id);
+      if (!row) throw new DomainError('NOT_FOUND');
+      assertOwnerOrAdmin(principal, row.account_id);
+      return jobView(toJobRecord(row), clock.now());
+    },
+  );
+
+  app.get(
+    '/api/v1/jobs/:id/access',
+    {
+      config: { auth: { scope: 'renter' } },
+      schema: {
+        tags: ['jobs'],
+        summary: 'How to reach a job',
+        description:
+          "Renter owner only (anyone else: 404). mode execution while RUNNING: ssh and the template's http(s) endpoints, expiring at " +
+          'funded_through, api_key for model-kind jobs; mode retrieval-read-only (SFTP on the same port) while STOPPED inside the retrieval ' +
+          'window. Any other state: 403 JOB_ACCESS_UNAVAILABLE.',
+        params: IdParams,
+        response: withErrors({ 200: JobAccess }, 403, 404),
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const row = await findJobRow(store.db, request.params.id);
+      if (!row || row.account_id !== principal.accountId) throw new DomainError('NOT_FOUND');
+      const job = toJobRecord(row);
+      const engineApiKey =
+        job.state === 'RUNNING' && job.template?.kind === 'model' ? lifecycle.engineApiKeyOf(job.id, row.engine_key_sealed) : null;
+      const view = accessView(job, clock.now(), { defaultHost: lifecycle.settings.accessHost, engineApiKey });
+      if (view === null) throw new DomainError('JOB_ACCESS_UNAVAILABLE', `Access is not available while the job is ${job.state}.`);
+      return view;
+    },
+  );
+
+  app.post(
+    '/api/v1/jobs/:id/stop',
+    {
+      config: { auth: { scope: 'renter' }, idempotent: true },
+      schema: {
+        tags: ['jobs'],
+        summary: 'Stop a job',
+        description:
+          'Renter owner or admin. Before readiness it cancels the launch; while running it stops the container (the final meter receipt ' +
+          'follows) and the retrieval window opens once the machine confirms. A repeat answers STOPPING or the terminal result (STOPPED, ' +
+          'CLEANING, CLOSED). A failed job answers 409 JOB_NOT_STOPPABLE.',
+        params: IdParams,
+        headers: IdempotencyHeaders,
+        body: JobStopRequest,
+        response: withErrors({ 202: JobStopResult }, 403, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const state = await lifecycle.stop(
+        request.params.id,
+        { accountId: principal.accountId, admin: isAdmin(principal) },
+        request.body.reason,
+        clock.now(),
+      );
+      return reply.code(202).send({ job_id: request.params.id, state });
+    },
+  );
+
+  app.post(
+    '/api/v1/jobs/:id/budget-extension',
+    {
+      config: { auth: { scope: 'renter', verified: true }, idempotent: true },
+      schema: {
+        tags: ['jobs'],
+        summary: "Extend a job's budget",
+        description:
+          'Renter owner. Compare-and-set on expected_job_version (JOB_VERSION_MISMATCH) and expected_budget_version (BUDGET_VERSION_MISMATCH); ' +
+          'appends one immutable amendment and holds additional_budget_micro from the available balance atomically, bumps budget_version. The ' +
+          'rate and the host-availability ceiling stay as reserved (HOST_CEILING_EXCEEDED); the duration limit never shrinks ' +
+          '(DURATION_LIMIT_DECREASE). Rejected once STOPPING begins (JOB_NOT_EXTENDABLE).',
+        params: IdParams,
+        headers: IdempotencyHeaders,
+        body: BudgetExtensionRequest,
+        response: withErrors({ 202: BudgetExtensionResult }, 403, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const result = await lifecycle.extendBudget(request.params.id, principal.accountId, request.body, clock.now());
+      return reply.code(202).send({
+        job_id: request.params.id,
+        budget_version: result.budgetVersion.toString(),
+        funded_budget_micro: result.fundedBudgetMicro.toString(),
+      });
+    },
+  );
+
+  app.get(
+    '/api/v1/jobs/:id/events',
+    {
+      config: { auth: { scope: 'renter' } },
+      schema: {
+        tags: ['jobs'],
+        summary: "A job's events",
+        description:
+          'Owner or admin. Sequenced from 1, oldest first, cursor-paged. Messages are sanitized (control characters stripped, secrets ' +
+          'redacted) and bounded; a job keeps its latest 1000 events.',
+        params: IdParams,
+        querystring: PageQuery,
+        response: withErrors({ 200: Page(JobEvent) }, 403, 404),
+      },
+    },
+    async (request) => {
+      const principal = principalOf(request);
+      const row = await store.db.selectFrom('jobs').select(['id', 'account_id']).where('id', '=', request.params.id).executeTakeFirst();
+      if (!row) throw new DomainError('NOT_FOUND');
+      assertOwnerOrAdmin(principal, row.account_id);
+      const scope = `job-events:${row.id}`;
+      const after = ctx.paginator.decode<string>(scope, request.query.cursor);
+      const events = await listJobEvents(store.db, row.id, after === null ? 0n : BigInt(after), fetchSize(request.query.limit));
+      return ctx.paginator.page(
+        scope,
+        events,
+        request.query.limit,
+        (event) => String(event.seq),
+        (event) => event,
+      );
+    },
+  );
+}

@@ -1,0 +1,37 @@
+import { IdempotencyHeaders, Quote, QuoteRequest } from '@ark/shared';
+import type { AppContext } from '../../app.js';
+import { quoteView } from '../../domain/quotes/quote.js';
+import { DomainError } from '../../errors.js';
+import { JobLifecycle, jobSettingsOf } from '../../store/job-lifecycle.js';
+import { withErrors } from '../schemas.js';
+import type { TypedApp } from '../typed-app.js';
+
+export function registerQuoteRoutes(app: TypedApp, ctx: AppContext): void {
+  const lifecycle = new JobLifecycle(ctx.store, jobSettingsOf(ctx.config));
+
+  app.post(
+    '/api/v1/quotes',
+    {
+      config: { auth: { scope: 'renter', verified: true }, idempotent: true },
+      schema: {
+        tags: ['jobs'],
+        summary: 'Quote an offer',
+        description:
+          'Renter scope; a verified email or a wallet-created account. A binding price for one offer, valid 60 seconds: the machine must be live, ' +
+          'online and healthy, the offer listed (and at expected_version when given), [now, now + duration_limit_s] inside its availability and ' +
+          'free of maintenance windows, and enough GPUs free (a machine without GPUs is rented whole: gpu_count 1). Exactly one of template_id ' +
+          "(its runtime for the machine's backend, cuda) and image_digest. budget_micro defaults to estimated_total_micro. The meter starts at " +
+          'verified readiness.',
+        headers: IdempotencyHeaders,
+        body: QuoteRequest,
+        response: withErrors({ 201: Quote }, 403, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      const principal = request.principal;
+      if (!principal) throw new DomainError('UNAUTHENTICATED');
+      const quote = await lifecycle.createQuote(principal.accountId, request.body, ctx.clock.now());
+      return reply.code(201).send(quoteView(quote));
+    },
+  );
+}

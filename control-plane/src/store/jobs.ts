@@ -1,0 +1,304 @@
+import type { JobState, TemplateKind } from '@ark/shared';
+import type { Selectable, Updateable } from 'kysely';
+import type { JobAccessReport, JobRecord } from '../domain/jobs/job.js';
+import { OCCUPYING_STATES, type CloseReason } from '../domain/jobs/states.js';
+import { type Executor, fromJson, toJson, type Tx } from './db.js';
+import type { JobsTable } from './tables/jobs.js';
+
+// Jobs: one row per reservation. Every change runs with the row held (FOR UPDATE on Postgres; SQLite
+// serialises writers), so state, counters and the ledger move together.
+
+export type JobRow = Selectable<JobsTable>;
+
+const date = (value: string | null): Date | null => (value === null ? null : new Date(value));
+
+interface StoredAccess {
+  ssh_port: number;
+  ssh_host_key_fingerprint: string;
+  public_host?: string | null;
+  ports: Array<{ container_port: number; host_port: number; protocol: string }>;
+}
+
+export function accessToJson(access: JobAccessReport | null): string | null {
+  if (access === null) return null;
+  const stored: StoredAccess = {
+    ssh_port: access.sshPort,
+    ssh_host_key_fingerprint: access.sshHostKeyFingerprint,
+    public_host: access.publicHost,
+    ports: access.ports.map((p) => ({ container_port: p.containerPort, host_port: p.hostPort, protocol: p.protocol })),
+  };
+  return toJson(stored);
+}
+
+function accessFromJson(value: string | null): JobAccessReport | null {
+  const stored = fromJson<StoredAccess>(value);
+  if (stored === null) return null;
+  return {
+    sshPort: stored.ssh_port,
+    sshHostKeyFingerprint: stored.ssh_host_key_fingerprint,
+    publicHost: stored.public_host ?? null,
+    ports: stored.ports.map((p) => ({ containerPort: p.container_port, hostPort: p.host_port, protocol: p.protocol })),
+  };
+}
+
+export function toJobRecord(row: JobRow): JobRecord {
+  return {
+    id: row.id,
+    accountId: row.account_id,
+    machineId: row.machine_id,
+    hostAccountId: row.host_account_id,
+    quoteId: row.quote_id,
+    state: row.state,
+    fence: row.fence,
+    jobVersion: row.job_version,
+    budgetVersion: row.budget_version,
+    rate: { machineRateMicroPerHour: row.machine_rate_micro_per_hour, platformFeeBps: row.platform_fee_bps },
+    fundedBudgetMicro: row.funded_budget_micro,
+    durationLimitS: row.duration_limit_s,
+    hostCeilingAt: new Date(row.host_ceiling_at),
+    gpuCount: Number(row.gpu_count),
+    gpuModel: row.gpu_model,
+    gpuPciAddresses: fromJson<string[]>(row.gpu_pci_addresses) ?? [],
+    imageDigest: row.image_digest,
+    template:
+      row.template_id === null
+        ? null
+        : { id: row.template_id, name: row.template_name ?? '', kind: (row.template_kind ?? 'custom') as TemplateKind },
+    acceptedRuntimeMs: row.accepted_runtime_ms,
+    cumulativeChargeMicro: row.cumulative_charge_micro,
+    chargedHostMicro: row.charged_host_micro,
+    chargedFeeMicro: row.charged_fee_micro,
+    meterStartedAt: date(row.meter_started_at),
+    meterFloorAt: date(row.meter_floor_at),
+    lastMeterReceiptAt: date(row.last_meter_receipt_at),
+    meterSeq: row.meter_seq,
+    meteredUntil: date(row.metered_until),
+    access: accessFromJson(row.access),
+    pullProgressPct: row.pull_progress_pct === null ? null : Number(row.pull_progress_pct),
+    stopRequestedAt: date(row.stop_requested_at),
+    stopReason: row.stop_reason,
+    closeReason: row.close_reason as CloseReason | null,
+    stoppedAt: date(row.stopped_at),
+    retrievalUntil: date(row.retrieval_until),
+    closedAt: date(row.closed_at),
+    stateChangedAt: new Date(row.state_changed_at),
+    eventSeq: row.event_seq,
+    createdAt: new Date(row.created_at),
+    updatedAt: new Date(row.updated_at),
+  };
+}
+
+export interface NewJob {
+  id: string;
+  accountId: string;
+  machineId: string;
+  hostAccountId: string;
+  quoteId: string;
+  machineRateMicroPerHour: bigint;
+  platformFeeBps: bigint;
+  fundedBudgetMicro: bigint;
+  durationLimitS: bigint;
+  hostCeilingAt: Date;
+  gpuCount: number;
+  gpuModel: string | null;
+  gpuPciAddresses: string[];
+  imageDigest: string;
+  template: { id: string; name: string; kind: TemplateKind } | null;
+  launchSealed: string;
+  envSealed: string;
+  engineKeySealed: string | null;
+  now: Date;
+}
+
+/** A new job: RESERVED, fence 1, versions 1, nothing metered. */
+export async function insertJob(db: Executor, job: NewJob): Promise<void> {
+  const at = job.now.toISOString();
+  await db
+    .insertInto('jobs')
+    .values({
+      id: job.id,
+      account_id: job.accountId,
+      machine_id: job.machineId,
+      host_account_id: job.hostAccountId,
+      quote_id: job.quoteId,
+      state: 'RESERVED',
+      fence: 1n,
+      job_version: 1n,
+      budget_version: 1n,
+      machine_rate_micro_per_hour: job.machineRateMicroPerHour,
+      platform_fee_bps: job.platformFeeBps,
+      funded_budget_micro: job.fundedBudgetMicro,
+      duration_limit_s: job.durationLimitS,
+      host_ceiling_at: job.hostCeilingAt.toISOString(),
+      funded_through: null,
+      gpu_count: BigInt(job.gpuCount),
+      gpu_model: job.gpuModel,
+      gpu_pci_addresses: toJson(job.gpuPciAddresses),
+      image_digest: job.imageDigest,
+      template_id: job.template?.id ?? null,
+      template_name: job.template?.name ?? null,
+      template_kind: job.template?.kind ?? null,
+      launch_sealed: job.launchSealed,
+      env_sealed: job.envSealed,
+      engine_key_sealed: job.engineKeySealed,
+      accepted_runtime_ms: 0n,
+      cumulative_charge_micro: 0n,
+      charged_host_micro: 0n,
+      charged_fee_micro: 0n,
+      meter_started_at: null,
+      meter_floor_at: null,
+      last_meter_receipt_at: null,
+      meter_seq: 0n,
+      metered_until: null,
+      access: null,
+      pull_progress_pct: null,
+      stop_requested_at: null,
+      stop_reason: null,
+      close_reason: null,
+      stopped_at: null,
+      retrieval_until: null,
+      closed_at: null,
+      state_changed_at: at,
+      event_seq: 0n,
+      created_at: at,
+      updated_at: at,
+    })
+    .execute();
+}
+
+/** The job row, held for the caller's transaction (FOR UPDATE on Postgres). */
+export async function lockJob(trx: Tx, id: string, postgres: boolean): Promise<JobRow | undefined> {
+  let query = trx.selectFrom('jobs').selectAll().where('id', '=', id);
+  if (postgres) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+export async function findJobRow(db: Executor, id: string): Promise<JobRow | undefined> {
+  return db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function findJob(db: Executor, id: string): Promise<JobRecord | null> {
+  const row = await findJobRow(db, id);
+  return row ? toJobRecord(row) : null;
+}
+
+/** Writes columns of a held job row. */
+export async function updateJob(db: Executor, id: string, patch: Updateable<JobsTable>): Promise<void> {
+  await db.updateTable('jobs').set(patch).where('id', '=', id).execute();
+}
+
+/** The account's jobs, newest first, after the (created_at, id) position. */
+export async function listJobsOfAccount(
+  db: Executor,
+  accountId: string,
+  filter: { state?: JobState },
+  after: [string, string] | null,
+  fetch: number,
+): Promise<JobRecord[]> {
+  let query = db.selectFrom('jobs').selectAll().where('account_id', '=', accountId);
+  if (filter.state !== undefined) query = query.where('state', '=', filter.state);
+  if (after) {
+    const [createdAt, id] = after;
+    query = query.where((eb) => eb.or([eb('created_at', '<', createdAt), eb.and([eb('created_at', '=', createdAt), eb('id', '<', id)])]));
+  }
+  const rows = await query.orderBy('created_at', 'desc').orderBy('id', 'desc').limit(fetch).execute();
+  return rows.map(toJobRecord);
+}
+
+/** The jobs holding a machine's devices now: their PCI addresses and how many there are. */
+export async function occupancyOf(db: Executor, machineId: string): Promise<{ jobs: number; pciAddresses: Set<string> }> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select('gpu_pci_addresses')
+    .where('machine_id', '=', machineId)
+    .where('state', 'in', [...OCCUPYING_STATES])
+    .execute();
+  const pciAddresses = new Set<string>();
+  for (const row of rows) for (const pci of fromJson<string[]>(row.gpu_pci_addresses) ?? []) pciAddresses.add(pci);
+  return { jobs: rows.length, pciAddresses };
+}
+
+/** Ids of jobs in `states`, oldest state change first, for the sweeps. */
+export async function jobIdsInStates(
+  db: Executor,
+  states: readonly JobState[],
+  options: { stateChangedBefore?: Date; fundedThroughAtOrBefore?: Date; retrievalEndedAt?: Date; limit: number },
+): Promise<string[]> {
+  let query = db
+    .selectFrom('jobs')
+    .select('id')
+    .where('state', 'in', [...states]);
+  if (options.stateChangedBefore) query = query.where('state_changed_at', '<', options.stateChangedBefore.toISOString());
+  if (options.fundedThroughAtOrBefore) query = query.where('funded_through', '<=', options.fundedThroughAtOrBefore.toISOString());
+  if (options.retrievalEndedAt) query = query.where('retrieval_until', '<=', options.retrievalEndedAt.toISOString());
+  const rows = await query.orderBy('state_changed_at').limit(options.limit).execute();
+  return rows.map((r) => r.id);
+}
+
+/**
+ * Jobs in `states` on machines silent since before `silentBefore` (no heartbeat at all counts as silent), whose
+ * state changed before `stateChangedBefore`.
+ */
+export async function jobIdsOnSilentMachines(
+  db: Executor,
+  states: readonly JobState[],
+  silentBefore: Date,
+  stateChangedBefore: Date,
+  limit: number,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .innerJoin('machines', 'machines.id', 'jobs.machine_id')
+    .select('jobs.id')
+    .where('jobs.state', 'in', [...states])
+    .where('jobs.state_changed_at', '<', stateChangedBefore.toISOString())
+    .where((eb) => eb.or([eb('machines.last_heartbeat_at', 'is', null), eb('machines.last_heartbeat_at', '<', silentBefore.toISOString())]))
+    .orderBy('jobs.state_changed_at')
+    .limit(limit)
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+/** Ids of a machine's jobs in `states` (the heartbeat's reconciliation check). */
+export async function jobIdsOfMachine(db: Executor, machineId: string, states: readonly JobState[]): Promise<string[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select('id')
+    .where('machine_id', '=', machineId)
+    .where('state', 'in', [...states])
+    .execute();
+  return rows.map((r) => r.id);
+}
+
+export interface NewAmendment {
+  id: string;
+  jobId: string;
+  accountId: string;
+  budgetVersion: bigint;
+  additionalBudgetMicro: bigint;
+  fundedBudgetMicro: bigint;
+  previousDurationLimitS: bigint;
+  newDurationLimitS: bigint;
+  now: Date;
+}
+
+export async function insertAmendment(db: Executor, a: NewAmendment): Promise<void> {
+  await db
+    .insertInto('job_budget_amendments')
+    .values({
+      id: a.id,
+      job_id: a.jobId,
+      account_id: a.accountId,
+      budget_version: a.budgetVersion,
+      additional_budget_micro: a.additionalBudgetMicro,
+      funded_budget_micro: a.fundedBudgetMicro,
+      previous_duration_limit_s: a.previousDurationLimitS,
+      new_duration_limit_s: a.newDurationLimitS,
+      created_at: a.now.toISOString(),
+    })
+    .execute();
+}
+
+export async function amendmentsOf(db: Executor, jobId: string) {
+  return db.selectFrom('job_budget_amendments').selectAll().where('job_id', '=', jobId).orderBy('budget_version').execute();
+}
