@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import type { CommandMessage } from '@ark/shared/channel/messages';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
 import { Agent, type AgentChannel, type HeartbeatBody, type ReliableBody } from './agent.js';
@@ -6,7 +7,8 @@ import type { AgentStatusReport } from './state.js';
 const MACHINE = '3f1c6a3e-2b7d-4a59-9c1e-0d5b8e6f7a21';
 
 /** A narrow stand-in for the channel client: records what the agent hands it. */
-class RecordingChannel implements AgentChannel {
+class RecordingChannel extends EventEmitter implements AgentChannel {
+  connected = true;
   heartbeats: HeartbeatBody[] = [];
   enqueued: ReliableBody[] = [];
   started = 0;
@@ -24,7 +26,7 @@ class RecordingChannel implements AgentChannel {
     this.enqueued.push(body);
   }
   status() {
-    return { connected: true, queued: this.enqueued.length };
+    return { connected: this.connected, queued: this.enqueued.length };
   }
 }
 
@@ -154,6 +156,25 @@ describe('Agent', () => {
     expect(launched).toEqual([stop]);
     await command({ ...nettestCommand, kind: 'clean_job', body: { job_id: MACHINE, fence: '1' } } as CommandMessage);
     expect(logger.warn).toHaveBeenCalledWith(expect.objectContaining({ kind: 'clean_job' }), expect.stringMatching(/not supported/));
+    await agent.stop();
+  });
+
+  it('refreshes the status report when the channel connects, disconnects or is acknowledged', async () => {
+    const { agent, channel, reports } = build();
+    await agent.start();
+    const before = reports.length;
+    channel.connected = false;
+    channel.emit('disconnected');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(reports.at(-1)).toMatchObject({ channel: { connected: false } });
+    channel.connected = true;
+    channel.emit('connected');
+    channel.emit('ack');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(reports.at(-1)).toMatchObject({ channel: { connected: true } });
+    // Events that arrive during a write fold into one more write, not one each.
+    expect(reports.length - before).toBeGreaterThanOrEqual(2);
+    expect(reports.length - before).toBeLessThanOrEqual(3);
     await agent.stop();
   });
 

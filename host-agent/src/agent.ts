@@ -21,6 +21,8 @@ export interface AgentChannel {
   /** Reliable: persisted, sent when connected, resent until acknowledged. */
   enqueue(body: ReliableBody): unknown;
   status(): object;
+  /** Channel events ('connected', 'disconnected', 'ack'): the agent refreshes its status report on them. */
+  on?(event: 'connected' | 'disconnected' | 'ack', listener: () => void): unknown;
 }
 
 export interface AgentTimers {
@@ -85,6 +87,8 @@ export class Agent {
   #heartbeating = false;
   #commandsHandled = 0;
   #stopping: Promise<void> | undefined;
+  #statusWriting: Promise<void> | undefined;
+  #statusDirty = false;
 
   constructor(options: AgentOptions) {
     this.#options = options;
@@ -108,12 +112,15 @@ export class Agent {
       now: this.#now,
       enqueue,
       logger: options.logger,
+      onReceipt: () => void this.#persistStatus(),
       ...(options.measureNetwork === undefined ? {} : { measure: options.measureNetwork }),
     });
   }
 
   async start(): Promise<void> {
     this.#startedAt = this.#now();
+    // `ark-agent status` should show a connection change or an acknowledgement without waiting for the next tick.
+    for (const event of ['connected', 'disconnected', 'ack'] as const) this.#channel.on?.(event, () => void this.#persistStatus());
     await this.#channel.start();
     const every = (ms: number, task: () => Promise<unknown>, what: string) => {
       this.#handles.push(
@@ -221,12 +228,25 @@ export class Agent {
     };
   }
 
-  async #persistStatus(): Promise<void> {
-    try {
-      await this.#options.writeStatus(this.report());
-    } catch (error) {
-      this.#options.logger.warn({ error: String(error) }, 'status file not written');
+  /** Writes the report; calls that arrive during a write are folded into one more write after it. */
+  #persistStatus(): Promise<void> {
+    if (this.#statusWriting !== undefined) {
+      this.#statusDirty = true;
+      return this.#statusWriting;
     }
+    this.#statusWriting = (async () => {
+      do {
+        this.#statusDirty = false;
+        try {
+          await this.#options.writeStatus(this.report());
+        } catch (error) {
+          this.#options.logger.warn({ error: String(error) }, 'status file not written');
+        }
+      } while (this.#statusDirty);
+    })().finally(() => {
+      this.#statusWriting = undefined;
+    });
+    return this.#statusWriting;
   }
 }
 

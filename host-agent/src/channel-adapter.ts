@@ -1,7 +1,8 @@
 import type { AgentChannel } from './agent.js';
+import { ChannelClient } from './channel/client.js';
 import type { ChannelSettings } from './cli/context.js';
 
 /** Builds the real channel client from the settings `run` gathered. */
-export function createChannel(_settings: ChannelSettings): AgentChannel {
-  throw new Error('the channel client (host-agent/src/channel) is not available yet');
+export function createChannel(settings: ChannelSettings): AgentChannel {
+  return new ChannelClient(settings);
 }

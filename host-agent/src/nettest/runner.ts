@@ -19,6 +19,8 @@ export interface NettestRunnerOptions {
   enqueue: (body: NettestReceiptBody) => Promise<unknown> | unknown;
   logger: { info(detail: Record<string, unknown>, message: string): void; warn(detail: Record<string, unknown>, message: string): void };
   measure?: (command: RunNettestBody, options: MeasureOptions) => Promise<NettestMeasurement>;
+  /** Called after each receipt is queued (the agent refreshes its status report). */
+  onReceipt?: () => void;
 }
 
 /** Tests waiting beyond the one running; more than this are answered at once with an error receipt. */
@@ -85,5 +87,6 @@ export class NettestRunner {
     } catch (error) {
       this.#options.logger.warn({ command_id: commandId, error: String(error) }, 'network test receipt not queued');
     }
+    this.#options.onReceipt?.();
   }
 }

@@ -1,0 +1,73 @@
+#!/usr/bin/env node
+// Bundles the agent (its sources, @ark/shared and the pure-JS dependencies) into one ES module,
+// host-agent/dist/ark-agent.mjs, with the esbuild that tsx already brings. The daemon then runs on plain Node:
+// no loader thread and far fewer module records, which is what keeps its idle RSS near a bare `node`
+// (tsx's loader alone costs about as much again as a bare process). Run by the installer, or by
+// bin/ark-agent.mjs on first use when the bundle is missing or older than a source file.
+import { createRequire } from 'node:module';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
+const repoRoot = join(packageDir, '..');
+export const BUNDLE_PATH = join(packageDir, 'dist', 'ark-agent.mjs');
+
+// Native or optional modules stay outside the bundle and are loaded from node_modules as usual.
+const EXTERNAL = ['bufferutil', 'utf-8-validate', 'cpu-features', 'ssh2', 'dockerode', 'node-nvidia-smi', '*.node'];
+
+function newestSourceMtimeMs() {
+  let newest = 0;
+  const roots = [join(packageDir, 'src'), join(repoRoot, 'shared', 'src')];
+  for (const root of roots) {
+    for (const entry of readdirSync(root, { recursive: true, withFileTypes: true })) {
+      if (!entry.isFile() || !entry.name.endsWith('.ts') || entry.name.endsWith('.test.ts')) continue;
+      newest = Math.max(newest, statSync(join(entry.parentPath ?? entry.path, entry.name)).mtimeMs);
+    }
+  }
+  return Math.max(newest, statSync(join(packageDir, 'package.json')).mtimeMs, statSync(fileURLToPath(import.meta.url)).mtimeMs);
+}
+
+/** True when the bundle exists and no source is newer than it. */
+export function bundleIsFresh(outfile = BUNDLE_PATH) {
+  try {
+    return statSync(outfile).mtimeMs >= newestSourceMtimeMs();
+  } catch {
+    return false;
+  }
+}
+
+/** Builds the bundle into a temporary file and renames it into place, so concurrent starts never see half a file. */
+export async function bundleAgent(outfile = BUNDLE_PATH) {
+  const requireFromTsx = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'));
+  const esbuild = await import(pathToFileURL(requireFromTsx.resolve('esbuild')).href);
+  mkdirSync(dirname(outfile), { recursive: true });
+  const temporary = join(dirname(outfile), `.${randomBytes(6).toString('hex')}.tmp.mjs`);
+  try {
+    await esbuild.build({
+      entryPoints: [join(packageDir, 'src', 'main.ts')],
+      outfile: temporary,
+      bundle: true,
+      platform: 'node',
+      target: 'node20',
+      format: 'esm',
+      external: EXTERNAL,
+      // CommonJS dependencies call require(); an ES module has none of its own.
+      banner: {
+        js: "import { createRequire as __arkCreateRequire } from 'node:module'; const require = __arkCreateRequire(import.meta.url);",
+      },
+      logLevel: 'error',
+      legalComments: 'none',
+    });
+    renameSync(temporary, outfile);
+  } finally {
+    rmSync(temporary, { force: true });
+  }
+  return outfile;
+}
+
+if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
+  const outfile = await bundleAgent();
+  process.stdout.write(`bundled the agent into ${outfile}\n`);
+}
