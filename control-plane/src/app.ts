@@ -2,13 +2,14 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ErrorEnvelope } from '@ark/shared';
-import Fastify, { type FastifyBaseLogger } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyReply } from 'fastify';
 import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { ChannelHandlers } from './gateway/handlers.js';
 import { type GatewayInput, installChannelGateway } from './gateway/install.js';
 import { installAuth } from './http/auth.js';
-import { installErrorHandling } from './http/errors.js';
+import { envelope, installErrorHandling } from './http/errors.js';
+import { documentRoute } from './http/schemas.js';
 import { installIdempotency } from './http/idempotency.js';
 import { installMetrics, type Metrics } from './http/metrics.js';
 import { Paginator } from './http/pagination.js';
@@ -69,6 +70,17 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
     trustProxy: false,
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false } },
+    // Malformed URLs and overlong path parameters fail before routing: they still get the envelope.
+    frameworkErrors: (error, request, rawReply) => {
+      const reply = rawReply as unknown as FastifyReply;
+      reply.header('x-request-id', request.id).header('cache-control', 'private, no-store');
+      // No resource has an id that long: not found, like any other unknown id.
+      const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
+      return reply
+        .code(tooLong ? 404 : 422)
+        .type('application/json')
+        .send(envelope(tooLong ? 'NOT_FOUND' : 'VALIDATION_FAILED', tooLong ? 'Not found.' : 'The request URL is malformed.', false, request.id));
+    },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
 
@@ -78,6 +90,7 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
   });
 
   installErrorHandling(app);
+  app.addHook('onRoute', documentRoute);
   installMetrics(app, ctx.metrics);
   await app.register(swagger, {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
@@ -93,7 +106,7 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
   });
   app.addSchema(ErrorEnvelope);
   installAuth(app, ctx.authenticator, ctx.clock);
-  installIdempotency(app, ctx.store, ctx.clock);
+  installIdempotency(app, ctx.store, ctx.clock, ctx.config.secretKey);
 
   installChannelGateway(app, ctx, gatewayInput);
   registerSystemRoutes(app, ctx);

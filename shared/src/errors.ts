@@ -42,6 +42,18 @@ export const ERROR_CATALOG = {
   // Ledger
   INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
   LEDGER_REFERENCE_CONFLICT: { status: 409, retryable: false, message: 'This external reference was already posted with different fields.' },
+  // Hosting: pairing, enrollment, machines, offers, telemetry
+  PAIRING_CODE_INVALID: { status: 404, retryable: false, message: 'The pairing code is wrong or has expired.' },
+  HOSTING_BLOCKED: { status: 403, retryable: false, message: 'Hosting is blocked for this account.' },
+  HOSTING_SCOPE_REVOKED: { status: 403, retryable: false, message: 'The credential that approved this pairing no longer has the host scope.' },
+  NEW_HOST_MACHINE_CAP_REACHED: { status: 403, retryable: false, message: 'A new host may pair only a few machines in its first 24 hours.' },
+  ENROLLMENT_TOKEN_INVALID: { status: 401, retryable: false, message: 'The enrollment token is unknown or expired.' },
+  ENROLLMENT_TOKEN_USED: { status: 409, retryable: false, message: 'The enrollment token was already used.' },
+  OFFER_VERSION_MISMATCH: { status: 409, retryable: false, message: 'The offer changed since the expected version; read it again.' },
+  TELEMETRY_WINDOW_TOO_LONG: { status: 422, retryable: false, message: 'The telemetry window is longer than the retention (172800 s).' },
+  // Templates
+  TEMPLATE_NOT_FOUND: { status: 404, retryable: false, message: 'No published template has this id.' },
+  TEMPLATE_NAME_TAKEN: { status: 409, retryable: false, message: 'Another template already has this name.' },
   // Quotes and jobs
   OFFER_NOT_FOUND: { status: 404, retryable: false, message: 'No listed offer has this id.' },
   OFFER_NOT_CURRENT: { status: 409, retryable: false, message: 'The offer changed or is no longer listed; read the offers again.' },
@@ -63,18 +75,6 @@ export const ERROR_CATALOG = {
   JOB_ACCESS_UNAVAILABLE: { status: 403, retryable: false, message: 'Access is only available while the job runs, or for a limited window after it stopped.' },
   // Agent channel
   CHANNEL_VERSION_UNSUPPORTED: { status: 400, retryable: false, message: 'This agent channel protocol version is not supported; use ?v=1.' },
-  // Hosting: pairing, enrollment, machines, offers, telemetry
-  PAIRING_CODE_INVALID: { status: 404, retryable: false, message: 'The pairing code is wrong or has expired.' },
-  HOSTING_BLOCKED: { status: 403, retryable: false, message: 'Hosting is blocked for this account.' },
-  HOSTING_SCOPE_REVOKED: { status: 403, retryable: false, message: 'The credential that approved this pairing no longer has the host scope.' },
-  NEW_HOST_MACHINE_CAP_REACHED: { status: 403, retryable: false, message: 'A new host may pair only a few machines in its first 24 hours.' },
-  ENROLLMENT_TOKEN_INVALID: { status: 401, retryable: false, message: 'The enrollment token is unknown or expired.' },
-  ENROLLMENT_TOKEN_USED: { status: 409, retryable: false, message: 'The enrollment token was already used.' },
-  OFFER_VERSION_MISMATCH: { status: 409, retryable: false, message: 'The offer changed since the expected version; read it again.' },
-  TELEMETRY_WINDOW_TOO_LONG: { status: 422, retryable: false, message: 'The telemetry window is longer than the retention (172800 s).' },
-  // Templates
-  TEMPLATE_NOT_FOUND: { status: 404, retryable: false, message: 'No published template has this id.' },
-  TEMPLATE_NAME_TAKEN: { status: 409, retryable: false, message: 'Another template already has this name.' },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;
