@@ -4,3 +4,4 @@ import './accounts.js';
 import './templates.js';
 import './ledger.js';
 import './hosts.js';
+import './jobs.js';

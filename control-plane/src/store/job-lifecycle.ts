@@ -42,6 +42,7 @@ import { DomainError } from '../errors.js';
 import { enqueueCommand } from '../gateway/outbox.js';
 import { type Executor, fromJson, type Store, toJson, type Tx } from './db.js';
 import { isHostingBlocked } from './hosts.js';
+import { postMeteredCharge } from './job-charges.js';
 import { appendJobEvents, type NewJobEvent } from './job-events.js';
 import {
   accessToJson,
@@ -171,8 +172,9 @@ class HeldJob {
     return this;
   }
 
-  async events(events: NewJobEvent[], now: Date, untrusted = false): Promise<void> {
-    await appendJobEvents(this.trx, this.job, events, now, untrusted ? this.secrets() : []);
+  /** Appends events; the job's secrets are redacted from all of them (agent text can reach any of them). */
+  async events(events: NewJobEvent[], now: Date): Promise<void> {
+    await appendJobEvents(this.trx, this.job, events, now, this.secrets());
   }
 }
 
@@ -304,9 +306,12 @@ export class JobLifecycle {
       assertQuoteUsable(quote, now);
       let machineQuery = trx.selectFrom('machines').selectAll().where('id', '=', quote.machineId);
       // Reservations on one machine queue behind each other, so two never take the same GPU.
-      if (postgres) machineQuery = machineQuery.forUpdate();
+      // NO KEY UPDATE: it does not block the key-share locks of rows referencing the machine.
+      if (postgres) machineQuery = machineQuery.forNoKeyUpdate();
       const machine = await machineQuery.executeTakeFirst();
       if (!machine) throw new DomainError('MACHINE_NOT_AVAILABLE');
+      // The machine's channel row before any ledger row, as the gateway's transactions take them.
+      await lockMachineChannel(trx, machine.id);
       await this.#assertMachineAvailable(trx, machine, now);
       const offer = await currentOfferOf(trx, machine.id);
       if (!offer?.listed) throw new DomainError('MACHINE_NOT_AVAILABLE', 'The machine is no longer offered.');
@@ -426,6 +431,11 @@ export class JobLifecycle {
   /** Runs `work` on the held job in its own transaction (routes and sweeps). */
   async withJob<T>(jobId: string, work: (held: HeldJob, row: JobRow) => Promise<T>): Promise<T | null> {
     return inTransactionWithRetry(this.store, async (trx) => {
+      // The gateway applies a machine's messages holding its channel row, then the job row: take them in that order
+      // too, or a stop racing a receipt would deadlock.
+      const target = await trx.selectFrom('jobs').select('machine_id').where('id', '=', jobId).executeTakeFirst();
+      if (!target) return null;
+      await lockMachineChannel(trx, target.machine_id);
       const found = await this.#hold(trx, jobId);
       return found ? work(found.held, found.row) : null;
     });
@@ -730,12 +740,12 @@ export class JobLifecycle {
         return this.#onReady(held, row, msg, now);
       case 'exited':
         if (state === 'RUNNING' || state === 'RECONCILING') {
-          await held.events([{ kind: 'container_exited', message: 'The container exited.', data: { ...exitCode, ...detail } }], now, true);
+          await held.events([{ kind: 'container_exited', message: 'The container exited.', data: { ...exitCode, ...detail } }], now);
           await this.#beginStop(held, 'container_exited', now);
         } else if (state === 'RESERVED' || state === 'STARTING') {
           await this.#fail(held, 'launch_failed', now, { ...exitCode, ...detail });
         } else {
-          await held.events([{ kind: 'container_exited', message: 'The container exited.', data: { ...exitCode, ...detail } }], now, true);
+          await held.events([{ kind: 'container_exited', message: 'The container exited.', data: { ...exitCode, ...detail } }], now);
         }
         return;
       case 'failed':
@@ -746,7 +756,6 @@ export class JobLifecycle {
           await held.events(
             [{ kind: 'agent_failure', message: 'The machine reported a failure while stopping.', data: { ...exitCode, ...detail } }],
             now,
-            true,
           );
           await this.#stopped(held, agentInstant(msg.at, now, held.job.createdAt), now, {});
         }
@@ -911,27 +920,15 @@ export class JobLifecycle {
     const runtime = job.acceptedRuntimeMs + verdict.countedMs;
     const charges = chargesFor(job.rate, job.fundedBudgetMicro, runtime);
     const delta = chargeDelta({ hostMicro: job.chargedHostMicro, feeMicro: job.chargedFeeMicro }, charges);
-    // Host share first, then the fee: the same order everywhere, so the shared fees row never deadlocks.
-    if (delta.hostMicro > 0n) {
-      await transfer(trx, {
-        from: ledgerAccounts.hold(job.id, job.accountId),
-        to: ledgerAccounts.payable(job.hostAccountId),
-        amountMicro: delta.hostMicro,
-        kind: 'charge_host',
-        reference: job.id,
-        at: now,
-      });
-    }
-    if (delta.feeMicro > 0n) {
-      await transfer(trx, {
-        from: ledgerAccounts.hold(job.id, job.accountId),
-        to: ledgerAccounts.fees(),
-        amountMicro: delta.feeMicro,
-        kind: 'charge_fee',
-        reference: job.id,
-        at: now,
-      });
-    }
+    await postMeteredCharge(trx, {
+      jobId: job.id,
+      renterAccountId: job.accountId,
+      hostAccountId: job.hostAccountId,
+      hostMicro: delta.hostMicro,
+      feeMicro: delta.feeMicro,
+      first: job.cumulativeChargeMicro === 0n,
+      at: now,
+    });
     await updateJob(trx, job.id, {
       accepted_runtime_ms: runtime,
       cumulative_charge_micro: charges.cumulativeMicro,
@@ -1127,6 +1124,16 @@ export class JobLifecycle {
   async purgeQuotes(now: Date): Promise<number> {
     return purgeExpiredQuotes(this.store.db, now);
   }
+}
+
+/**
+ * Locks the machine's agent channel row (Postgres; SQLite serialises writers). One lock order everywhere: channel
+ * row, then job row, then ledger accounts in key order. The gateway's transaction starts with the channel row (it
+ * marks the message applied), and queuing a command takes it too.
+ */
+async function lockMachineChannel(trx: Tx, machineId: string): Promise<void> {
+  if (!isPostgres(trx)) return;
+  await trx.selectFrom('agent_channel_state').select('machine_id').where('machine_id', '=', machineId).forUpdate().execute();
 }
 
 /** The job's meter, as the receipt rules see it. */

@@ -53,7 +53,12 @@ export async function fund(ctx: AppContext, accountId: string, amountMicro: bigi
 }
 
 export async function postQuote(app: TypedApp, renter: SeededAccount, body: Json, key: string = randomUUID()) {
-  return app.inject({ method: 'POST', url: '/api/v1/quotes', headers: { ...bearer(renter.apiKey), 'idempotency-key': key }, payload: body });
+  return app.inject({
+    method: 'POST',
+    url: '/api/v1/quotes',
+    headers: { ...bearer(renter.apiKey), 'idempotency-key': key },
+    payload: body,
+  });
 }
 
 export async function postJob(app: TypedApp, renter: SeededAccount, body: Json, key: string = randomUUID()) {
@@ -68,7 +73,13 @@ export async function reserveJob(
   quoteBody: Json = {},
   jobBody: Json = {},
 ): Promise<{ jobId: string; quote: Json }> {
-  const quoted = await postQuote(app, renter, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 3600, image_digest: customImage(), ...quoteBody });
+  const quoted = await postQuote(app, renter, {
+    offer_id: machine.offerId,
+    gpu_count: 1,
+    duration_limit_s: 3600,
+    image_digest: customImage(),
+    ...quoteBody,
+  });
   if (quoted.statusCode !== 201) throw new Error(`quote: ${quoted.statusCode} ${quoted.body}`);
   const quote = quoted.json() as Json;
   const reserved = await postJob(app, renter, { quote_id: quote.quote_id, ssh_public_keys: [sshPublicKey()], ...jobBody });
@@ -85,7 +96,13 @@ export async function getJob(app: TypedApp, account: SeededAccount, jobId: strin
 let nextMessageId = 1;
 const base = () => ({ v: 1 as const, sid: 's1', seq: 1, id: nextMessageId++ });
 
-export function jobStatus(jobId: string, fence: string | number, status: JobStatusMessage['status'], at: Date, extra: Partial<JobStatusMessage> = {}): JobStatusMessage {
+export function jobStatus(
+  jobId: string,
+  fence: string | number,
+  status: JobStatusMessage['status'],
+  at: Date,
+  extra: Partial<JobStatusMessage> = {},
+): JobStatusMessage {
   return { ...base(), t: 'job_status', job_id: jobId, fence: String(fence), status, at: at.toISOString(), ...extra };
 }
 
@@ -126,7 +143,11 @@ export async function deliver(ctx: AppContext, machineId: string, msg: ReliableA
 }
 
 /** A healthy heartbeat through every registered heartbeat handler (liveness, reconciliation). */
-export async function agentHeartbeat(ctx: AppContext, machineId: string, runningJobs: HeartbeatMessage['running_jobs'] = []): Promise<void> {
+export async function agentHeartbeat(
+  ctx: AppContext,
+  machineId: string,
+  runningJobs: HeartbeatMessage['running_jobs'] = [],
+): Promise<void> {
   const msg: HeartbeatMessage = {
     v: 1,
     t: 'heartbeat',
@@ -147,7 +168,12 @@ export async function queuedCommands(ctx: AppContext, machineId: string): Promis
 }
 
 /** Moves a job to RUNNING: accepted, then ready with access; returns the meter start. */
-export async function runJob(t: { ctx: AppContext; clock: ManualClock }, machineId: string, jobId: string, access = readyAccess()): Promise<Date> {
+export async function runJob(
+  t: { ctx: AppContext; clock: ManualClock },
+  machineId: string,
+  jobId: string,
+  access = readyAccess(),
+): Promise<Date> {
   await deliver(t.ctx, machineId, jobStatus(jobId, 1, 'accepted', t.clock.now()));
   t.clock.advance(2000);
   const ready = t.clock.now();

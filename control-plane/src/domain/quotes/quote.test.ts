@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { DomainError } from '../../errors.js';
+import type { DomainError } from '../../errors.js';
 import { assertOneImageSource, assertQuoteUsable, assertWindowAvailable, assignGpus, hostCeilingOf, type QuoteRecord, quoteView } from './quote.js';
 
 const d = (s: string) => new Date(`2026-01-01T${s}Z`);

@@ -67,13 +67,23 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
 
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'accepted', t.clock.now()));
     expect((await getJob(t.app, renter, jobId)).state).toBe('STARTING');
-    for (const pct of [0, 3, 5, 10, 12, 25, 100, 100]) await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'pulling', t.clock.now(), { progress_pct: pct }));
+    for (const pct of [0, 3, 5, 10, 12, 25, 100, 100])
+      await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'pulling', t.clock.now(), { progress_pct: pct }));
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'starting', t.clock.now()));
     t.clock.advance(1500);
     const start = t.clock.now();
-    await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'ready', start, { access: readyAccess(), evidence: { container_running: true, health: 'http 200' } }));
+    await deliver(
+      t.ctx,
+      machine.machineId,
+      jobStatus(jobId, 1, 'ready', start, { access: readyAccess(), evidence: { container_running: true, health: 'http 200' } }),
+    );
     const running = await getJob(t.app, renter, jobId);
-    expect(running).toMatchObject({ state: 'RUNNING', meter_started_at: start.toISOString(), last_meter_receipt_at: null, accepted_runtime_ms: '0' });
+    expect(running).toMatchObject({
+      state: 'RUNNING',
+      meter_started_at: start.toISOString(),
+      last_meter_receipt_at: null,
+      accepted_runtime_ms: '0',
+    });
     expect(running.funded_through).toBe(at(start, 3_600_000).toISOString());
 
     // seq 1: 30 s.
@@ -99,7 +109,10 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     t.clock.advance(30_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 2, at(start, 30_000), at(start, 60_000)));
     expected = chargesFor(RATE, 550_000n, 60_000n);
-    expect(await getJob(t.app, renter, jobId)).toMatchObject({ accepted_runtime_ms: '60000', cumulative_charge_micro: expected.cumulativeMicro.toString() });
+    expect(await getJob(t.app, renter, jobId)).toMatchObject({
+      accepted_runtime_ms: '60000',
+      cumulative_charge_micro: expected.cumulativeMicro.toString(),
+    });
     expect(await payable(machine.host)).toBe(expected.hostMicro);
     expect((await fees()) - feesBefore).toBe(expected.feeMicro);
 
@@ -138,7 +151,11 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     expect(commands[2]?.body).toEqual({ job_id: jobId, fence: '1' });
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'cleaned', t.clock.now()));
     const closed = await getJob(t.app, renter, jobId);
-    expect(closed).toMatchObject({ state: 'CLOSED', close_reason: 'stopped_by_renter', cumulative_charge_micro: final.cumulativeMicro.toString() });
+    expect(closed).toMatchObject({
+      state: 'CLOSED',
+      close_reason: 'stopped_by_renter',
+      cumulative_charge_micro: final.cumulativeMicro.toString(),
+    });
 
     // The host got exactly its share, the platform its fee, the renter the rest back.
     expect(await payable(machine.host)).toBe(final.hostMicro);
@@ -153,8 +170,17 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     expect(list.map((e) => e.seq)).toEqual(list.map((_, i) => i + 1));
     expect(list.filter((e) => e.kind === 'pull_progress').map((e) => e.data.progress_pct)).toEqual([0, 10, 25, 100]);
     expect(list.filter((e) => e.kind === 'receipt_refused').map((e) => e.data.reason)).toEqual(['stale_fence', 'seq_gap', 'not_metering']);
-    expect(list.filter((e) => e.kind === 'state_changed').map((e) => e.data.to)).toEqual(['STARTING', 'RUNNING', 'STOPPING', 'STOPPED', 'CLEANING', 'CLOSED']);
-    expect(list.some((e) => e.kind === 'hold_released' && e.data.released_micro === (550_000n - final.cumulativeMicro).toString())).toBe(true);
+    expect(list.filter((e) => e.kind === 'state_changed').map((e) => e.data.to)).toEqual([
+      'STARTING',
+      'RUNNING',
+      'STOPPING',
+      'STOPPED',
+      'CLEANING',
+      'CLOSED',
+    ]);
+    expect(list.some((e) => e.kind === 'hold_released' && e.data.released_micro === (550_000n - final.cumulativeMicro).toString())).toBe(
+      true,
+    );
   });
 
   it('pages events by seq with an opaque cursor, for the owner and admins only', async () => {
@@ -163,14 +189,26 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     await runJob(t, machine.machineId, jobId);
     const first = await events(renter, jobId, '?limit=2');
     expect(first.items.map((e) => e.seq)).toEqual([1, 2]);
-    expect(first.items[0]).toMatchObject({ kind: 'reserved', at: expect.any(String), message: expect.any(String), data: expect.any(Object) });
+    expect(first.items[0]).toMatchObject({
+      kind: 'reserved',
+      at: expect.any(String),
+      message: expect.any(String),
+      data: expect.any(Object),
+    });
     const second = await events(renter, jobId, `?limit=2&cursor=${encodeURIComponent(first.next_cursor as string)}`);
     expect(second.items[0]?.seq).toBe(3);
     const admin = await seedAccount(t.ctx, { role: 'admin' });
-    expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events`, headers: bearer(admin.sessionToken) })).statusCode).toBe(200);
+    expect(
+      (await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events`, headers: bearer(admin.sessionToken) })).statusCode,
+    ).toBe(200);
     const stranger = await seedAccount(t.ctx);
-    expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events`, headers: bearer(stranger.apiKey) })).statusCode).toBe(404);
-    expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events?cursor=forged.cursor`, headers: bearer(renter.apiKey) })).statusCode).toBe(422);
+    expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events`, headers: bearer(stranger.apiKey) })).statusCode).toBe(
+      404,
+    );
+    expect(
+      (await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events?cursor=forged.cursor`, headers: bearer(renter.apiKey) }))
+        .statusCode,
+    ).toBe(422);
   });
 
   it('stops the job itself when the budget is spent, never charging past it', async () => {
@@ -180,11 +218,16 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     t.clock.advance(60_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 60_000)));
     const job = await getJob(t.app, renter, jobId);
-    expect(job).toMatchObject({ state: 'STOPPING', close_reason: 'budget_exhausted', cumulative_charge_micro: '5000', accepted_runtime_ms: '60000' });
+    expect(job).toMatchObject({
+      state: 'STOPPING',
+      close_reason: 'budget_exhausted',
+      cumulative_charge_micro: '5000',
+      accepted_runtime_ms: '60000',
+    });
     expect(await payable(machine.host)).toBe(4545n);
     const commands = await queuedCommands(t.ctx, machine.machineId);
     expect(commands.map((c) => c.kind)).toEqual(['launch_job', 'stop_job']);
-    expect((commands[1]?.body as Json).reason).toBe('budget_exhausted');
+    expect((commands[1]?.body as Json | undefined)?.reason).toBe('budget_exhausted');
     t.clock.advance(5000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 2, at(start, 60_000), at(start, 65_000), 5000, true));
     expect(await getJob(t.app, renter, jobId)).toMatchObject({ cumulative_charge_micro: '5000', accepted_runtime_ms: '65000' });
@@ -271,7 +314,12 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
       method: 'POST',
       url: `/api/v1/jobs/${jobId}/budget-extension`,
       headers: { ...bearer(renter.apiKey), 'idempotency-key': randomUUID() },
-      payload: { additional_budget_micro: '1', new_duration_limit_s: 3600, expected_job_version: reconciling.job_version, expected_budget_version: '1' },
+      payload: {
+        additional_budget_micro: '1',
+        new_duration_limit_s: 3600,
+        expected_job_version: reconciling.job_version,
+        expected_budget_version: '1',
+      },
     });
     expect(extension.json().error.code).toBe('JOB_NOT_EXTENDABLE');
 
@@ -294,7 +342,13 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 2, 1, at(start, 30_000), t.clock.now()));
     const after = await getJob(t.app, renter, jobId);
     expect(after.accepted_runtime_ms).toBe(String(30_000 + (t.clock.now().getTime() - back.getTime())));
-    expect(after.cumulative_charge_micro).toBe(chargesFor(RATE, BigInt((await getJob(t.app, renter, jobId)).funded_budget_micro), BigInt(after.accepted_runtime_ms)).cumulativeMicro.toString());
+    expect(after.cumulative_charge_micro).toBe(
+      chargesFor(
+        RATE,
+        BigInt((await getJob(t.app, renter, jobId)).funded_budget_micro),
+        BigInt(after.accepted_runtime_ms),
+      ).cumulativeMicro.toString(),
+    );
     const reasons = (await allEvents(renter, jobId)).filter((e) => e.kind === 'receipt_refused').map((e) => e.data.reason);
     expect(reasons).toEqual(['not_metering', 'stale_fence']);
     expect(lastHeartbeat.getTime()).toBeLessThan(back.getTime());
@@ -370,8 +424,16 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const start = await runJob(t, machine.machineId, jobId);
     t.clock.advance(30_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 30_000)));
-    await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'failed', t.clock.now(), { detail: 'the container disappeared while the job ran' }));
-    expect(await getJob(t.app, renter, jobId)).toMatchObject({ state: 'FAILED', close_reason: 'job_failed', cumulative_charge_micro: '4583' });
+    await deliver(
+      t.ctx,
+      machine.machineId,
+      jobStatus(jobId, 1, 'failed', t.clock.now(), { detail: 'the container disappeared while the job ran' }),
+    );
+    expect(await getJob(t.app, renter, jobId)).toMatchObject({
+      state: 'FAILED',
+      close_reason: 'job_failed',
+      cumulative_charge_micro: '4583',
+    });
     expect(await balanceOf(t.store.db, ledgerAccounts.hold(jobId, renter.accountId))).toBe(0n);
     expect(await payable(machine.host)).toBe(4166n);
   });

@@ -4,7 +4,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
 import { amendmentsOf } from '../../store/jobs.js';
-import { balanceOf, balancesOfOwner, verifyLedger } from '../../store/ledger.js';
+import { balanceOf, verifyLedger } from '../../store/ledger.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import {
   agentHeartbeat,
@@ -71,7 +71,12 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
       const machine = await liveMachine(t.ctx, t.app);
       const env = { HF_TOKEN: 'hf_supersecret_value', MODE: 'train' };
       const keys = [sshPublicKey('a'), sshPublicKey('b')];
-      const quoted = await postQuote(t.app, renter, { offer_id: machine.offerId, gpu_count: 2, duration_limit_s: 3600, image_digest: customImage() });
+      const quoted = await postQuote(t.app, renter, {
+        offer_id: machine.offerId,
+        gpu_count: 2,
+        duration_limit_s: 3600,
+        image_digest: customImage(),
+      });
       const quote = quoted.json();
       const res = await postJob(t.app, renter, { quote_id: quote.quote_id, ssh_public_keys: keys, env });
       expect(res.statusCode, res.body).toBe(202);
@@ -128,7 +133,9 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
 
     it('refuses a reservation the balance cannot cover, changing nothing', async () => {
       const { renter: poor, machine } = await fresh(100_000n);
-      const quote = (await postQuote(t.app, poor, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 3600, image_digest: customImage() })).json();
+      const quote = (
+        await postQuote(t.app, poor, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 3600, image_digest: customImage() })
+      ).json();
       const res = await postJob(t.app, poor, { quote_id: quote.quote_id, ssh_public_keys: [sshPublicKey()] });
       expectError(res, 409, 'INSUFFICIENT_BALANCE');
       expect(await balance(poor)).toEqual({ available_micro: '100000', held_micro: '0', currency: 'USDC' });
@@ -166,7 +173,9 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
 
     it('validates SSH keys and environment variables (422 naming the field)', async () => {
       const { renter: r, machine } = await fresh();
-      const quote = (await postQuote(t.app, r, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 600, image_digest: customImage() })).json();
+      const quote = (
+        await postQuote(t.app, r, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 600, image_digest: customImage() })
+      ).json();
       const refuse = async (payload: Json, pattern: RegExp) => {
         const res = await postJob(t.app, r, { quote_id: quote.quote_id, ...payload });
         expectError(res, 422, 'VALIDATION_FAILED');
@@ -177,27 +186,38 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
       await refuse({ ssh_public_keys: Array.from({ length: 17 }, () => sshPublicKey()) }, /ssh_public_keys/);
       await refuse({ ssh_public_keys: [sshPublicKey()], env: { '1BAD': 'x' } }, /env/);
       await refuse({ ssh_public_keys: [sshPublicKey()], env: { ARK_ENGINE_API_KEY: 'x' } }, /env\/ARK_ENGINE_API_KEY.*reserved/);
-      await refuse({ ssh_public_keys: [sshPublicKey()], env: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`V${i}`, 'x'])) }, /env/);
+      await refuse(
+        { ssh_public_keys: [sshPublicKey()], env: Object.fromEntries(Array.from({ length: 65 }, (_, i) => [`V${i}`, 'x'])) },
+        /env/,
+      );
       expect((await balance(r)).held_micro).toBe('0');
     });
   });
 
   describe('reads', () => {
-    it('shows a job to its owner and admins only, and lists the caller\'s jobs newest first, paged', async () => {
+    it("shows a job to its owner and admins only, and lists the caller's jobs newest first, paged", async () => {
       const { renter: r, machine } = await fresh();
       const first = await reserveJob(t.app, r, machine, { duration_limit_s: 60 });
       t.clock.advance(1000);
       await agentHeartbeat(t.ctx, machine.machineId);
       const second = await reserveJob(t.app, r, machine, { duration_limit_s: 60 });
-      expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${first.jobId}`, headers: bearer(stranger.apiKey) })).statusCode).toBe(404);
-      expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${first.jobId}`, headers: bearer(admin.sessionToken) })).statusCode).toBe(200);
+      expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${first.jobId}`, headers: bearer(stranger.apiKey) })).statusCode).toBe(
+        404,
+      );
+      expect(
+        (await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${first.jobId}`, headers: bearer(admin.sessionToken) })).statusCode,
+      ).toBe(200);
       expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${randomUUID()}`, headers: bearer(r.apiKey) })).statusCode).toBe(404);
 
       const page1 = (await t.app.inject({ method: 'GET', url: '/api/v1/jobs?limit=1', headers: bearer(r.apiKey) })).json();
       expect(page1.items.map((j: Json) => j.job_id)).toEqual([second.jobId]);
       expect(page1.next_cursor).toEqual(expect.any(String));
       const page2 = (
-        await t.app.inject({ method: 'GET', url: `/api/v1/jobs?limit=1&cursor=${encodeURIComponent(page1.next_cursor)}`, headers: bearer(r.apiKey) })
+        await t.app.inject({
+          method: 'GET',
+          url: `/api/v1/jobs?limit=1&cursor=${encodeURIComponent(page1.next_cursor)}`,
+          headers: bearer(r.apiKey),
+        })
       ).json();
       expect(page2.items.map((j: Json) => j.job_id)).toEqual([first.jobId]);
       expect(page2.next_cursor).toBeNull();
@@ -211,7 +231,8 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
     it('answers 403 before readiness, execution while RUNNING, retrieval after STOPPED for the window, 403 after; 404 to others', async () => {
       const { renter: r, machine } = await fresh();
       const { jobId } = await reserveJob(t.app, r, machine);
-      const access = (account: SeededAccount) => t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/access`, headers: bearer(account.apiKey) });
+      const access = (account: SeededAccount) =>
+        t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/access`, headers: bearer(account.apiKey) });
       expectError(await access(r), 403, 'JOB_ACCESS_UNAVAILABLE');
       const startedAt = await runJob(t, machine.machineId, jobId, readyAccess(2222));
       const running = await access(r);
@@ -228,7 +249,9 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
       });
       expectError(await access(stranger), 404, 'NOT_FOUND');
       // Admins see the job, but access is the renter's alone.
-      expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/access`, headers: bearer(admin.sessionToken) })).statusCode).toBe(404);
+      expect(
+        (await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/access`, headers: bearer(admin.sessionToken) })).statusCode,
+      ).toBe(404);
 
       expect((await post(r, `/api/v1/jobs/${jobId}/stop`, { reason: 'done' })).json().state).toBe('STOPPING');
       expectError(await access(r), 403, 'JOB_ACCESS_UNAVAILABLE');
@@ -269,12 +292,25 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
       const { jobId } = await reserveJob(t.app, r, machine, { template_id: templateId, image_digest: undefined });
       const launch = (await queuedCommands(t.ctx, machine.machineId))[0]?.body as LaunchJobBody;
       expect(launch.engine_api_key).toMatch(/^[A-Za-z0-9_-]{43}$/);
-      expect(launch).toMatchObject({ image_digest: customImage('f'), ports: [{ container_port: 8000, protocol: 'http' }], health_check: { port: 8000, path: '/health' } });
-      await runJob(t, machine.machineId, jobId, { ...readyAccess(2200), public_host: 'rig-7.example.net', ports: [{ container_port: 8000, host_port: 8000, protocol: 'http' }] });
+      expect(launch).toMatchObject({
+        image_digest: customImage('f'),
+        ports: [{ container_port: 8000, protocol: 'http' }],
+        health_check: { port: 8000, path: '/health' },
+      });
+      await runJob(t, machine.machineId, jobId, {
+        ...readyAccess(2200),
+        public_host: 'rig-7.example.net',
+        ports: [{ container_port: 8000, host_port: 8000, protocol: 'http' }],
+      });
       const view = (await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/access`, headers: bearer(r.apiKey) })).json();
       expect(view.api_key).toBe(launch.engine_api_key);
       expect(view.ssh_command).toBe('ssh -p 2200 root@rig-7.example.net');
-      expect(view.endpoints[1]).toEqual({ endpoint_id: 'http-8000', kind: 'http', external_host: 'rig-7.example.net', external_port: 8000 });
+      expect(view.endpoints[1]).toEqual({
+        endpoint_id: 'http-8000',
+        kind: 'http',
+        external_host: 'rig-7.example.net',
+        external_port: 8000,
+      });
       const job = await getJob(t.app, r, jobId);
       expect(job.template).toEqual({ template_id: templateId, name: expect.any(String), kind: 'model' });
       // Readiness proved the machine runs the template: it is now published.
@@ -311,7 +347,7 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
       expectError(await post(r, `/api/v1/jobs/${jobId}/stop`, { reason: '' }), 422, 'VALIDATION_FAILED');
     });
 
-    it('lets an admin stop anyone\'s job, recorded as such', async () => {
+    it("lets an admin stop anyone's job, recorded as such", async () => {
       const { renter: r, machine } = await fresh();
       const { jobId } = await reserveJob(t.app, r, machine);
       await runJob(t, machine.machineId, jobId);
@@ -355,7 +391,8 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
   });
 
   describe('budget extension', () => {
-    const extend = (account: SeededAccount, jobId: string, body: Json, key = randomUUID()) => post(account, `/api/v1/jobs/${jobId}/budget-extension`, body, key);
+    const extend = (account: SeededAccount, jobId: string, body: Json, key = randomUUID()) =>
+      post(account, `/api/v1/jobs/${jobId}/budget-extension`, body, key);
 
     it('compare-and-sets the versions, holds the addition with one immutable amendment and bumps budget_version', async () => {
       const { renter: r, machine } = await fresh();
@@ -363,7 +400,12 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
       const startedAt = await runJob(t, machine.machineId, jobId);
       const job = await getJob(t.app, r, jobId);
       expect(job).toMatchObject({ job_version: '3', budget_version: '1', funded_budget_micro: '275000' });
-      const body = { additional_budget_micro: '275000', new_duration_limit_s: 3600, expected_job_version: job.job_version, expected_budget_version: '1' };
+      const body = {
+        additional_budget_micro: '275000',
+        new_duration_limit_s: 3600,
+        expected_job_version: job.job_version,
+        expected_budget_version: '1',
+      };
 
       expectError(await extend(r, jobId, { ...body, expected_job_version: '2' }), 409, 'JOB_VERSION_MISMATCH');
       expectError(await extend(r, jobId, { ...body, expected_budget_version: '0' }), 409, 'BUDGET_VERSION_MISMATCH');
@@ -380,23 +422,47 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
 
       expect(await balance(r)).toEqual({ available_micro: '9450000', held_micro: '550000', currency: 'USDC' });
       const after = await getJob(t.app, r, jobId);
-      expect(after).toMatchObject({ budget_version: '2', job_version: '4', funded_budget_micro: '550000', duration_limit_s: 3600, rate_micro_per_hour: '550000' });
+      expect(after).toMatchObject({
+        budget_version: '2',
+        job_version: '4',
+        funded_budget_micro: '550000',
+        duration_limit_s: 3600,
+        rate_micro_per_hour: '550000',
+      });
       expect(after.funded_through).toBe(new Date(startedAt.getTime() + 3_600_000).toISOString());
       const amendments = await amendmentsOf(t.store.db, jobId);
       expect(amendments).toHaveLength(1);
-      expect(amendments[0]).toMatchObject({ budget_version: 2n, additional_budget_micro: 275_000n, funded_budget_micro: 550_000n, previous_duration_limit_s: 1800n, new_duration_limit_s: 3600n });
+      expect(amendments[0]).toMatchObject({
+        budget_version: 2n,
+        additional_budget_micro: 275_000n,
+        funded_budget_micro: 550_000n,
+        previous_duration_limit_s: 1800n,
+        new_duration_limit_s: 3600n,
+      });
       // Immutable in the database itself.
-      await expect(t.store.db.updateTable('job_budget_amendments').set({ additional_budget_micro: 1n }).execute()).rejects.toThrow(/immutable/);
+      await expect(t.store.db.updateTable('job_budget_amendments').set({ additional_budget_micro: 1n }).execute()).rejects.toThrow(
+        /immutable/,
+      );
 
       // The seeded offer ends 30 days after enrollment: the host ceiling cannot be passed.
       expectError(
-        await extend(r, jobId, { additional_budget_micro: '0', new_duration_limit_s: 30 * 86400, expected_job_version: '4', expected_budget_version: '2' }),
+        await extend(r, jobId, {
+          additional_budget_micro: '0',
+          new_duration_limit_s: 30 * 86400,
+          expected_job_version: '4',
+          expected_budget_version: '2',
+        }),
         409,
         'HOST_CEILING_EXCEEDED',
       );
       await post(r, `/api/v1/jobs/${jobId}/stop`, { reason: 'done' });
       expectError(
-        await extend(r, jobId, { additional_budget_micro: '1', new_duration_limit_s: 3600, expected_job_version: '5', expected_budget_version: '2' }),
+        await extend(r, jobId, {
+          additional_budget_micro: '1',
+          new_duration_limit_s: 3600,
+          expected_job_version: '5',
+          expected_budget_version: '2',
+        }),
         409,
         'JOB_NOT_EXTENDABLE',
       );

@@ -74,7 +74,13 @@ describe.each(DIALECTS)('POST /api/v1/quotes on %s', (dialect) => {
     await t.destroy();
   });
 
-  const body = (overrides: Json = {}): Json => ({ offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 3600, image_digest: customImage(), ...overrides });
+  const body = (overrides: Json = {}): Json => ({
+    offer_id: machine.offerId,
+    gpu_count: 1,
+    duration_limit_s: 3600,
+    image_digest: customImage(),
+    ...overrides,
+  });
 
   it('answers a 60-second Quote exactly per contract, budget defaulting to the estimate', async () => {
     await agentHeartbeat(t.ctx, machine.machineId);
@@ -118,16 +124,31 @@ describe.each(DIALECTS)('POST /api/v1/quotes on %s', (dialect) => {
   });
 
   it("quotes a template with its runtime for the machine's backend and echoes template_id", async () => {
-    const res = await postQuote(t.app, renter, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 600, template_id: templates['quote-web'] });
+    const res = await postQuote(t.app, renter, {
+      offer_id: machine.offerId,
+      gpu_count: 1,
+      duration_limit_s: 600,
+      template_id: templates['quote-web'],
+    });
     expect(res.statusCode, res.body).toBe(201);
     expect(res.json()).toMatchObject({ template_id: templates['quote-web'], image_digest: customImage('c') });
     expectError(
-      await postQuote(t.app, renter, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 600, template_id: templates['quote-huge'] }),
+      await postQuote(t.app, renter, {
+        offer_id: machine.offerId,
+        gpu_count: 1,
+        duration_limit_s: 600,
+        template_id: templates['quote-huge'],
+      }),
       409,
       'TEMPLATE_DOES_NOT_FIT',
     );
     expectError(
-      await postQuote(t.app, renter, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 600, template_id: templates['quote-rocm'] }),
+      await postQuote(t.app, renter, {
+        offer_id: machine.offerId,
+        gpu_count: 1,
+        duration_limit_s: 600,
+        template_id: templates['quote-rocm'],
+      }),
       409,
       'TEMPLATE_RUNTIME_MISSING',
     );
@@ -158,7 +179,12 @@ describe.each(DIALECTS)('POST /api/v1/quotes on %s', (dialect) => {
     expectError(await postQuote(t.app, unverified, body()), 403, 'EMAIL_NOT_VERIFIED');
     const hostOnly = await seedAccount(t.ctx, { scopes: ['host'] });
     expectError(await postQuote(t.app, hostOnly, body()), 403, 'SCOPE_REQUIRED');
-    const anonymous = await t.app.inject({ method: 'POST', url: '/api/v1/quotes', headers: { 'idempotency-key': randomUUID() }, payload: body() });
+    const anonymous = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/quotes',
+      headers: { 'idempotency-key': randomUUID() },
+      payload: body(),
+    });
     expect(anonymous.statusCode).toBe(401);
   });
 

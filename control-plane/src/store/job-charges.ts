@@ -1,0 +1,88 @@
+import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
+import { type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
+import { type PostingKind, transferProblem } from '../domain/ledger/postings.js';
+import type { Tx } from './db.js';
+
+// A metered charge posts two legs from the job's hold: the host share to the host's payable and the fee to the
+// platform's fees. It is the hot path of metering, so both legs go in one statement each (one balance update for
+// the three accounts, one insert for the two postings) instead of two ledger transfers of three statements each.
+// It writes the ledger's own tables under the ledger's rules: the same posting kinds (POSTING_RULES), immutable
+// postings, cached balances moved relatively in the same transaction, the hold never below zero (the domain never
+// charges past the funded budget, and the table's check constraint refuses it anyway).
+
+export interface ChargeLegs {
+  jobId: string;
+  renterAccountId: string;
+  hostAccountId: string;
+  hostMicro: bigint;
+  feeMicro: bigint;
+  /** The job's first charge: create the payable and fees accounts if this is their first use. */
+  first: boolean;
+  at: Date;
+}
+
+async function ensureAccounts(trx: Tx, refs: LedgerAccountRef[], at: string): Promise<void> {
+  await trx
+    .insertInto('ledger_accounts')
+    .values(
+      refs.map((ref) => ({
+        key: ledgerAccountKey(ref.owner, ref.kind),
+        owner_id: ref.owner,
+        kind: ref.kind,
+        account_id: ref.accountId,
+        balance_micro: 0n,
+        updated_at: at,
+      })),
+    )
+    .onConflict((oc) => oc.column('key').doNothing())
+    .execute();
+}
+
+/** Posts hold -> payable (host share) and hold -> fees (fee share) inside the caller's transaction. */
+export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void> {
+  const hold = ledgerAccounts.hold(legs.jobId, legs.renterAccountId);
+  const payable = ledgerAccounts.payable(legs.hostAccountId);
+  const fees = ledgerAccounts.fees();
+  const wanted: Array<{ to: LedgerAccountRef; amountMicro: bigint; kind: PostingKind }> = [];
+  if (legs.hostMicro > 0n) wanted.push({ to: payable, amountMicro: legs.hostMicro, kind: 'charge_host' });
+  if (legs.feeMicro > 0n) wanted.push({ to: fees, amountMicro: legs.feeMicro, kind: 'charge_fee' });
+  if (wanted.length === 0) return;
+  for (const leg of wanted) {
+    const problem = transferProblem({ from: hold, to: leg.to, amountMicro: leg.amountMicro, kind: leg.kind, reference: legs.jobId });
+    if (problem) throw new RangeError(`invalid metered charge: ${problem}`);
+  }
+  const at = legs.at.toISOString();
+  if (legs.first) await ensureAccounts(trx, [payable, fees], at);
+  const holdKey = ledgerAccountKey(hold.owner, hold.kind);
+  const payableKey = ledgerAccountKey(payable.owner, payable.kind);
+  const feesKey = ledgerAccountKey(fees.owner, fees.kind);
+  const total = legs.hostMicro + legs.feeMicro;
+  // Balances first: the update takes the three row locks in key order, as every ledger transfer does.
+  const keys = [holdKey, ...wanted.map((leg) => ledgerAccountKey(leg.to.owner, leg.to.kind))];
+  const updated = await sql`update ledger_accounts
+    set balance_micro = balance_micro + (case key
+          when ${payableKey} then cast(${legs.hostMicro} as bigint)
+          when ${feesKey} then cast(${legs.feeMicro} as bigint)
+          else cast(${-total} as bigint) end),
+        updated_at = ${at}
+    where key in (${sql.join(keys)})`.execute(trx);
+  if (Number(updated.numAffectedRows ?? 0n) !== keys.length) {
+    throw new Error(`metered charge for job ${legs.jobId}: ledger accounts missing (${keys.join(', ')})`);
+  }
+  await trx
+    .insertInto('ledger_postings')
+    .values(
+      wanted.map((leg) => ({
+        id: randomUUID(),
+        at,
+        from_key: holdKey,
+        to_key: ledgerAccountKey(leg.to.owner, leg.to.kind),
+        amount_micro: leg.amountMicro,
+        kind: leg.kind,
+        reference: legs.jobId,
+        external_ref: null,
+      })),
+    )
+    .execute();
+}
