@@ -5,7 +5,9 @@
 // <= 100 B/s upstream; the issue's looser aim is under 80 MB and under 1% of a core.
 // Run: pnpm exec tsx test/bench/agent-idle.bench.ts [--window-s 60] [--warmup-s 20]
 import { execFileSync } from 'node:child_process';
+import { rmSync } from 'node:fs';
 import { readFile } from 'node:fs/promises';
+import { dirname } from 'node:path';
 import { createServer, connect, type Server } from 'node:net';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -111,10 +113,11 @@ export async function run(options: AgentIdleOptions = {}): Promise<AgentIdleFigu
   const cp = await startControlPlane({ port: cpPort, env: { ARK_PUBLIC_URL: `http://127.0.0.1:${relay.port}` } });
   const bare = spawnProcess(process.execPath, ['-e', 'setInterval(() => {}, 1e9)']);
   let agent: ReturnType<typeof startAgent> | undefined;
+  let setup: ReturnType<typeof agentSetup> | undefined;
   try {
     const token = await hostSession(cp);
     // Default intervals (heartbeat 15 s, sample 10 s, batch 60 s); no Docker and no GPU on this machine.
-    const setup = agentSetup({ require_docker: false, min_disk_free_bytes: 0, log_level: 'warn' });
+    setup = agentSetup({ require_docker: false, min_disk_free_bytes: 0, log_level: 'warn' });
     const { machineId } = await pairAgent(cp, token, setup);
     agent = startAgent(setup, ['run']);
     const daemon = agent;
@@ -172,6 +175,8 @@ export async function run(options: AgentIdleOptions = {}): Promise<AgentIdleFigu
     await bare.stop('SIGKILL');
     await cp.process.stop('SIGTERM');
     await relay.close();
+    rmSync(cp.dataDir, { recursive: true, force: true });
+    if (setup !== undefined) rmSync(dirname(setup.stateDir), { recursive: true, force: true });
   }
 }
 

@@ -2,8 +2,8 @@
 // CLI, `ark-agent pair` approved over HTTP, `ark-agent run` going live, telemetry in buckets, a network test
 // against the control plane's own endpoint, and a control-plane restart that the agent rides out: it reconnects,
 // resends what was not acknowledged, and no sample is counted twice.
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
 import type { SpawnedProcess } from '../harness/processes.js';
@@ -57,6 +57,8 @@ describe.each(DIALECTS)('host flow over real processes on %s', (dialect) => {
     await agent?.stop('SIGTERM');
     await cp?.process.stop('SIGTERM');
     await database?.drop();
+    if (setup !== undefined) rmSync(dirname(setup.stateDir), { recursive: true, force: true });
+    if (cp !== undefined) rmSync(cp.dataDir, { recursive: true, force: true });
   });
 
   it('pairs, goes live, reports telemetry, answers a nettest and survives a control-plane restart', { timeout: 240_000 }, async () => {
