@@ -354,6 +354,27 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     expect(lastHeartbeat.getTime()).toBeLessThan(back.getTime());
   });
 
+  it('brings a reconciling job back on re-announced readiness, but not on a heartbeat with another fence or state', async () => {
+    const { renter, machine } = await fresh();
+    const { jobId } = await reserveJob(t.app, renter, machine, {}, { env: { SECRET_VALUE: 'correct-horse-battery' } });
+    await runJob(t, machine.machineId, jobId);
+    t.clock.advance(46_000);
+    await sweep();
+    expect((await getJob(t.app, renter, jobId)).state).toBe('RECONCILING');
+    await agentHeartbeat(t.ctx, machine.machineId, [{ job_id: jobId, fence: '0', container_state: 'running' }]);
+    await agentHeartbeat(t.ctx, machine.machineId, [{ job_id: jobId, fence: '1', container_state: 'exited' }]);
+    expect((await getJob(t.app, renter, jobId)).state).toBe('RECONCILING');
+    await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'ready', t.clock.now(), { access: readyAccess(2345) }));
+    expect(await getJob(t.app, renter, jobId)).toMatchObject({ state: 'RUNNING', fence: '2' });
+    const access = (await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/access`, headers: bearer(renter.apiKey) })).json();
+    expect(access.endpoints[0].external_port).toBe(2345);
+    // A failure report under the new fence fails the job; its detail never shows the renter's secret.
+    await deliver(t.ctx, machine.machineId, jobStatus(jobId, 2, 'failed', t.clock.now(), { detail: 'crashed with correct-horse-battery' }));
+    const failed = (await allEvents(renter, jobId)).find((e) => e.kind === 'state_changed' && e.data.to === 'FAILED');
+    expect(failed?.data.detail).toBe('crashed with [REDACTED]');
+    expect(await getJob(t.app, renter, jobId)).toMatchObject({ state: 'FAILED', close_reason: 'job_failed' });
+  });
+
   it('fails a job that stays RECONCILING past the timeout, releasing the unspent hold', async () => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000' });
