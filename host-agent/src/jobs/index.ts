@@ -1,0 +1,28 @@
+export {
+  ACTIVE_PHASES,
+  JOB_RECORD_VERSION,
+  type JobAccess,
+  type JobChannelPort,
+  type JobEvidence,
+  type JobMessageBody,
+  type JobPhase,
+  type JobRecord,
+  type JobStatus,
+  type JobStatusBody,
+  type MeterReceiptBody,
+  type MeterState,
+  type PublishedPort,
+  type StopRequest,
+} from './job-record.js';
+export { isJobId, JOB_RECORDS_MAX, JobStore, type JobStoreLogger } from './job-store.js';
+export {
+  JOB_LABEL,
+  type JobCommand,
+  JobSupervisor,
+  type JobSupervisorLogger,
+  type JobSupervisorOptions,
+  type RunningJob,
+} from './job-supervisor.js';
+export { nextMeterDelayMs, nextReceipt, type ReceiptInput, type RunInterval, runtimeInPeriodMs } from './meter.js';
+export { checkReadiness, type HttpAnswer, NotReadyError, probeHttp, probeTcp, type ReadinessPlan } from './readiness.js';
+export { boundedText, DETAIL_MAX_CHARS, errorText, redact } from './text.js';

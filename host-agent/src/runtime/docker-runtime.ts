@@ -1,0 +1,469 @@
+// ContainerRuntime on a Docker engine through dockerode. Every call is bounded by a timeout; the
+// pull has its own overall and stall limits, and attached exec streams are left unbounded because
+// an interactive shell may idle for hours.
+import type { Duplex, Readable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
+import Docker from 'dockerode';
+import {
+  type ContainerRuntime,
+  ContainerRuntimeError,
+  type ContainerSpec,
+  type ContainerState,
+  type ExecRequest,
+  type ExecSession,
+  type LogOptions,
+  type PulledImage,
+  type PullOptions,
+} from './container-runtime.js';
+import { demultiplex, demultiplexBuffer } from './docker-stream.js';
+import { formatDigestReference, parseDigestReference, repoDigestsMatch } from './image-reference.js';
+import { type PullEvent, PullProgressTracker } from './pull-progress.js';
+
+export type DockerRuntimeOptions = {
+  /** The engine's unix socket; ignored when `docker` is given. */
+  socketPath?: string;
+  docker?: Docker;
+  /** Bound on every call but pulls and attached streams. */
+  callTimeoutMs?: number;
+  /** Bound on a whole pull. */
+  pullTimeoutMs?: number;
+  /** A pull that reports nothing for this long is abandoned. */
+  pullStallTimeoutMs?: number;
+};
+
+export const DOCKER_CALL_TIMEOUT_MS_DEFAULT = 30_000;
+export const DOCKER_PULL_TIMEOUT_MS_DEFAULT = 60 * 60_000;
+export const DOCKER_PULL_STALL_TIMEOUT_MS_DEFAULT = 5 * 60_000;
+/** Longest pull-stream line parsed; Docker's are a few hundred bytes. */
+const PULL_LINE_MAX_BYTES = 64 * 1024;
+const ERROR_TEXT_MAX_CHARS = 500;
+
+type DockerError = Error & { statusCode?: number; json?: { message?: string } };
+
+function statusOf(error: unknown): number | undefined {
+  return typeof error === 'object' && error !== null ? (error as DockerError).statusCode : undefined;
+}
+
+function messageOf(error: unknown): string {
+  if (error instanceof Error) return ((error as DockerError).json?.message ?? error.message).slice(0, ERROR_TEXT_MAX_CHARS);
+  return String(error).slice(0, ERROR_TEXT_MAX_CHARS);
+}
+
+/** dockerode passes `abortSignal` through to the HTTP request; its typings do not know the option. */
+function signalOption(abortSignal: AbortSignal): Record<string, unknown> {
+  return { abortSignal };
+}
+
+function parseDockerTime(text: string | undefined): Date | undefined {
+  // Docker writes 0001-01-01T00:00:00Z for "never".
+  if (text === undefined || text === '' || text.startsWith('0001-')) return undefined;
+  const date = new Date(text);
+  return Number.isNaN(date.getTime()) ? undefined : date;
+}
+
+export class DockerRuntime implements ContainerRuntime {
+  readonly docker: Docker;
+  private readonly callTimeoutMs: number;
+  private readonly pullTimeoutMs: number;
+  private readonly pullStallTimeoutMs: number;
+
+  constructor(options: DockerRuntimeOptions = {}) {
+    this.docker = options.docker ?? new Docker(options.socketPath === undefined ? undefined : { socketPath: options.socketPath });
+    this.callTimeoutMs = options.callTimeoutMs ?? DOCKER_CALL_TIMEOUT_MS_DEFAULT;
+    this.pullTimeoutMs = options.pullTimeoutMs ?? DOCKER_PULL_TIMEOUT_MS_DEFAULT;
+    this.pullStallTimeoutMs = options.pullStallTimeoutMs ?? DOCKER_PULL_STALL_TIMEOUT_MS_DEFAULT;
+  }
+
+  /** Runs one Docker call with an abort signal that fires at the timeout (or with `outer`). */
+  private async call<T>(
+    what: string,
+    run: (signal: AbortSignal) => Promise<T>,
+    timeoutMs = this.callTimeoutMs,
+    outer?: AbortSignal,
+  ): Promise<T> {
+    const controller = new AbortController();
+    const timeoutError = new ContainerRuntimeError('DOCKER_TIMEOUT', `${what} took longer than ${timeoutMs} ms`);
+    const timer = setTimeout(() => controller.abort(timeoutError), timeoutMs);
+    const onOuterAbort = () => controller.abort(outer?.reason);
+    if (outer?.aborted) onOuterAbort();
+    outer?.addEventListener('abort', onOuterAbort, { once: true });
+    const aborted = new Promise<never>((_, reject) => {
+      const fail = () => reject(controller.signal.reason instanceof Error ? controller.signal.reason : new Error(`${what} aborted`));
+      if (controller.signal.aborted) fail();
+      controller.signal.addEventListener('abort', fail, { once: true });
+    });
+    aborted.catch(() => undefined);
+    try {
+      return await Promise.race([run(controller.signal), aborted]);
+    } catch (error) {
+      if (controller.signal.aborted) {
+        throw controller.signal.reason instanceof Error
+          ? controller.signal.reason
+          : new ContainerRuntimeError('DOCKER_FAILED', `${what} aborted`);
+      }
+      if (error instanceof ContainerRuntimeError) throw error;
+      const wrapped = new ContainerRuntimeError('DOCKER_FAILED', `${what} failed: ${messageOf(error)}`, { cause: error });
+      (wrapped as DockerError).statusCode = statusOf(error);
+      throw wrapped;
+    } finally {
+      clearTimeout(timer);
+      outer?.removeEventListener('abort', onOuterAbort);
+    }
+  }
+
+  async pullImage(reference: string, options: PullOptions = {}): Promise<PulledImage> {
+    const parsed = parseDigestReference(reference);
+    if (parsed === undefined) {
+      throw new ContainerRuntimeError('IMAGE_REFERENCE_INVALID', `image ${reference.slice(0, 200)} is not named by a sha256 digest`);
+    }
+    // Content named by digest is immutable: an image already recorded under it needs no pull.
+    const canonical = formatDigestReference(parsed);
+    const present = await this.inspectImage(canonical);
+    if (present !== undefined && repoDigestsMatch(parsed, present.repoDigests)) {
+      options.onProgress?.(100);
+      return { ...present, pulled: false };
+    }
+    await this.pullStream(parsed.repository, parsed.digest, options);
+    const image = await this.inspectImage(canonical);
+    if (image === undefined || !repoDigestsMatch(parsed, image.repoDigests)) {
+      throw new ContainerRuntimeError(
+        'IMAGE_DIGEST_MISMATCH',
+        `pulled image does not carry digest ${parsed.digest} (repo digests: ${(image?.repoDigests ?? []).join(', ').slice(0, 300)})`,
+      );
+    }
+    return { ...image, pulled: true };
+  }
+
+  private async inspectImage(reference: string): Promise<{ id: string; repoDigests: string[] } | undefined> {
+    try {
+      const info = await this.call('image inspect', (abortSignal) => this.docker.getImage(reference).inspect(signalOption(abortSignal)));
+      return { id: info.Id, repoDigests: info.RepoDigests ?? [] };
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  private async pullStream(repository: string, digest: string, options: PullOptions): Promise<void> {
+    const controller = new AbortController();
+    let failure: Error | undefined;
+    const abort = (error: Error) => {
+      failure ??= error;
+      controller.abort(error);
+    };
+    const overall = setTimeout(
+      () => abort(new ContainerRuntimeError('DOCKER_TIMEOUT', `pull took longer than ${this.pullTimeoutMs} ms`)),
+      this.pullTimeoutMs,
+    );
+    let stall: NodeJS.Timeout | undefined;
+    const armStall = () => {
+      clearTimeout(stall);
+      stall = setTimeout(
+        () => abort(new ContainerRuntimeError('DOCKER_TIMEOUT', `pull reported nothing for ${this.pullStallTimeoutMs} ms`)),
+        this.pullStallTimeoutMs,
+      );
+    };
+    const onOuterAbort = () => abort(options.signal?.reason instanceof Error ? options.signal.reason : new Error('pull aborted'));
+    if (options.signal?.aborted) onOuterAbort();
+    options.signal?.addEventListener('abort', onOuterAbort, { once: true });
+    armStall();
+    try {
+      const stream = (await this.call(
+        'image pull',
+        (abortSignal) => this.docker.createImage({ fromImage: repository, tag: digest, ...signalOption(abortSignal) }) as Promise<Readable>,
+        this.callTimeoutMs,
+        controller.signal,
+      )) as Readable;
+      const tracker = new PullProgressTracker();
+      let lastPercent = -1;
+      await new Promise<void>((resolve, reject) => {
+        let buffered = '';
+        const handleLine = (line: string) => {
+          if (line.trim() === '') return;
+          let event: PullEvent;
+          try {
+            event = JSON.parse(line) as PullEvent;
+          } catch {
+            return;
+          }
+          if (event.error !== undefined || event.errorDetail?.message !== undefined) {
+            abort(
+              new ContainerRuntimeError(
+                'IMAGE_PULL_FAILED',
+                `pull failed: ${(event.error ?? event.errorDetail?.message ?? '').slice(0, ERROR_TEXT_MAX_CHARS)}`,
+              ),
+            );
+            return;
+          }
+          const percent = tracker.apply(event);
+          if (percent !== lastPercent) {
+            lastPercent = percent;
+            options.onProgress?.(percent);
+          }
+        };
+        controller.signal.addEventListener('abort', () => stream.destroy(), { once: true });
+        stream.setEncoding('utf8');
+        stream.on('data', (chunk: string) => {
+          armStall();
+          buffered += chunk;
+          let newline = buffered.indexOf('\n');
+          while (newline >= 0) {
+            handleLine(buffered.slice(0, newline));
+            buffered = buffered.slice(newline + 1);
+            newline = buffered.indexOf('\n');
+          }
+          if (buffered.length > PULL_LINE_MAX_BYTES) buffered = '';
+        });
+        stream.once('end', () => {
+          handleLine(buffered);
+          if (failure !== undefined) reject(failure);
+          else resolve();
+        });
+        stream.once('error', (error) =>
+          reject(failure ?? new ContainerRuntimeError('IMAGE_PULL_FAILED', `pull failed: ${messageOf(error)}`)),
+        );
+        stream.once('close', () => {
+          if (failure !== undefined) reject(failure);
+        });
+      });
+      options.onProgress?.(100);
+    } catch (error) {
+      if (failure !== undefined) throw failure;
+      if (error instanceof ContainerRuntimeError && error.code === 'DOCKER_FAILED') {
+        throw new ContainerRuntimeError('IMAGE_PULL_FAILED', error.message, { cause: error });
+      }
+      throw error;
+    } finally {
+      clearTimeout(overall);
+      clearTimeout(stall);
+      options.signal?.removeEventListener('abort', onOuterAbort);
+    }
+  }
+
+  async ensureVolume(name: string, labels: Record<string, string>): Promise<void> {
+    // Creating an existing local volume returns it unchanged.
+    await this.call('volume create', (abortSignal) =>
+      this.docker.createVolume({ Name: name, Labels: labels, ...signalOption(abortSignal) }),
+    );
+  }
+
+  async volumeMountpoint(name: string): Promise<string | undefined> {
+    try {
+      const info = await this.call('volume inspect', (abortSignal) => this.docker.getVolume(name).inspect(signalOption(abortSignal)));
+      return info.Mountpoint;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async removeVolume(name: string): Promise<void> {
+    try {
+      await this.call('volume remove', (abortSignal) => this.docker.getVolume(name).remove(signalOption(abortSignal)));
+    } catch (error) {
+      if (statusOf(error) === 404) return;
+      throw error;
+    }
+  }
+
+  async createContainer(spec: ContainerSpec): Promise<string> {
+    const bridge = spec.networkMode === 'bridge';
+    const exposed: Record<string, object> = {};
+    const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
+    if (bridge) {
+      for (const binding of spec.portBindings) {
+        const key = `${binding.containerPort}/tcp`;
+        exposed[key] = {};
+        bindings[key] = [...(bindings[key] ?? []), { HostIp: binding.hostIp ?? '0.0.0.0', HostPort: String(binding.hostPort) }];
+      }
+    }
+    const created = await this.call('container create', (abortSignal) =>
+      this.docker.createContainer({
+        name: spec.name,
+        Image: spec.image,
+        Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
+        ...(spec.command !== undefined && spec.command.length > 0 ? { Cmd: [...spec.command] } : {}),
+        Labels: spec.labels,
+        ...(bridge ? { ExposedPorts: exposed } : {}),
+        HostConfig: {
+          NetworkMode: spec.networkMode,
+          ...(bridge ? { PortBindings: bindings } : {}),
+          Mounts: [{ Type: 'volume', Source: spec.volumeName, Target: spec.volumeMountPath }],
+          // No GPU, no device request: an empty request would still ask for the nvidia runtime.
+          ...(spec.gpuDeviceIds.length > 0
+            ? { DeviceRequests: [{ Driver: 'nvidia', DeviceIDs: [...spec.gpuDeviceIds], Capabilities: [['gpu']] }] }
+            : {}),
+          RestartPolicy: { Name: 'no' },
+          // Logs are read for failure details only; keep them from filling the disk.
+          LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
+        },
+        ...signalOption(abortSignal),
+      } as Docker.ContainerCreateOptions),
+    );
+    return created.id;
+  }
+
+  async startContainer(id: string): Promise<void> {
+    try {
+      await this.call('container start', (abortSignal) => this.docker.getContainer(id).start(signalOption(abortSignal)));
+    } catch (error) {
+      if (statusOf(error) === 304) return;
+      if (statusOf(error) === 404) throw new ContainerRuntimeError('CONTAINER_NOT_FOUND', `container ${id} does not exist`);
+      throw error;
+    }
+  }
+
+  async inspectContainer(idOrName: string): Promise<ContainerState | undefined> {
+    try {
+      const info = await this.call('container inspect', (abortSignal) =>
+        this.docker.getContainer(idOrName).inspect(signalOption(abortSignal)),
+      );
+      return {
+        id: info.Id,
+        name: info.Name.replace(/^\//, ''),
+        status: info.State.Status,
+        running: info.State.Running,
+        startedAt: parseDockerTime(info.State.StartedAt),
+        finishedAt: parseDockerTime(info.State.FinishedAt),
+        exitCode: info.State.Running ? undefined : info.State.ExitCode,
+        labels: info.Config.Labels ?? {},
+      };
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async listContainers(labelKey: string): Promise<ContainerState[]> {
+    const list = await this.call('container list', (abortSignal) =>
+      this.docker.listContainers({ all: true, filters: { label: [labelKey] }, ...signalOption(abortSignal) }),
+    );
+    const states: ContainerState[] = [];
+    for (const entry of list) {
+      const state = await this.inspectContainer(entry.Id);
+      if (state !== undefined) states.push(state);
+    }
+    return states;
+  }
+
+  async exec(containerId: string, request: ExecRequest): Promise<ExecSession> {
+    const container = this.docker.getContainer(containerId);
+    const exec = await this.call('exec create', (abortSignal) =>
+      container.exec({
+        Cmd: [...request.command],
+        AttachStdin: true,
+        AttachStdout: true,
+        AttachStderr: true,
+        Tty: request.tty,
+        ...(request.env !== undefined ? { Env: [...request.env] } : {}),
+        ...(request.workingDir !== undefined ? { WorkingDir: request.workingDir } : {}),
+        ...(request.tty && request.rows !== undefined && request.cols !== undefined ? { ConsoleSize: [request.rows, request.cols] } : {}),
+        ...signalOption(abortSignal),
+      } as Docker.ExecCreateOptions),
+    );
+    const stream = (await this.call('exec start', () => exec.start({ hijack: true, stdin: true, Tty: request.tty }))) as Duplex;
+    let stdout: Readable;
+    let stderr: Readable;
+    if (request.tty) {
+      const passthrough = new PassThrough();
+      stream.pipe(passthrough);
+      stdout = passthrough;
+      const empty = new PassThrough();
+      empty.end();
+      stderr = empty;
+    } else {
+      ({ stdout, stderr } = demultiplex(stream));
+    }
+    const stdin = new Writable({
+      write(chunk: Buffer, _encoding, callback) {
+        if (stream.destroyed || stream.writableEnded) {
+          callback();
+          return;
+        }
+        stream.write(chunk, (error) => callback(error ?? null));
+      },
+      final(callback) {
+        // Half-close: the process sees end of input, its output keeps flowing.
+        if (!stream.destroyed && !stream.writableEnded) stream.end();
+        callback();
+      },
+    });
+    stdin.on('error', () => undefined);
+    const streamDone = new Promise<void>((resolve) => {
+      stream.once('end', resolve);
+      stream.once('close', resolve);
+      stream.once('error', () => resolve());
+    });
+    const exited = streamDone.then(async () => {
+      // Docker may still mark the exec running for a moment after its output closed.
+      for (let attempt = 0; attempt < 20; attempt += 1) {
+        try {
+          const info = await this.call('exec inspect', (abortSignal) => exec.inspect(signalOption(abortSignal)));
+          if (!info.Running) return info.ExitCode ?? undefined;
+        } catch {
+          return undefined;
+        }
+        await new Promise((resolve) => setTimeout(resolve, 50));
+      }
+      return undefined;
+    });
+    return {
+      stdin,
+      stdout,
+      stderr,
+      exited,
+      resize: async (rows, cols) => {
+        if (!request.tty) return;
+        await this.call('exec resize', (abortSignal) => exec.resize({ h: rows, w: cols, ...signalOption(abortSignal) })).catch(
+          () => undefined,
+        );
+      },
+      close: () => stream.destroy(),
+    };
+  }
+
+  async stopContainer(id: string, graceS: number): Promise<void> {
+    try {
+      await this.call(
+        'container stop',
+        (abortSignal) => this.docker.getContainer(id).stop({ t: graceS, ...signalOption(abortSignal) }),
+        this.callTimeoutMs + graceS * 1000,
+      );
+    } catch (error) {
+      // 304: already stopped; 404: already gone.
+      if (statusOf(error) === 304 || statusOf(error) === 404) return;
+      throw error;
+    }
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    try {
+      await this.call('container remove', (abortSignal) =>
+        this.docker.getContainer(id).remove({ force: true, v: false, ...signalOption(abortSignal) }),
+      );
+    } catch (error) {
+      if (statusOf(error) === 404) return;
+      throw error;
+    }
+  }
+
+  async containerLogs(id: string, options: LogOptions): Promise<string> {
+    const raw = await this.call('container logs', (abortSignal) =>
+      this.docker
+        .getContainer(id)
+        .logs({ stdout: true, stderr: true, follow: false, tail: options.tailLines, ...signalOption(abortSignal) }),
+    );
+    const buffer = Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw));
+    const text = demultiplexBuffer(buffer).toString('utf8');
+    return text.length > options.maxBytes ? text.slice(text.length - options.maxBytes) : text;
+  }
+
+  async exportPath(containerId: string, path: string, signal?: AbortSignal): Promise<Readable> {
+    return (await this.call(
+      'container archive',
+      (abortSignal) => this.docker.getContainer(containerId).getArchive({ path, ...signalOption(abortSignal) }),
+      this.callTimeoutMs,
+      signal,
+    )) as Readable;
+  }
+}
