@@ -47,9 +47,13 @@ export async function runCli(argv: string[], ctx: CliContext): Promise<number> {
     const words = c.name.split(' ');
     return words.every((w, i) => argv[i] === w);
   });
+  if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0] ?? '')) {
+    process.stdout.write(usage());
+    return 0;
+  }
   if (!command) {
-    process.stderr.write(argv.length ? `ark-cp: unknown command "${argv.join(' ')}"\n\n${usage()}` : usage());
-    return argv.length ? 2 : 0;
+    process.stderr.write(`ark-cp: unknown command "${argv.join(' ')}"\n\n${usage()}`);
+    return 2;
   }
   const rest = argv.slice(command.name.split(' ').length);
   let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
