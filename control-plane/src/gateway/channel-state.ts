@@ -11,49 +11,46 @@ export interface ChannelState {
   lastCommandSeq: number;
 }
 
-/** The machine's counters, creating its row at first contact. */
-export async function openChannelState(db: Executor, machineId: string, now: Date): Promise<ChannelState> {
-  let row = await db
+/**
+ * The machine's counters (zeros before its first reliable message or command). Read-only, so a reconnect storm
+ * costs one indexed read per hello and no write.
+ */
+export async function openChannelState(db: Executor, machineId: string): Promise<ChannelState> {
+  const row = await db
     .selectFrom('agent_channel_state')
     .select(['last_applied_msg_id', 'commands_acked_upto', 'last_command_seq'])
     .where('machine_id', '=', machineId)
     .executeTakeFirst();
-  if (!row) {
-    await db
-      .insertInto('agent_channel_state')
-      .values({
-        machine_id: machineId,
-        last_applied_msg_id: 0n,
-        commands_acked_upto: 0n,
-        last_command_seq: 0n,
-        updated_at: now.toISOString(),
-      })
-      .onConflict((oc) => oc.column('machine_id').doNothing())
-      .execute();
-    row = await db
-      .selectFrom('agent_channel_state')
-      .select(['last_applied_msg_id', 'commands_acked_upto', 'last_command_seq'])
-      .where('machine_id', '=', machineId)
-      .executeTakeFirstOrThrow();
-  }
   return {
-    lastAppliedMsgId: Number(row.last_applied_msg_id),
-    commandsAckedUpto: Number(row.commands_acked_upto),
-    lastCommandSeq: Number(row.last_command_seq),
+    lastAppliedMsgId: Number(row?.last_applied_msg_id ?? 0n),
+    commandsAckedUpto: Number(row?.commands_acked_upto ?? 0n),
+    lastCommandSeq: Number(row?.last_command_seq ?? 0n),
   };
 }
 
 /**
- * Marks a reliable message id applied, inside the transaction that applies it. False means it (or a later one)
- * was applied already, on this replica or another: the caller skips the effect. On Postgres the update locks
- * the row, so a duplicate racing on another replica waits for this commit and then sees the new mark.
+ * Marks a reliable message id applied, inside the transaction that applies it (creating the machine's row at its
+ * first message). False means it (or a later one) was applied already, on this replica or another: the caller
+ * skips the effect. On Postgres the upsert locks the row, so a duplicate racing on another replica waits for this
+ * commit and then sees the new mark.
  */
 export async function markMessageApplied(trx: Executor, machineId: string, messageId: number, now: Date): Promise<boolean> {
+  const at = now.toISOString();
   const result = await trx
-    .updateTable('agent_channel_state')
-    .set({ last_applied_msg_id: BigInt(messageId), updated_at: now.toISOString() })
-    .where('machine_id', '=', machineId)
-    .where('last_applied_msg_id', '<', BigInt(messageId))
+    .insertInto('agent_channel_state')
+    .values({
+      machine_id: machineId,
+      last_applied_msg_id: BigInt(messageId),
+      commands_acked_upto: 0n,
+      last_command_seq: 0n,
+      updated_at: at,
+    })
+    .onConflict((oc) =>
+      oc
+        .column('machine_id')
+        .doUpdateSet({ last_applied_msg_id: BigInt(messageId), updated_at: at })
+        .where('agent_channel_state.last_applied_msg_id', '<', BigInt(messageId)),
+    )
     .executeTakeFirst();
-  return result.numUpdatedRows > 0n;
+  return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
 }

@@ -20,7 +20,8 @@ import type { Registry } from 'prom-client';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/db.js';
-import { markMessageApplied, openChannelState } from './channel-state.js';
+import { GroupApplier } from './applier.js';
+import { openChannelState } from './channel-state.js';
 import { OutboxWatch } from './delivery.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';
 import type { ControlPlaneIdentity } from './identity.js';
@@ -95,6 +96,8 @@ export class ChannelGateway {
   #watch: OutboxWatch | null = null;
   #sweepTimer: NodeJS.Timeout | null = null;
   #closing = false;
+  /** Applies reliable messages of every connection here, with group commit. */
+  readonly applier: GroupApplier;
 
   constructor(options: ChannelGatewayOptions) {
     this.#options = options;
@@ -112,6 +115,7 @@ export class ChannelGateway {
       listenUrl: options.listenUrl ?? null,
     };
     this.#metrics = createGatewayMetrics(options.registry);
+    this.applier = new GroupApplier({ store: options.store, handlers: options.handlers, clock: options.clock });
     // No deflate (CPU and per-socket memory), frames bounded by the protocol, our own connection bookkeeping.
     this.#wss = new WebSocketServer({
       noServer: true,
@@ -233,6 +237,7 @@ export class ChannelGateway {
       new Promise((resolve) => setTimeout(resolve, 5_000).unref()),
     ]);
     for (const session of sessions) session.terminate();
+    await this.applier.idle();
   }
 
   // ---- used by sessions ----
@@ -442,7 +447,7 @@ class Session {
     const gateway = this.#gateway;
     const machineId = hello.machine_id;
     const now = gateway.clock.now();
-    const state = await openChannelState(gateway.store.db, machineId, now);
+    const state = await openChannelState(gateway.store.db, machineId);
     let acked = state.commandsAckedUpto;
     if (hello.commands_applied_upto > acked)
       acked = await acknowledgeCommands(gateway.store.db, machineId, hello.commands_applied_upto, now);
@@ -524,12 +529,9 @@ class Session {
     const gateway = this.#gateway;
     const machineId = this.machineId as string;
     if (msg.id > this.#appliedUpto) {
-      const now = gateway.clock.now();
       if (!gateway.handlers.handles(msg.t))
         gateway.logger.warn({ machineId, type: msg.t, id: msg.id }, 'no handler for agent message type; applied as a no-op');
-      await gateway.store.db.transaction().execute(async (trx) => {
-        if (await markMessageApplied(trx, machineId, msg.id, now)) await gateway.handlers.apply(trx, machineId, msg, now);
-      });
+      await gateway.applier.apply(machineId, msg);
       // Applied now, or already by another connection: either way everything up to it is done.
       this.#appliedUpto = msg.id;
     }

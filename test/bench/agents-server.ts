@@ -1,0 +1,105 @@
+// The control-plane side of agents.bench.ts, run as a child process so its memory is measured alone.
+// ARK_BENCH_MODE=app: the real control-plane app (createRuntime + buildApp: store, gateway, every area's channel
+// handlers) with a machine directory over keys the bench derived from a seed, so thousands of machines need no
+// enrollment. ARK_BENCH_MODE=raw: a bare ws server holding sockets with the gateway's ws options, the
+// baseline for "memory beyond the raw socket". Talks to the bench over IPC: {type:'ready', port}, and on {type:'gc'}
+// it collects garbage and answers {type:'memory', ...process.memoryUsage()}.
+import { createHmac, type KeyObject } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import { pathToFileURL } from 'node:url';
+import { buildApp } from '@ark/control-plane/app';
+import { loadConfig } from '@ark/control-plane/config';
+import type { MachineDirectory } from '@ark/control-plane/gateway/handlers';
+import { createRuntime } from '@ark/control-plane/runtime';
+import { CHANNEL_MAX_FRAME_BYTES, ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64 } from '@ark/shared';
+import { type WebSocket, WebSocketServer } from 'ws';
+
+export interface BenchMachine {
+  id: string;
+  privateKey: KeyObject;
+  publicKeyBase64: string;
+}
+
+/** Machine `index` of a bench run: its id carries the index, its key is derived from the run's seed. */
+export function benchMachine(seed: Buffer, index: number): BenchMachine {
+  const id = `${seed.toString('hex').slice(0, 8)}-0000-4000-8000-${index.toString(16).padStart(12, '0')}`;
+  const privateKey = ed25519PrivateKeyFromSeed(createHmac('sha256', seed).update(`machine-${index}`).digest());
+  return { id, privateKey, publicKeyBase64: ed25519PublicKeyToBase64(privateKey) };
+}
+
+/**
+ * The bench's machine directory: public keys the bench process derived (it holds the private keys) and wrote to a
+ * file, one base64 key per line, line i for machine i. A map lookup, like a cached machines-table read.
+ */
+export function benchDirectory(seed: Buffer, keysFile: string): MachineDirectory {
+  const prefix = `${seed.toString('hex').slice(0, 8)}-0000-4000-8000-`;
+  const keys = readFileSync(keysFile, 'utf8').split('\n');
+  return {
+    async publicKeyOf(machineId) {
+      if (!machineId.startsWith(prefix)) return null;
+      const index = Number.parseInt(machineId.slice(prefix.length), 16);
+      return keys[index] || null;
+    },
+  };
+}
+
+function answerMemoryRequests(): void {
+  process.on('message', (message: { type?: string }) => {
+    if (message?.type !== 'gc') return;
+    const gc = (globalThis as { gc?: () => void }).gc;
+    gc?.();
+    gc?.();
+    process.send?.({ type: 'memory', ...process.memoryUsage() });
+  });
+}
+
+async function serveApp(): Promise<void> {
+  const seed = Buffer.from(process.env.ARK_BENCH_SEED ?? '', 'hex');
+  if (seed.length !== 32) throw new Error('ARK_BENCH_SEED must be 32 bytes of hex');
+  const config = loadConfig(process.env);
+  // Quiet on purpose: the bench reads the gateway's close counters from /metrics instead of its logs.
+  const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Parameters<typeof createRuntime>[1];
+  const runtime = await createRuntime(config, silent);
+  const app = await buildApp({
+    ...runtime,
+    gateway: { directory: benchDirectory(seed, process.env.ARK_BENCH_KEYS_FILE ?? ''), maxConnections: 100_000 },
+  });
+  await app.listen({ host: config.host, port: config.port });
+  answerMemoryRequests();
+  process.send?.({ type: 'ready', port: (app.server.address() as { port: number }).port });
+  process.once('SIGTERM', () => {
+    void app
+      .close()
+      .then(() => runtime.close())
+      .finally(() => process.exit(0));
+  });
+}
+
+async function serveRaw(): Promise<void> {
+  const sockets = new Set<WebSocket>();
+  const wss = new WebSocketServer({ noServer: true, maxPayload: CHANNEL_MAX_FRAME_BYTES, perMessageDeflate: false, clientTracking: false });
+  const server = createServer((_request, response) => response.writeHead(404).end());
+  server.on('upgrade', (request, socket, head) => {
+    wss.handleUpgrade(request, socket, head, (ws) => {
+      sockets.add(ws);
+      ws.on('message', () => {});
+      ws.on('close', () => sockets.delete(ws));
+    });
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+  answerMemoryRequests();
+  process.send?.({ type: 'ready', port: (server.address() as { port: number }).port });
+  process.once('SIGTERM', () => {
+    for (const ws of sockets) ws.terminate();
+    server.close(() => process.exit(0));
+  });
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const serve = process.env.ARK_BENCH_MODE === 'raw' ? serveRaw : serveApp;
+  serve().catch((error: unknown) => {
+    process.stderr.write(`agents-server: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
+    process.exit(1);
+  });
+}
