@@ -21,6 +21,7 @@ import { registerJobRoutes } from './http/routes/jobs.js';
 import { registerMachineRoutes } from './http/routes/machines.js';
 import { registerNettestRoutes } from './http/routes/nettest.js';
 import { registerOfferRoutes } from './http/routes/offers.js';
+import { registerPairPageRoutes } from './http/routes/pair-page.js';
 import { registerPairingRoutes } from './http/routes/pairing.js';
 import { registerQuoteRoutes } from './http/routes/quotes.js';
 import { registerTelemetryRoutes } from './http/routes/telemetry.js';
@@ -84,9 +85,11 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
 
-  app.addHook('onRequest', async (request, reply) => {
+  // Callback style: an async hook costs a promise and a microtask turn on every request.
+  app.addHook('onRequest', (request, reply, done) => {
     reply.header('x-request-id', request.id);
     reply.header('cache-control', request.routeOptions.config?.cache === 'public' ? 'no-store' : 'private, no-store');
+    done();
   });
 
   installErrorHandling(app);
@@ -117,6 +120,7 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
 /** Each area's routes. Order does not matter. */
 const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<void>> = [
   registerPairingRoutes,
+  registerPairPageRoutes,
   registerMachineRoutes,
   registerOfferRoutes,
   registerTelemetryRoutes,
