@@ -472,7 +472,8 @@ class Session {
     } catch (error) {
       gateway.logger.error({ err: error, machineId }, 'agent channel connect hook failed');
     }
-    this.deliver();
+    // Nothing queued at hello time: skip the query; wake-ups (and the poll) cover what is queued from now on.
+    if (state.lastCommandSeq > this.commandsSentUpto) this.deliver();
   }
 
   async #frame(raw: Buffer): Promise<string | null> {
