@@ -1,7 +1,10 @@
 // The renter's public keys for one job, and the publickey check ssh2 leaves to the server.
 import { timingSafeEqual } from 'node:crypto';
 import type { ParsedKey, PublicKeyAuthContext } from 'ssh2';
-import { utils } from 'ssh2';
+import ssh2 from 'ssh2';
+
+// ssh2 is CommonJS: plain Node (the bundled agent) exposes only its default export to ESM.
+const { utils } = ssh2;
 
 /** Keys accepted per job; the launch command carries at most 32. */
 export const AUTHORIZED_KEYS_MAX = 32;

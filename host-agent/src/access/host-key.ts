@@ -3,7 +3,10 @@
 import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
-import { utils } from 'ssh2';
+import ssh2 from 'ssh2';
+
+// ssh2 is CommonJS: plain Node (the bundled agent) exposes only its default export to ESM.
+const { utils } = ssh2;
 
 export type HostKey = {
   /** OpenSSH private key text, as ssh2's Server takes it. */

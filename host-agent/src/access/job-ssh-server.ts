@@ -2,12 +2,15 @@
 // commands and shells go through `docker exec` into its container; during the retrieval window after
 // a stop, only read-only SFTP over the job's volume is offered.
 import { finished } from 'node:stream/promises';
-import type { Connection, ParsedKey, PseudoTtyInfo, ServerChannel, Session } from 'ssh2';
-import { Server } from 'ssh2';
+import type { Connection, ParsedKey, PseudoTtyInfo, Server as SshServer, ServerChannel, Session } from 'ssh2';
+import ssh2 from 'ssh2';
 import type { ExecRequest, ExecSession } from '../runtime/container-runtime.js';
 import { checkPublicKey, parseAuthorizedKeys } from './authorized-keys.js';
 import type { HostKey } from './host-key.js';
 import { serveReadOnlySftp } from './sftp-read-only.js';
+
+// ssh2 is CommonJS: plain Node (the bundled agent) exposes only its default export to ESM.
+const { Server } = ssh2;
 
 export type ExecuteInContainer = (request: ExecRequest) => Promise<ExecSession>;
 
@@ -59,7 +62,7 @@ export class JobSshServer {
   private readonly options: JobSshServerOptions;
   private readonly keys: ParsedKey[];
   private readonly logger: AccessLogger;
-  private readonly server: Server;
+  private readonly server: SshServer;
   /** Open connections, with the mode each authenticated under (undefined while in the handshake). */
   private readonly connections = new Map<Connection, AccessMode | undefined>();
   private mode: AccessMode;

@@ -5,7 +5,10 @@ import { constants, type Dirent, type Stats } from 'node:fs';
 import { type FileHandle, lstat, open, opendir, realpath, stat } from 'node:fs/promises';
 import { posix, sep } from 'node:path';
 import type { Attributes, FileEntry, SFTPWrapper } from 'ssh2';
-import { utils } from 'ssh2';
+import ssh2 from 'ssh2';
+
+// ssh2 is CommonJS: plain Node (the bundled agent) exposes only its default export to ESM.
+const { utils } = ssh2;
 
 const STATUS = utils.sftp.STATUS_CODE;
 const OPEN_MODE = utils.sftp.OPEN_MODE;
