@@ -5,16 +5,22 @@
 // random phase; every control-plane frame is verified under the pinned key, as a real agent does.
 //
 // Levels ramp up in one run (ARK_BENCH_AGENTS, default 2000,5000,10000): connect the new agents (64 handshakes in
-// flight), then hold for ARK_BENCH_HOLD_S (default 20) at the real intervals (no compressed timeline) and measure:
+// flight), then hold for ARK_BENCH_HOLD_S (default 15: one heartbeat each) at the real intervals (no compressed timeline) and measure:
 //   - p99 frame handling, server side: the gateway's histogram (arrival to acknowledgement sent), over the hold;
 //   - p99 round trip, agent side: heartbeat or telemetry sent -> its ack verified (includes both event loops);
 //   - the server's event-loop delay p99 over the hold;
 //   - memory per agent: the server's RSS after a forced GC, minus its RSS before any agent, over N; and the same for
 //     a bare ws server holding N sockets with the gateway's options (measured first, in its own child), so the
 //     figure "beyond the raw socket" is a difference within one run.
-// A level is held when every agent is connected, none was closed, and the server-side p99 is under 50 ms.
-// This machine has 2 cores and this process competes with the server for them: the agent-side round trip is an
-// upper bound that includes this process's own lag. Sockets: each side needs N descriptors (ulimit -n is read and
+// A level is held when every agent is connected, none was closed, and the server-side p99 is under 50 ms; it is
+// held end to end when the agents' round-trip p99 is under 50 ms too. This machine has 2 cores and this process
+// competes with the server for them (as does anything else running: the load average is reported), so the
+// round trip is an upper bound that includes this process's own lag and the OS scheduler's.
+// The agents check every control-plane frame's size, JSON, version, schema and sequence, and verify the handshake
+// frames' signatures; ARK_BENCH_VERIFY=all verifies every ack too (more CPU taken from the server's two cores).
+// SQLite by default (ARK_SQLITE_SYNCHRONOUS, default FULL as in production); ARK_BENCH_STORE=postgres for a fresh
+// database on the local server. The bench machines are not rows of the machines table (they would need accounts
+// and enrollment): the heartbeat handler's lookup finds none, so its update path is not exercised. Sockets: each side needs N descriptors (ulimit -n is read and
 // reported; EMFILE ends the ramp and the largest N reached is reported).
 // Run: pnpm exec tsx test/bench/agents.bench.ts   (ARK_BENCH_AGENTS=1000,2000 ARK_BENCH_HOLD_S=20)
 import { type ChildProcess, execSync, spawn } from 'node:child_process';
@@ -46,7 +52,7 @@ const serverScript = fileURLToPath(new URL('./agents-server.ts', import.meta.url
 export interface AgentsBenchOptions {
   /** Agent counts, ascending (default from ARK_BENCH_AGENTS, else 2000,5000,10000). */
   levels?: number[];
-  /** Seconds held at each level (default from ARK_BENCH_HOLD_S, else 20). */
+  /** Seconds held at each level (default from ARK_BENCH_HOLD_S, else 15). */
   holdS?: number;
   heartbeatIntervalS?: number;
   telemetryIntervalS?: number;
@@ -93,7 +99,10 @@ export interface AgentsLevelFigures {
   rawSocketHeapBytes: number | null;
   /** The same on the JS heap (steadier than RSS). */
   beyondRawSocketHeapBytes: number | null;
+  /** All connected, no closes, and 99% of frames handled within 50 ms server side (the budget's measure). */
   held: boolean;
+  /** The same with the agents' round trip p99 under 50 ms instead (includes this process and OS scheduling). */
+  heldEndToEnd: boolean;
 }
 
 export interface AgentsBenchFigures {
@@ -106,6 +115,8 @@ export interface AgentsBenchFigures {
   levels: AgentsLevelFigures[];
   /** Largest level held (all connected, no closes, server p99 < 50 ms), or null. */
   largestHeld: number | null;
+  /** Largest level whose agent round trip p99 was under 50 ms as well. */
+  largestHeldEndToEnd: number | null;
   /** Set when descriptors ran out: the number of agents connected at that point. */
   fdExhaustedAt: number | null;
   budgets: { p99Ms: number; beyondRawSocketBytesMax: number; targetAgents: number };
@@ -463,7 +474,7 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
   const levels = (options.levels ?? (process.env.ARK_BENCH_AGENTS ?? '2000,5000,10000').split(',').map((n) => Number(n.trim())))
     .filter((n) => Number.isSafeInteger(n) && n > 0)
     .sort((a, b) => a - b);
-  const holdS = options.holdS ?? Number(process.env.ARK_BENCH_HOLD_S ?? 20);
+  const holdS = options.holdS ?? Number(process.env.ARK_BENCH_HOLD_S ?? 15);
   const heartbeatIntervalS = options.heartbeatIntervalS ?? 15;
   const telemetryIntervalS = options.telemetryIntervalS ?? 60;
   const rampConcurrency = options.rampConcurrency ?? 64;
@@ -597,7 +608,9 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
         rawSocketHeapBytes: rawPerSocket === null ? null : Math.round(rawPerSocket.heap),
         beyondRawSocketHeapBytes: rawPerSocket === null ? null : Math.round(heapPerAgent - rawPerSocket.heap),
         held: connected === level && closes === 0 && fleet.badFrames === 0 && within50Pct !== null && within50Pct >= 99,
+        heldEndToEnd: false,
       };
+      level_.heldEndToEnd = level_.held && level_.rttP99Ms !== null && level_.rttP99Ms < 50;
       figures.push(level_);
       log(
         `${level} agents: ${level_.heartbeats} heartbeats, ${level_.telemetryBatches} telemetry batches in ${holdS} s; ` +
@@ -615,7 +628,7 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
           (level_.beyondRawSocketHeapBytes === null
             ? ''
             : ` (${(level_.beyondRawSocketHeapBytes / 1024).toFixed(1)} KB beyond a bare socket)`) +
-          `; closes ${closes}; ${level_.held ? 'HELD' : 'NOT HELD'}`,
+          `; closes ${closes}; ${level_.held ? 'HELD' : 'NOT HELD'}${level_.heldEndToEnd ? ' (end to end too)' : ''}`,
       );
       if (!level_.held || fleet.fdExhausted) break;
     }
@@ -628,6 +641,8 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
 
   const held = figures.filter((f) => f.held);
   const largestHeld = held.length > 0 ? Math.max(...held.map((f) => f.agents)) : null;
+  const heldEndToEnd = figures.filter((f) => f.heldEndToEnd);
+  const largestHeldEndToEnd = heldEndToEnd.length > 0 ? Math.max(...heldEndToEnd.map((f) => f.agents)) : null;
   const target = figures.find((f) => f.agents === 10_000);
   const largest = figures.at(-1);
   return {
@@ -638,6 +653,7 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
     holdS,
     levels: figures,
     largestHeld,
+    largestHeldEndToEnd,
     fdExhaustedAt,
     budgets: { p99Ms: 50, beyondRawSocketBytesMax: 10 * 1024, targetAgents: 10_000 },
     withinBudget: {
@@ -654,5 +670,7 @@ function round1(value: number | null): number | null {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const figures = await run({ log: (line) => process.stderr.write(`${line}\n`) });
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
-  process.stdout.write(`largest N held: ${figures.largestHeld ?? 'none'}\n`);
+  process.stdout.write(
+    `largest N held: ${figures.largestHeld ?? 'none'} (server-side p99 < 50 ms); end to end: ${figures.largestHeldEndToEnd ?? 'none'}; load average ${figures.loadAverage.start} -> ${figures.loadAverage.end}\n`,
+  );
 }
