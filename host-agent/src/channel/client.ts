@@ -252,7 +252,12 @@ export class ChannelClient extends EventEmitter {
     }
     if (code !== 1000 && reason) this.#lastError = `closed ${code} ${reason}`;
     this.#connectedSince = null;
+    const failedAttempt = wasReady ? 0 : this.#attempt + 1;
     const retryInMs = this.#scheduleReconnect();
+    // A control plane down for hours must not fill the log: the first few failures, then every tenth.
+    if (failedAttempt > 0 && (failedAttempt <= 3 || failedAttempt % 10 === 0)) {
+      this.#options.logger.warn({ attempt: failedAttempt, error: this.#lastError, retryInMs }, 'channel connection failed');
+    }
     this.emit('disconnected', { code, reason, retryInMs });
   }
 
