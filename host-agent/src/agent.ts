@@ -38,6 +38,21 @@ export type AgentLogger = {
 
 export type CommandHandler = (command: CommandMessage) => Promise<void>;
 
+/** The job runtime as the agent sees it (the JobSupervisor, host-agent/src/jobs). */
+export interface AgentJobs {
+  /** Loads persisted jobs and takes them over; job commands wait for it. */
+  start(): Promise<void>;
+  handleCommand(command: CommandMessage): Promise<void>;
+  runningJobs(): HeartbeatBody['running_jobs'];
+  /** Stops timers and listeners, leaving containers to the next run. */
+  close(): Promise<void>;
+}
+
+/** The reliable queue a job runtime reports through: job_status and meter_receipt bodies. */
+export type JobMessagePort = { enqueue(body: Body<JobStatusMessage> | Body<MeterReceiptMessage>): unknown };
+
+const JOB_COMMANDS: ReadonlySet<CommandKind> = new Set(['launch_job', 'stop_job', 'clean_job']);
+
 export interface AgentOptions {
   machineId: string;
   agentVersion: string;
@@ -56,8 +71,10 @@ export interface AgentOptions {
   measureNetwork?: (command: RunNettestBody, options: MeasureOptions) => Promise<NettestMeasurement>;
   /** Problems that make the machine unhealthy (empty when healthy). */
   checkHealth: () => Promise<string[]>;
-  /** Handlers for command kinds other than run_nettest (the job runtime plugs in here). */
+  /** Handlers for command kinds other than run_nettest; they take precedence over the job runtime. */
   commandHandlers?: Partial<Record<CommandKind, CommandHandler>>;
+  /** Builds the job runtime over the channel's reliable queue; without it job commands are answered as failed. */
+  createJobs?: (channel: JobMessagePort) => AgentJobs;
   /** Persists the status report for `ark-agent status`; failures are logged, never fatal. */
   writeStatus: (report: AgentStatusReport) => Promise<void>;
   now?: () => Date;
@@ -89,6 +106,11 @@ export class Agent {
   #stopping: Promise<void> | undefined;
   #statusWriting: Promise<void> | undefined;
   #statusDirty = false;
+  readonly #jobs: AgentJobs | undefined;
+  /** Settles once the job runtime has started (or failed to); job commands wait for it. */
+  readonly #jobsReady = deferred();
+  #jobsStarted = false;
+  #jobsProblem: string | undefined;
 
   constructor(options: AgentOptions) {
     this.#options = options;
@@ -115,6 +137,7 @@ export class Agent {
       onReceipt: () => void this.#persistStatus(),
       ...(options.measureNetwork === undefined ? {} : { measure: options.measureNetwork }),
     });
+    this.#jobs = options.createJobs?.({ enqueue });
   }
 
   async start(): Promise<void> {
@@ -122,6 +145,9 @@ export class Agent {
     // `ark-agent status` should show a connection change or an acknowledgement without waiting for the next tick.
     for (const event of ['connected', 'disconnected', 'ack'] as const) this.#channel.on?.(event, () => void this.#persistStatus());
     await this.#channel.start();
+    // After the channel's queue is open (the job runtime re-sends what it had not handed over), and before
+    // any job command is applied: those wait on this.
+    await this.#startJobs();
     const every = (ms: number, task: () => Promise<unknown>, what: string) => {
       this.#handles.push(
         this.#timers.setInterval(() => {
@@ -145,7 +171,8 @@ export class Agent {
     this.#heartbeating = true;
     try {
       const problems = await withTimeout(this.#options.checkHealth(), HEALTH_CHECK_MS_MAX, ['health check did not finish in time']);
-      this.#problems = problems.slice(0, 16).map((problem) => problem.slice(0, 200));
+      const all = this.#jobsProblem === undefined ? problems : [...problems, this.#jobsProblem];
+      this.#problems = all.slice(0, 16).map((problem) => problem.slice(0, 200));
       this.#healthy = this.#problems.length === 0;
       const at = this.#now();
       this.#channel.sendHeartbeat({
@@ -154,7 +181,7 @@ export class Agent {
         uptime_s: Math.max(0, Math.floor((at.getTime() - (this.#startedAt ?? at).getTime()) / 1000)),
         healthy: this.#healthy,
         problems: this.#problems,
-        running_jobs: [],
+        running_jobs: this.#runningJobs(),
       });
       this.#lastHeartbeatSentAt = at;
     } finally {
@@ -172,6 +199,7 @@ export class Agent {
     this.#commandsHandled += 1;
     const custom = this.#options.commandHandlers?.[command.kind];
     if (custom !== undefined) return custom(command);
+    if (this.#jobs !== undefined && JOB_COMMANDS.has(command.kind)) return this.#handleJobCommand(command, this.#jobs);
     switch (command.kind) {
       case 'run_nettest':
         this.#nettest.submit(command.command_id, command.body);
@@ -197,6 +225,14 @@ export class Agent {
   async #stop(): Promise<void> {
     for (const handle of this.#handles.splice(0)) this.#timers.clearInterval(handle);
     await withTimeout(this.#nettest.idle(), this.#options.shutdownGraceMs ?? 5000, undefined);
+    // Before the channel closes: the job runtime's last messages still go to the channel's persistent queue.
+    if (this.#jobs !== undefined && this.#jobsStarted && this.#jobsProblem === undefined) {
+      try {
+        await this.#jobs.close();
+      } catch (error) {
+        this.#options.logger.warn({ error: String(error) }, 'job runtime did not close cleanly');
+      }
+    }
     try {
       await this.#telemetry.flush();
     } catch (error) {
@@ -225,7 +261,59 @@ export class Agent {
       telemetry: this.#telemetry.counters(),
       commands_handled: this.#commandsHandled,
       last_nettest: lastNettest ?? null,
+      running_jobs: this.#runningJobs(),
+      ...(this.#jobsProblem === undefined ? {} : { jobs_problem: this.#jobsProblem }),
     };
+  }
+
+  async #startJobs(): Promise<void> {
+    if (this.#jobs === undefined) return;
+    try {
+      await this.#jobs.start();
+      this.#jobsStarted = true;
+    } catch (error) {
+      // The agent keeps heartbeating and reporting: the host sees the problem and the machine is not healthy.
+      this.#jobsProblem = `job runtime unavailable: ${error instanceof Error ? error.message : String(error)}`.slice(0, 200);
+      this.#options.logger.error({ error: String(error) }, 'job runtime could not start; job commands will fail');
+    } finally {
+      this.#jobsReady.resolve();
+    }
+  }
+
+  #runningJobs(): HeartbeatBody['running_jobs'] {
+    if (this.#jobs === undefined || !this.#jobsStarted) return [];
+    try {
+      return this.#jobs.runningJobs();
+    } catch (error) {
+      this.#options.logger.warn({ error: String(error) }, 'running jobs could not be listed');
+      return [];
+    }
+  }
+
+  async #handleJobCommand(command: CommandMessage, jobs: AgentJobs): Promise<void> {
+    if (this.#stopping !== undefined) {
+      // Never settles: the channel does not record the command as applied, so the next run receives it again.
+      this.#options.logger.info({ command_id: command.command_id, kind: command.kind }, 'job command left for the next run');
+      return new Promise<void>(() => undefined);
+    }
+    await this.#jobsReady.promise;
+    if (this.#jobsProblem === undefined) {
+      await jobs.handleCommand(command);
+      return;
+    }
+    // The job runtime did not start: the control plane is told at once, so the job fails (or finishes) instead of waiting.
+    const body = command.body as { job_id: string; fence: string };
+    const detail = this.#jobsProblem;
+    const status = command.kind === 'launch_job' ? 'failed' : command.kind === 'stop_job' ? 'stopped' : 'cleaned';
+    this.#options.logger.warn({ command_id: command.command_id, kind: command.kind, job_id: body.job_id, detail }, 'job command refused');
+    await this.#channel.enqueue({
+      t: 'job_status',
+      job_id: body.job_id,
+      fence: body.fence,
+      status,
+      at: this.#now().toISOString(),
+      detail,
+    });
   }
 
   /** Writes the report; calls that arrive during a write are folded into one more write after it. */
@@ -258,4 +346,12 @@ function withTimeout<T>(promise: Promise<T>, ms: number, fallback: T): Promise<T
     timer.unref?.();
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
+
+function deferred(): { promise: Promise<void>; resolve: () => void } {
+  let resolve: () => void = () => undefined;
+  const promise = new Promise<void>((settle) => {
+    resolve = settle;
+  });
+  return { promise, resolve };
 }

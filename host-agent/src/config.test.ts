@@ -127,6 +127,29 @@ describe('loadAgentConfig', () => {
     );
   });
 
+  it('configures the job runtime: bridge networking on all addresses by default, host networking and addresses on request', () => {
+    expect(loadAgentConfig({ env: {}, readFile: noFile }).jobs).toEqual({
+      networkMode: 'bridge',
+      sshBindHost: '0.0.0.0',
+      publishHost: '0.0.0.0',
+      publicHost: null,
+    });
+    const path = withFile({ job_network_mode: 'host', ssh_bind_host: '10.0.0.5', public_host: 'rig-7.example.net' });
+    const config = loadAgentConfig({
+      env: { ARK_AGENT_CONFIG: path, ARK_AGENT_SSH_BIND_HOST: '127.0.0.1', ARK_AGENT_PUBLISH_HOST: '127.0.0.1' },
+    });
+    expect(config.jobs).toEqual({
+      networkMode: 'host',
+      sshBindHost: '127.0.0.1',
+      publishHost: '127.0.0.1',
+      publicHost: 'rig-7.example.net',
+    });
+    expect(loadAgentConfig({ env: { ARK_AGENT_PUBLIC_HOST: '203.0.113.7' }, readFile: noFile }).jobs.publicHost).toBe('203.0.113.7');
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_JOB_NETWORK_MODE: 'none' }, readFile: noFile })).message).toBe(
+      'config error in environment variable ARK_AGENT_JOB_NETWORK_MODE: job_network_mode must be "bridge" or "host", got "none"',
+    );
+  });
+
   it('refuses a port range whose start is above its end', () => {
     const error = errorOf(() => loadAgentConfig({ env: { ARK_AGENT_JOB_PORT_RANGE: '5000-4000' }, readFile: noFile }));
     expect(error.message).toBe(

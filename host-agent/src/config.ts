@@ -53,6 +53,14 @@ export const AgentConfigFile = Type.Object(
     job_port_range: Type.Optional(
       Type.Object({ from: port(), to: port() }, { additionalProperties: false, problem: 'must be an object {from, to} of ports' }),
     ),
+    /** `bridge` publishes job ports from job_port_range; `host` shares the host's network (where no bridge exists, e.g. tests). */
+    job_network_mode: Type.Optional(Type.Union([Type.Literal('bridge'), Type.Literal('host')], { problem: 'must be "bridge" or "host"' })),
+    /** Address the per-job SSH listeners bind to. */
+    ssh_bind_host: Type.Optional(text(253, 'an address')),
+    /** Address job ports are published on with bridge networking. */
+    publish_host: Type.Optional(text(253, 'an address')),
+    /** The address renters reach this machine at, reported with each job's access (else the control plane's own). */
+    public_host: Type.Optional(text(253, 'a host name or address')),
     nvidia_smi_path: Type.Optional(text(4096, 'a path')),
     /** Tests only: replay recorded `nvidia-smi -q -x` documents (comma-separated paths) instead of running nvidia-smi. */
     nvidia_smi_fixture: Type.Optional(text(16384, 'a comma-separated list of paths')),
@@ -82,6 +90,7 @@ export interface AgentConfig {
   nettest: { maxDownloadBytes: number; maxUploadBytes: number; pingCount: number };
   docker: { socketPath: string; required: boolean };
   jobPortRange: { from: number; to: number };
+  jobs: { networkMode: 'bridge' | 'host'; sshBindHost: string; publishHost: string; publicHost: string | null };
   nvidiaSmiPath: string;
   /** Tests only. */
   nvidiaSmiFixtures: string[] | null;
@@ -99,6 +108,9 @@ export const CONFIG_DEFAULTS = {
   docker_socket_path: '/var/run/docker.sock',
   require_docker: true,
   job_port_range: { from: 40000, to: 49999 },
+  job_network_mode: 'bridge',
+  ssh_bind_host: '0.0.0.0',
+  publish_host: '0.0.0.0',
   nvidia_smi_path: 'nvidia-smi',
   min_disk_free_bytes: GIB,
   log_level: 'info',
@@ -131,6 +143,10 @@ export const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: readonly string[
   { name: 'ARK_AGENT_DOCKER_SOCKET', path: ['docker_socket_path'], kind: 'string' },
   { name: 'ARK_AGENT_REQUIRE_DOCKER', path: ['require_docker'], kind: 'boolean' },
   { name: 'ARK_AGENT_JOB_PORT_RANGE', path: ['job_port_range'], kind: 'range' },
+  { name: 'ARK_AGENT_JOB_NETWORK_MODE', path: ['job_network_mode'], kind: 'string' },
+  { name: 'ARK_AGENT_SSH_BIND_HOST', path: ['ssh_bind_host'], kind: 'string' },
+  { name: 'ARK_AGENT_PUBLISH_HOST', path: ['publish_host'], kind: 'string' },
+  { name: 'ARK_AGENT_PUBLIC_HOST', path: ['public_host'], kind: 'string' },
   { name: 'ARK_AGENT_NVIDIA_SMI_PATH', path: ['nvidia_smi_path'], kind: 'string' },
   { name: 'ARK_AGENT_NVIDIA_SMI_FIXTURE', path: ['nvidia_smi_fixture'], kind: 'string' },
   { name: 'ARK_AGENT_MIN_DISK_FREE_BYTES', path: ['min_disk_free_bytes'], kind: 'integer' },
@@ -209,6 +225,12 @@ export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
       required: valid.require_docker ?? CONFIG_DEFAULTS.require_docker,
     },
     jobPortRange: { from: range.from, to: range.to },
+    jobs: {
+      networkMode: valid.job_network_mode ?? CONFIG_DEFAULTS.job_network_mode,
+      sshBindHost: valid.ssh_bind_host ?? CONFIG_DEFAULTS.ssh_bind_host,
+      publishHost: valid.publish_host ?? CONFIG_DEFAULTS.publish_host,
+      publicHost: valid.public_host ?? null,
+    },
     nvidiaSmiPath: valid.nvidia_smi_path ?? CONFIG_DEFAULTS.nvidia_smi_path,
     nvidiaSmiFixtures:
       valid.nvidia_smi_fixture === undefined

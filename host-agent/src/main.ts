@@ -7,6 +7,7 @@ import type { CliContext, CliLogger } from './cli/context.js';
 import { ConfigError, type AgentConfig, loadAgentConfig } from './config.js';
 import { readMachineFacts } from './manifest.js';
 import { createChannel } from './channel-adapter.js';
+import { createJobRuntime } from './job-runtime.js';
 
 // The composition root: the only place that reads process.env and builds the real adapters.
 
@@ -40,6 +41,7 @@ function context(config: AgentConfig): CliContext {
     createHostCollector: (logger) => new SystemInformationHostCollector({ stateDir: config.stateDir, logger }),
     readMachineFacts,
     createChannel,
+    createJobs: createJobRuntime,
     waitForSignal: (signals) =>
       new Promise((resolve) => {
         for (const signal of signals) process.once(signal, () => resolve(signal));

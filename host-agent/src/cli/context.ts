@@ -1,7 +1,8 @@
 import type { CommandMessage } from '@ark/shared';
-import type { AgentChannel, AgentLogger } from '../agent.js';
+import type { AgentChannel, AgentJobs, AgentLogger } from '../agent.js';
 import type { GpuCollector, GpuInventorySource, HostCollector } from '../collectors/index.js';
 import type { AgentConfig } from '../config.js';
+import type { JobRuntimeSettings } from '../job-runtime.js';
 import type { MachineFacts } from '../manifest.js';
 
 /** What the channel client needs to connect as this machine. */
@@ -36,6 +37,8 @@ export interface CliContext {
   createHostCollector: (logger: CliLogger) => HostCollector;
   readMachineFacts: (diskPath: string) => Promise<MachineFacts>;
   createChannel: (settings: ChannelSettings) => AgentChannel;
+  /** Builds the job runtime (launch_job, stop_job, clean_job); without it the daemon runs no jobs. */
+  createJobs?: (settings: JobRuntimeSettings) => AgentJobs;
   /** Resolves with the first of these signals to arrive. */
   waitForSignal: (signals: NodeJS.Signals[]) => Promise<NodeJS.Signals>;
   isProcessAlive: (pid: number) => boolean;

@@ -5,8 +5,9 @@ import { type CliContext, CliError } from './context.js';
 
 /**
  * `ark-agent run`: the daemon. Connects the channel with the stored identity, heartbeats, samples and batches
- * telemetry, answers network tests, and on SIGTERM or SIGINT stops cleanly (buffered telemetry goes to the
- * persistent queue, to be sent by the next run).
+ * telemetry, answers network tests, runs jobs on the local Docker engine, and on SIGTERM or SIGINT stops cleanly
+ * (buffered telemetry and job messages go to the persistent queue, to be sent by the next run; job containers keep
+ * running and the next run takes them over).
  */
 export async function runCommand(ctx: CliContext): Promise<number> {
   const { config } = ctx;
@@ -18,6 +19,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   const logger = ctx.createLogger('stdout');
   const gpu = await ctx.createGpuCollector(logger);
   const host = ctx.createHostCollector(logger);
+  const createJobs = ctx.createJobs;
 
   let agent: Agent | undefined;
   agent = new Agent({
@@ -44,6 +46,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
     telemetryBatchIntervalMs: config.telemetryBatchIntervalMs,
     telemetryBufferSamples: config.telemetryBufferSamples,
     nettestBounds: config.nettest,
+    ...(createJobs === undefined ? {} : { createJobs: (channel) => createJobs({ config, channel, gpuInventory: gpu, logger }) }),
     checkHealth: () => checkHealth({ docker: config.docker, diskPath: config.stateDir, minDiskFreeBytes: config.minDiskFreeBytes }),
     writeStatus: (report) => writeStatus(config.stateDir, report),
     now: ctx.now,

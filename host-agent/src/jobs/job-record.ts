@@ -40,6 +40,8 @@ export type MeterState = {
   period_end: string;
   /** Set once the final receipt is issued; nothing is metered after it. */
   final_sent: boolean;
+  /** Runtime reported in every receipt of the job so far, across fences (decimal ms; absent before the first). */
+  runtime_ms_total?: string;
 };
 
 export type StopRequest = {

@@ -42,6 +42,18 @@ describe('nextReceipt', () => {
     });
     const second = nextReceipt({ jobId, fence: '3', meter: first?.meter as never, now: at(65), run, final: false });
     expect(second?.receipt).toMatchObject({ meter_seq: 2, period_start: at(35).toISOString(), period_end: at(65).toISOString() });
+    // The running total is what the agent reported in all, for `ark-agent status` and audits against the control plane.
+    expect(first?.meter.runtime_ms_total).toBe('30000');
+    expect(second?.meter.runtime_ms_total).toBe('60000');
+    const late = nextReceipt({
+      jobId,
+      fence: '3',
+      meter: second?.meter as never,
+      now: at(95),
+      run: { ...run, running: false, finishedAt: at(70) },
+      final: true,
+    });
+    expect(late?.meter.runtime_ms_total).toBe('65000');
   });
 
   it('sends nothing for an empty period, except the final receipt, and nothing after it', () => {

@@ -41,6 +41,8 @@ export function nextReceipt(input: ReceiptInput): { receipt: MeterReceiptBody; m
   const periodEnd = input.now.getTime() > periodStart.getTime() ? input.now : periodStart;
   if (periodEnd.getTime() === periodStart.getTime() && !input.final) return undefined;
   const seq = input.meter.seq + 1;
+  const runtimeMs = runtimeInPeriodMs(periodStart, periodEnd, input.run);
+  const total = BigInt(input.meter.runtime_ms_total ?? '0') + runtimeMs;
   return {
     receipt: {
       t: 'meter_receipt',
@@ -49,10 +51,10 @@ export function nextReceipt(input: ReceiptInput): { receipt: MeterReceiptBody; m
       meter_seq: seq,
       period_start: periodStart.toISOString(),
       period_end: periodEnd.toISOString(),
-      runtime_ms: runtimeInPeriodMs(periodStart, periodEnd, input.run).toString(),
+      runtime_ms: runtimeMs.toString(),
       final: input.final,
     },
-    meter: { seq, period_end: periodEnd.toISOString(), final_sent: input.final },
+    meter: { seq, period_end: periodEnd.toISOString(), final_sent: input.final, runtime_ms_total: total.toString() },
   };
 }
 

@@ -66,8 +66,10 @@ export class DockerRuntime implements ContainerRuntime {
   private readonly callTimeoutMs: number;
   private readonly pullTimeoutMs: number;
   private readonly pullStallTimeoutMs: number;
+  private readonly socketPath: string | undefined;
 
   constructor(options: DockerRuntimeOptions = {}) {
+    this.socketPath = options.docker === undefined ? options.socketPath : undefined;
     this.docker = options.docker ?? new Docker(options.socketPath === undefined ? undefined : { socketPath: options.socketPath });
     this.callTimeoutMs = options.callTimeoutMs ?? DOCKER_CALL_TIMEOUT_MS_DEFAULT;
     this.pullTimeoutMs = options.pullTimeoutMs ?? DOCKER_PULL_TIMEOUT_MS_DEFAULT;
@@ -102,7 +104,14 @@ export class DockerRuntime implements ContainerRuntime {
           : new ContainerRuntimeError('DOCKER_FAILED', `${what} aborted`);
       }
       if (error instanceof ContainerRuntimeError) throw error;
-      const wrapped = new ContainerRuntimeError('DOCKER_FAILED', `${what} failed: ${messageOf(error)}`, { cause: error });
+      // No engine at the socket says more to a host (and a renter's job event) than the errno alone.
+      const code = typeof error === 'object' && error !== null ? (error as NodeJS.ErrnoException).code : undefined;
+      const unreachable = code === 'ENOENT' || code === 'ECONNREFUSED' || code === 'EACCES';
+      const where = this.socketPath === undefined ? '' : ` at ${this.socketPath}`;
+      const message = unreachable
+        ? `the Docker engine${where} is unreachable (${code}): ${what} failed`
+        : `${what} failed: ${messageOf(error)}`;
+      const wrapped = new ContainerRuntimeError('DOCKER_FAILED', message, { cause: error });
       (wrapped as DockerError).statusCode = statusOf(error);
       throw wrapped;
     } finally {
