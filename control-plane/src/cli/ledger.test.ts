@@ -10,9 +10,9 @@ import { ledgerAccounts } from '../domain/ledger/accounts.js';
 import { openConfiguredStore } from '../runtime.js';
 import { insertAccount } from '../store/accounts.js';
 import type { Store } from '../store/db.js';
-import { balanceOf, balancesOfOwner, postingsByReference, verifyLedger } from '../store/ledger.js';
+import { balanceOf, balancesOfOwner, postingsByReference, runTransfer, verifyLedger } from '../store/ledger.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import { creditCommand, LedgerCliRefusal, ledgerCommands } from './ledger.js';
+import { balanceCommand, creditCommand, LedgerCliRefusal, ledgerCommands } from './ledger.js';
 
 const now = new Date('2026-04-01T08:00:00.000Z');
 
@@ -101,6 +101,26 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
     expect(await balanceOf(store.db, ledgerAccounts.available(renter.id))).toBe(0n);
   });
 
+  it("shows an account's available, held and payable balances", async () => {
+    const renter = await seedRenter(store);
+    await creditCommand(store, { email: renter.email, amountMicro: '700', reason: 'r', operator: 'ops' }, now);
+    await runTransfer(store, {
+      from: ledgerAccounts.available(renter.id),
+      to: ledgerAccounts.payable(renter.id),
+      amountMicro: 200n,
+      kind: 'adjustment',
+      reference: `test-${randomUUID()}`,
+      at: now,
+    });
+    expect(await balanceCommand(store, { email: ` ${renter.email.toUpperCase()}` })).toEqual({
+      account_id: renter.id,
+      available_micro: '500',
+      held_micro: '0',
+      payable_micro: '200',
+    });
+    await expect(balanceCommand(store, { email: 'nobody@example.test' })).rejects.toThrow(/no account with email/);
+  });
+
   it('runs as `ledger credit` and `ledger verify` against the configured store', async () => {
     const dataDir = mkdtempSync(join(tmpdir(), 'ark-ledger-cli-'));
     const config = loadConfig({
@@ -124,6 +144,7 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
       const ctx = { config, logger: undefined as never, serve: async () => 0 };
       const credit = ledgerCommands.find((c) => c.name === 'ledger credit');
       const verify = ledgerCommands.find((c) => c.name === 'ledger verify');
+      const balance = ledgerCommands.find((c) => c.name === 'ledger balance');
       expect(await credit?.run({ email: renter.email, 'amount-micro': '1200', reason: 'test' }, ctx)).toBe(0);
       const printed = JSON.parse(writes.join(''));
       expect(printed).toEqual({ account_id: renter.id, posting_id: expect.any(String), available_micro: '1200' });
@@ -133,6 +154,9 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
       writes.length = 0;
       expect(await credit?.run({ email: renter.email, reason: 'x' }, ctx)).toBe(1);
       expect(writes.join('')).toMatch(/--amount-micro is required/);
+      writes.length = 0;
+      expect(await balance?.run({ email: renter.email }, ctx)).toBe(0);
+      expect(JSON.parse(writes.join(''))).toEqual({ account_id: renter.id, available_micro: '1200', held_micro: '0', payable_micro: '0' });
       writes.length = 0;
       expect(await verify?.run({}, ctx)).toBe(0);
       expect(JSON.parse(writes.join(''))).toMatchObject({ ok: true, sum_micro: '0', discrepancies: [] });

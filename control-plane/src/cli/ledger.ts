@@ -8,7 +8,7 @@ import { DomainError } from '../errors.js';
 import { openConfiguredStore } from '../runtime.js';
 import { appendAudit } from '../store/audit.js';
 import type { Store } from '../store/db.js';
-import { inTransactionWithRetry, transfer, verifyLedger } from '../store/ledger.js';
+import { balancesOfOwner, inTransactionWithRetry, transfer, verifyLedger } from '../store/ledger.js';
 import { type CliCommand, registerCliCommands } from './index.js';
 
 // Operator commands for the ledger. `ledger credit` stands in for deposits until they exist.
@@ -69,6 +69,28 @@ export async function creditCommand(store: Store, input: CreditInput, now: Date)
     });
     return { account_id: accountId, posting_id: posted.postingId, available_micro: posted.toBalanceMicro.toString() };
   });
+}
+
+export interface BalanceOutput {
+  account_id: string;
+  available_micro: string;
+  held_micro: string;
+  payable_micro: string;
+}
+
+/** `ledger balance`: an account's balances as the ledger holds them, a host's payable included (no HTTP route shows it yet). */
+export async function balanceCommand(store: Store, input: { email: string }): Promise<BalanceOutput> {
+  const email = input.email.trim().toLowerCase();
+  const found = await sql<{ id: string }>`select id from accounts where email = ${email}`.execute(store.db);
+  const accountId = found.rows[0]?.id;
+  if (!accountId) throw new LedgerCliRefusal(`no account with email "${input.email}"`);
+  const balances = await balancesOfOwner(store.db, accountId);
+  return {
+    account_id: accountId,
+    available_micro: balances.availableMicro.toString(),
+    held_micro: balances.heldMicro.toString(),
+    payable_micro: balances.payableMicro.toString(),
+  };
 }
 
 /** `ledger verify`: every cached balance recomputed from the postings; exit code 1 when anything disagrees. */
@@ -137,6 +159,12 @@ export const ledgerCommands: CliCommand[] = [
           systemClock.now(),
         ),
       ),
+  },
+  {
+    name: 'ledger balance',
+    usage: 'ledger balance --email E    (available, held and payable, in micro-USDC)',
+    options: { email: { type: 'string' } },
+    run: (values, ctx) => withStore(ctx.config, 'ledger balance', (store) => balanceCommand(store, { email: required(values, 'email') })),
   },
   {
     name: 'ledger verify',
