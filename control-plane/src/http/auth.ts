@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
 import type { Authenticator, AuthRequirement, Principal } from './principal.js';
@@ -22,20 +22,46 @@ const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
 /** Resolves the bearer credential and enforces each route's declared requirement. */
 export function installAuth(app: FastifyInstance, authenticator: Authenticator, clock: Clock): void {
   app.decorateRequest('principal', null);
-  // onRequest: credentials are checked before the body is even read.
-  app.addHook('onRequest', async (request: FastifyRequest) => {
+  // onRequest: credentials are checked before the body is even read. Callback style, so a credential verified
+  // without a promise (the SQLite authenticator's cache) lets the request go on in the same turn.
+  app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
     // Unknown routes answer 404 whoever asks.
-    if (request.is404) return;
+    if (request.is404) return done();
     const requirement = request.routeOptions.config?.auth;
     const header = request.headers.authorization;
-    if (requirement === 'public' && !header) return;
+    if (requirement === 'public' && !header) return done();
+    const now = clock.now();
     const match = header ? BEARER.exec(header) : null;
-    if (match?.[1]) request.principal = await authenticator.authenticate(match[1], clock.now());
-    if (requirement === 'public') return;
-    const principal = request.principal;
-    if (!principal) throw new DomainError('UNAUTHENTICATED', header ? 'The credential is invalid or expired.' : 'Authentication is required.');
-    enforce(principal, requirement ?? {}, clock.now());
+    const found = match?.[1] ? authenticator.authenticate(match[1], now) : null;
+    if (found && 'then' in found) found.then((principal) => decide(request, requirement, now, principal, done), done);
+    else decide(request, requirement, now, found, done);
   });
+}
+
+/** Admits or refuses the request once its credential is resolved. (A module function: no closure per request.) */
+function decide(
+  request: FastifyRequest,
+  requirement: AuthRequirement | undefined,
+  now: Date,
+  principal: Principal | null,
+  done: (error?: Error) => void,
+): void {
+  request.principal = principal;
+  let refusal: Error | undefined;
+  try {
+    if (requirement === 'public') return;
+    if (!principal)
+      throw new DomainError(
+        'UNAUTHENTICATED',
+        request.headers.authorization ? 'The credential is invalid or expired.' : 'Authentication is required.',
+      );
+    enforce(principal, requirement ?? {}, now);
+  } catch (error) {
+    refusal = error as Error;
+  } finally {
+    // Called outside the try: what runs after this hook must not land in this catch.
+    done(refusal);
+  }
 }
 
 export function enforce(principal: Principal, requirement: Exclude<AuthRequirement, 'public'>, now: Date): void {

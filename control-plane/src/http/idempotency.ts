@@ -64,8 +64,7 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
       .where('key', '=', claim.key)
       .executeTakeFirst();
 
-  app.addHook('preHandler', async (request: FastifyRequest, reply: FastifyReply) => {
-    if (!request.routeOptions.config?.idempotent) return;
+  const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
     if (typeof key !== 'string' || !UUID.test(key)) throw new DomainError('IDEMPOTENCY_KEY_REQUIRED');
     const principal = request.principal?.accountId ?? `ip:${request.ip}`;
@@ -132,7 +131,7 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
       .executeTakeFirst();
     if (Number(taken.numUpdatedRows) !== 1) throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
     request.idempotency = claim;
-  });
+  };
 
   function answerFromStored(
     existing: { request_hash: string; state: string; status_code: bigint | null; response_body: string | null },
@@ -145,7 +144,7 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
     return reply.send(existing.response_body ? box.open(existing.response_body, context(claim)) : '');
   }
 
-  app.addHook('onSend', async (request, reply, payload) => {
+  const storeAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
     const claim = request.idempotency;
     if (!claim) return payload;
     request.idempotency = null;
@@ -182,6 +181,14 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
     } finally {
       claimsInProcess.delete(context(claim));
     }
+  };
+
+  // Only idempotent routes get the two hooks (ahead of the route's own): every other request skips both phases.
+  app.addHook('onRoute', (route) => {
+    if (!route.config?.idempotent) return;
+    const own = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
+    route.preHandler = [claimKey, ...own(route.preHandler)] as typeof route.preHandler;
+    route.onSend = [storeAnswer, ...own(route.onSend)] as typeof route.onSend;
   });
 }
 

@@ -29,10 +29,22 @@ export function createMetrics(): Metrics {
 }
 
 export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
-  app.addHook('onResponse', async (request, reply) => {
+  // Callback style (no promise per request), and one pair of label objects per (method, route, status), built once.
+  const labels = new Map<
+    string,
+    { request: { method: string; route: string; status: string }; duration: { method: string; route: string } }
+  >();
+  app.addHook('onResponse', (request, reply, done) => {
     // Route patterns, never raw URLs, keep the label set bounded.
     const route = request.routeOptions.url ?? 'unmatched';
-    metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
-    metrics.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    const key = `${request.method} ${reply.statusCode} ${route}`;
+    let pair = labels.get(key);
+    if (!pair) {
+      pair = { request: { method: request.method, route, status: String(reply.statusCode) }, duration: { method: request.method, route } };
+      labels.set(key, pair);
+    }
+    metrics.httpRequests.inc(pair.request);
+    metrics.httpDuration.observe(pair.duration, reply.elapsedTime / 1000);
+    done();
   });
 }

@@ -32,5 +32,6 @@ export type AuthRequirement =
     };
 
 export interface Authenticator {
-  authenticate(bearerToken: string, now: Date): Promise<Principal | null>;
+  /** May answer without a promise (a credential verified from memory), so the request need not wait a turn. */
+  authenticate(bearerToken: string, now: Date): Principal | null | Promise<Principal | null>;
 }

@@ -366,11 +366,13 @@ const SESSION_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['renter', 'host']);
 /** last_used_at is refreshed at most this often, so the hot path stays a single read. */
 const LAST_USED_GRANULARITY_MS = 60_000;
 
-const principalAccounts = new WeakMap<Principal, AccountRow>();
+/** The account row read while authenticating, kept on the principal (a symbol property: cheaper than a WeakMap entry). */
+const ACCOUNT_ROW = Symbol('accountRow');
+type PrincipalWithRow = Principal & { [ACCOUNT_ROW]?: AccountRow };
 
 /** The account row read while authenticating this principal, so the account view needs no second query. */
 export function accountOfPrincipal(principal: Principal): AccountRow | undefined {
-  return principalAccounts.get(principal);
+  return (principal as PrincipalWithRow)[ACCOUNT_ROW];
 }
 
 type CredentialRow = AccountRow & {
@@ -418,13 +420,54 @@ function credentialQueries(db: Store['db']) {
   return { session, apiKey };
 }
 
-type Lookup = (kind: 'session' | 'api-key', hash: string) => Promise<CredentialRow | undefined>;
+/** Synchronous on SQLite (better-sqlite3 reads block anyway), a promise on Postgres. */
+type Lookup = (
+  kind: 'session' | 'api-key',
+  hash: string,
+  nowMs: number,
+) => CachedCredential | undefined | Promise<CachedCredential | undefined>;
+type LookupHandle = { lookup: Lookup; close(): void };
+
+/** A credential row with what every request derives from it, decoded once (times as epoch ms). */
+interface CachedCredential {
+  row: CredentialRow;
+  scopes: ReadonlySet<Scope>;
+  revoked: boolean;
+  /** Infinity when the credential never expires. */
+  expiresAtMs: number;
+  stepUpUntilMs: number | null;
+  lastUsedMs: number | null;
+  /** When it was read: entries older than CREDENTIAL_CACHE_TTL_MS are read again. */
+  readAtMs: number;
+}
+
+/** Verified credentials kept in memory on SQLite (see openLookup): at most this many, for at most this long. */
+const CREDENTIAL_CACHE_MAX = 4096;
+const CREDENTIAL_CACHE_TTL_MS = 2_000;
+
+const decoded = (kind: 'session' | 'api-key', row: CredentialRow, nowMs: number): CachedCredential => ({
+  row,
+  scopes: kind === 'session' ? SESSION_SCOPES : new Set<Scope>(decodeScopes(row.credential_scopes ?? '')),
+  revoked: row.credential_revoked_at !== null,
+  expiresAtMs: row.credential_expires_at === null ? Number.POSITIVE_INFINITY : Date.parse(row.credential_expires_at),
+  stepUpUntilMs:
+    row.credential_step_up_method === null || row.credential_step_up_until === null ? null : Date.parse(row.credential_step_up_until),
+  lastUsedMs: row.credential_last_used_at === null ? null : Date.parse(row.credential_last_used_at),
+  readAtMs: nowMs,
+});
 
 /**
  * On SQLite the lookup runs on a dedicated connection with statements prepared once (Kysely prepares every
- * statement anew, which costs more than the read itself); on Postgres it runs the SQL compiled once.
+ * statement anew, which costs more than the read itself), and found rows are cached: an entry is used only while
+ * `PRAGMA data_version` of that connection is unchanged, i.e. while no other connection (this process's writer, the
+ * CLI, anything) has committed to the file since it was read, so a revocation, step-up, verification or any other
+ * write is seen by the very next request, exactly as without the cache. The check is a read transaction that reads
+ * no page: a few times cheaper than the joined read and row decoding it saves. Expiry and step-up freshness are still compared with `now` on every request;
+ * unknown tokens are never cached. The TTL and size bound only limit memory and how long a token's hash stays there.
+ * On Postgres the lookup runs the SQL compiled once and nothing is cached: other replicas write the same rows and
+ * there is no cheap way to learn of it, so a cache would let a revoked key work on until it lapsed.
  */
-async function openLookup(store: Store): Promise<{ lookup: Lookup; close(): void }> {
+async function openLookup(store: Store): Promise<LookupHandle> {
   const text = credentialQueries(store.db);
   if (store.dialect === 'sqlite') {
     const list = await sql<{ name: string; file: string }>`pragma database_list`.execute(store.db);
@@ -434,23 +477,41 @@ async function openLookup(store: Store): Promise<{ lookup: Lookup; close(): void
       connection.defaultSafeIntegers(true);
       connection.pragma('busy_timeout = 5000');
       const statements = { session: connection.prepare(text.session), 'api-key': connection.prepare(text.apiKey) };
+      const dataVersion = connection.prepare('pragma data_version').pluck();
+      const cache = new Map<string, CachedCredential>();
+      let cachedAtVersion: unknown = null;
       return {
-        lookup: async (kind, hash) => statements[kind].get(hash) as CredentialRow | undefined,
+        lookup: (kind, hash, nowMs) => {
+          const version = dataVersion.get();
+          if (version !== cachedAtVersion) {
+            cache.clear();
+            cachedAtVersion = version;
+          }
+          // The kinds live in different tables: keep their keys apart.
+          const key = kind === 'session' ? `s${hash}` : `k${hash}`;
+          const hit = cache.get(key);
+          if (hit && nowMs >= hit.readAtMs && nowMs - hit.readAtMs < CREDENTIAL_CACHE_TTL_MS) return hit;
+          if (hit) cache.delete(key);
+          const row = statements[kind].get(hash) as CredentialRow | undefined;
+          if (!row) return undefined;
+          const entry = decoded(kind, row, nowMs);
+          // Oldest first out: Maps iterate in insertion order.
+          if (cache.size >= CREDENTIAL_CACHE_MAX) cache.delete(cache.keys().next().value as string);
+          cache.set(key, entry);
+          return entry;
+        },
         close: () => connection.close(),
       };
     }
   }
   const compiled = { session: text.session, 'api-key': text.apiKey };
   return {
-    lookup: async (kind, hash) => (await store.db.executeQuery<CredentialRow>(CompiledQuery.raw(compiled[kind], [hash]))).rows[0],
+    lookup: async (kind, hash, nowMs) => {
+      const row = (await store.db.executeQuery<CredentialRow>(CompiledQuery.raw(compiled[kind], [hash]))).rows[0];
+      return row && decoded(kind, row, nowMs);
+    },
     close: () => {},
   };
-}
-
-function stepUpOf(method: StepUpKind | null, until: string | null, now: Date) {
-  if (method === null || until === null) return null;
-  const untilDate = new Date(until);
-  return untilDate.getTime() > now.getTime() ? { until: untilDate, method } : null;
 }
 
 export interface AccountAuthenticator extends Authenticator {
@@ -463,28 +524,49 @@ export interface AccountAuthenticator extends Authenticator {
  * with its account; no KDF on this path (tokens carry 256 random bits, so a plain hash is enough).
  */
 export function createAccountAuthenticator(store: Store): AccountAuthenticator {
-  let opened: Promise<{ lookup: Lookup; close(): void }> | null = null;
+  let opening: Promise<LookupHandle> | null = null;
+  let handle: LookupHandle | null = null;
   let closed = false;
+
+  const verify = (kind: 'session' | 'api-key', found: CachedCredential | undefined, now: Date): Principal | null | Promise<Principal> => {
+    const nowMs = now.getTime();
+    if (!found || found.revoked || found.expiresAtMs <= nowMs) return null;
+    const { row, scopes, stepUpUntilMs, lastUsedMs } = found;
+    const stepUp =
+      stepUpUntilMs !== null && stepUpUntilMs > nowMs
+        ? { until: new Date(stepUpUntilMs), method: row.credential_step_up_method as StepUpKind }
+        : null;
+    const principal = principalFrom(row, kind, scopes, stepUp);
+    if (kind === 'session' || (lastUsedMs !== null && lastUsedMs + LAST_USED_GRANULARITY_MS > nowMs)) return principal;
+    // This commit changes data_version, so the cached row (with the old last_used_at) is dropped.
+    return store.db
+      .updateTable('api_keys')
+      .set({ last_used_at: iso(now) })
+      .where('id', '=', row.credential_id)
+      .execute()
+      .then(() => principal);
+  };
+
+  const resolve = (lookup: LookupHandle, kind: 'session' | 'api-key', token: string, now: Date) => {
+    const found = lookup.lookup(kind, hashToken(token), now.getTime());
+    return found instanceof Promise ? found.then((f) => verify(kind, f, now)) : verify(kind, found, now);
+  };
+
   return {
-    async authenticate(token, now) {
+    authenticate(token, now) {
       const kind = tokenKind(token);
       if (kind === null || closed) return null;
-      opened ??= openLookup(store);
-      const row = await (await opened).lookup(kind, hashToken(token));
-      const nowIso = iso(now);
-      if (!row || row.credential_revoked_at !== null || (row.credential_expires_at !== null && row.credential_expires_at <= nowIso))
-        return null;
-      const stepUp = stepUpOf(row.credential_step_up_method, row.credential_step_up_until, now);
-      if (kind === 'session') return principalFrom(row, 'session', SESSION_SCOPES, stepUp);
-      const lastUsed = row.credential_last_used_at;
-      if (lastUsed === null || new Date(lastUsed).getTime() + LAST_USED_GRANULARITY_MS <= now.getTime()) {
-        await store.db.updateTable('api_keys').set({ last_used_at: nowIso }).where('id', '=', row.credential_id).execute();
-      }
-      return principalFrom(row, 'api-key', new Set<Scope>(decodeScopes(row.credential_scopes ?? '')), stepUp);
+      if (handle) return resolve(handle, kind, token, now);
+      opening ??= openLookup(store);
+      return opening.then((opened) => {
+        if (closed) return null;
+        handle = opened;
+        return resolve(opened, kind, token, now);
+      });
     },
     close() {
       closed = true;
-      opened?.then((lookup) => lookup.close()).catch(() => {});
+      opening?.then((lookup) => lookup.close()).catch(() => {});
     },
   };
 }
@@ -495,7 +577,7 @@ function principalFrom(
   scopes: ReadonlySet<Scope>,
   stepUp: Principal['stepUp'],
 ): Principal {
-  const principal: Principal = {
+  const principal: PrincipalWithRow = {
     accountId: row.id,
     role: row.role,
     authMethod,
@@ -504,7 +586,7 @@ function principalFrom(
     emailVerified: row.email_verified_at !== null,
     accountKind: row.account_kind,
     stepUp,
+    [ACCOUNT_ROW]: row,
   };
-  principalAccounts.set(principal, row);
   return principal;
 }

@@ -1,4 +1,4 @@
-import { createHash, randomBytes } from 'node:crypto';
+import { hash, randomBytes } from 'node:crypto';
 
 // Bearer secrets are 32 random bytes (43 base64url characters) behind a prefix that says what they are.
 // Only their sha256 is stored, so a database leak reveals no usable credential.
@@ -16,8 +16,11 @@ export const newVerificationToken = (): string => random43();
 
 export const apiKeyDisplayPrefix = (secret: string): string => secret.slice(0, API_KEY_DISPLAY_CHARS);
 
-/** Hex sha256 of a high-entropy token: no salt or KDF needed, and the lookup stays one indexed read. */
-export const hashToken = (token: string): string => createHash('sha256').update(token).digest('hex');
+/**
+ * Hex sha256 of a high-entropy token: no salt or KDF needed, and the lookup stays one indexed read. One-shot `hash`
+ * costs a third of `createHash` on a short input, and it runs on every authenticated request.
+ */
+export const hashToken = (token: string): string => hash('sha256', token, 'hex');
 
 export type TokenKind = 'session' | 'api-key';
 
