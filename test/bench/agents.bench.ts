@@ -22,7 +22,8 @@
 // database on the local server. The bench machines are not rows of the machines table (they would need accounts
 // and enrollment): the heartbeat handler's lookup finds none, so its update path is not exercised. Sockets: each side needs N descriptors (ulimit -n is read and
 // reported; EMFILE ends the ramp and the largest N reached is reported).
-// Run: pnpm exec tsx test/bench/agents.bench.ts   (ARK_BENCH_AGENTS=1000,2000 ARK_BENCH_HOLD_S=20)
+// The run is bounded by ARK_BENCH_MAX_S (default 170 s): a ramp that would overrun stops, and the level is reported
+// with the agents it reached. Run: pnpm exec tsx test/bench/agents.bench.ts   (ARK_BENCH_AGENTS=1000,2000 ARK_BENCH_HOLD_S=20)
 import { type ChildProcess, execSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -58,6 +59,8 @@ export interface AgentsBenchOptions {
   telemetryIntervalS?: number;
   /** Handshakes in flight during the ramp. */
   rampConcurrency?: number;
+  /** The whole run's bound in seconds (default from ARK_BENCH_MAX_S, else 170): a ramp that would overrun stops. */
+  maxS?: number;
   /** Skip the bare-socket baseline. */
   skipRawBaseline?: boolean;
   /** Verify every control-plane frame in the agents (default: only the handshake's; from ARK_BENCH_VERIFY=all). */
@@ -119,6 +122,8 @@ export interface AgentsBenchFigures {
   largestHeldEndToEnd: number | null;
   /** Set when descriptors ran out: the number of agents connected at that point. */
   fdExhaustedAt: number | null;
+  /** Set when the time bound stopped a ramp: the number of agents connected at that point. */
+  timeBoundAt: number | null;
   budgets: { p99Ms: number; beyondRawSocketBytesMax: number; targetAgents: number };
   withinBudget: { p99AtTarget: boolean | null; memory: boolean | null };
 }
@@ -478,6 +483,9 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
   const heartbeatIntervalS = options.heartbeatIntervalS ?? 15;
   const telemetryIntervalS = options.telemetryIntervalS ?? 60;
   const rampConcurrency = options.rampConcurrency ?? 64;
+  const runStart = performance.now();
+  const maxMs = (options.maxS ?? Number(process.env.ARK_BENCH_MAX_S ?? 170)) * 1000;
+  let timeBoundAt: number | null = null;
   const limit = fdLimit();
   log(`${availableParallelism()} CPUs, ulimit -n ${limit ?? 'unknown'}; levels ${levels.join(', ')}; hold ${holdS} s`);
   if (limit !== null && levels.at(-1)! + 100 > limit) log(`warning: ulimit -n ${limit} is below the largest level; expect EMFILE`);
@@ -538,8 +546,10 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
       let next = agents.length;
       while (next < level) agents.push(new SimAgent(fleet, machines[next++] as BenchMachine));
       let cursor = figures.length === 0 ? 0 : figures[figures.length - 1]!.agents;
+      // Leave time for this level's hold and the shutdown.
+      const rampDeadline = runStart + maxMs - (holdS + 10) * 1000;
       const workers = Array.from({ length: rampConcurrency }, async () => {
-        while (cursor < level && !fleet.fdExhausted) {
+        while (cursor < level && !fleet.fdExhausted && performance.now() < rampDeadline) {
           const agent = agents[cursor++] as SimAgent;
           await agent.connect();
         }
@@ -550,6 +560,10 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
       if (fleet.fdExhausted) {
         fdExhaustedAt = connected;
         log(`descriptors ran out (EMFILE) at ${connected} agents`);
+      }
+      if (cursor < level && !fleet.fdExhausted) {
+        timeBoundAt = connected;
+        log(`the run's time bound stopped the ramp at ${connected} agents`);
       }
       log(`${level} agents: ${connected} connected in ${rampS.toFixed(1)} s`);
 
@@ -630,7 +644,7 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
             : ` (${(level_.beyondRawSocketHeapBytes / 1024).toFixed(1)} KB beyond a bare socket)`) +
           `; closes ${closes}; ${level_.held ? 'HELD' : 'NOT HELD'}${level_.heldEndToEnd ? ' (end to end too)' : ''}`,
       );
-      if (!level_.held || fleet.fdExhausted) break;
+      if (!level_.held || fleet.fdExhausted || timeBoundAt !== null) break;
     }
   } finally {
     for (const agent of agents) agent.close();
@@ -655,6 +669,7 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
     largestHeld,
     largestHeldEndToEnd,
     fdExhaustedAt,
+    timeBoundAt,
     budgets: { p99Ms: 50, beyondRawSocketBytesMax: 10 * 1024, targetAgents: 10_000 },
     withinBudget: {
       p99AtTarget: target ? target.held : null,
