@@ -608,6 +608,12 @@ export class JobSupervisor {
     }
     job.containerState = state?.status ?? 'missing';
     if (state?.running === true) {
+      if (job.ssh === undefined && record.ssh_port !== undefined) {
+        // Access could not be restored after a restart (the port was busy): try again on every tick.
+        await this.ensureSsh(job, this.executionMode(job)).catch((error: unknown) =>
+          this.logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job access still unavailable'),
+        );
+      }
       if (nextMeterDelayMs(record.meter, record.launch.meter_interval_s, this.now()) === 0) {
         const next = nextReceipt({
           jobId: record.job_id,
@@ -705,7 +711,13 @@ export class JobSupervisor {
     record.stopped_at = now.toISOString();
     record.retrieval_until = new Date(now.getTime() + stop.retrieval_window_s * 1000).toISOString();
     if (state?.exitCode !== undefined && record.exit_code === undefined) record.exit_code = state.exitCode;
-    await this.serveRetrieval(job, root);
+    try {
+      await this.serveRetrieval(job, root);
+    } catch (error) {
+      // The SSH port taken (by another process since a restart): the stop still completes, without retrieval.
+      this.logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job files cannot be served for retrieval');
+      await this.closeSsh(job);
+    }
     await this.commit(job, [this.status(job, 'stopped', { ...(record.exit_code !== undefined ? { exit_code: record.exit_code } : {}) })]);
   }
 
