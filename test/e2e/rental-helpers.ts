@@ -17,6 +17,7 @@ import {
   type AgentSetup,
   type ControlPlane,
   agentSetup,
+  agentStatus,
   api,
   controlPlaneCli,
   hostSession,
@@ -131,14 +132,20 @@ export class RentalSite {
       ...options.cpEnv,
     };
     this.cp = await startControlPlane({ databaseUrl: this.database?.url ?? null, env: this.cpEnv });
-    this.hostToken = await hostSession(this.cp, this.hostEmail);
-    await this.cli(['accounts', 'create', '--email', this.renterEmail, '--role', 'renter', '--verified']);
-    const key = await this.cli(['keys', 'create', '--email', this.renterEmail, '--scopes', 'renter', '--label', 'e2e']);
-    this.renterKey = key.secret as string;
     this.creditMicro = options.creditMicro ?? 1_000_000_000n;
-    await this.cli(['ledger', 'credit', '--email', this.renterEmail, '--amount-micro', this.creditMicro.toString(), '--reason', 'e2e']);
+    // Each CLI run is a process start: the host and the renter are made side by side.
+    const renter = async () => {
+      await this.cli(['accounts', 'create', '--email', this.renterEmail, '--role', 'renter', '--verified']);
+      const [key] = await Promise.all([
+        this.cli(['keys', 'create', '--email', this.renterEmail, '--scopes', 'renter', '--label', 'e2e']),
+        this.cli(['ledger', 'credit', '--email', this.renterEmail, '--amount-micro', this.creditMicro.toString(), '--reason', 'e2e']),
+      ]);
+      this.renterKey = key.secret as string;
+    };
+    [this.hostToken] = await Promise.all([hostSession(this.cp, this.hostEmail), renter()]);
 
-    const first = 20_000 + Math.floor(Math.random() * 30_000);
+    // Below Linux's ephemeral range (32768-60999): an outgoing connection never takes a job's port while the agent is down.
+    const first = 20_000 + Math.floor(Math.random() * 12_000);
     this.agentSetup = agentSetup(
       {
         heartbeat_interval_s: 1,
@@ -205,9 +212,13 @@ export class RentalSite {
     this.agent = undefined;
   }
 
-  /** Kills the control plane without warning and starts it again on the same port, data dir and store. */
-  async killAndRestartControlPlane(env: NodeJS.ProcessEnv = {}): Promise<void> {
+  /** Kills the control plane without warning (SIGKILL); `startControlPlaneAgain` brings it back. */
+  async killControlPlane(): Promise<void> {
     await this.cp.process.stop('SIGKILL');
+  }
+
+  /** Starts the control plane again on the same port, data dir and store, with `env` added (a changed setting). */
+  async startControlPlaneAgain(env: NodeJS.ProcessEnv = {}): Promise<void> {
     this.cpEnv = { ...this.cpEnv, ...env };
     this.cp = await startControlPlane({
       port: this.cp.port,
@@ -217,16 +228,15 @@ export class RentalSite {
     });
   }
 
-  /** Stops the control plane cleanly and starts it again with `env` added (a changed setting). */
+  /** Stops the control plane cleanly and starts it again with `env` added. */
   async restartControlPlane(env: NodeJS.ProcessEnv = {}): Promise<void> {
     await this.cp.process.stop('SIGTERM');
-    this.cpEnv = { ...this.cpEnv, ...env };
-    this.cp = await startControlPlane({
-      port: this.cp.port,
-      dataDir: this.cp.dataDir,
-      databaseUrl: this.database?.url ?? null,
-      env: this.cpEnv,
-    });
+    await this.startControlPlaneAgain(env);
+  }
+
+  /** `ark-agent status --json`. */
+  agentStatus(): Promise<any> {
+    return agentStatus(this.agentSetup);
   }
 
   /** Quote (the image by digest, the whole machine) and reserve; answers the job id and the quote. */
