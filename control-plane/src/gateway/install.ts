@@ -38,6 +38,8 @@ export function installChannelGateway(
     clock: ctx.clock,
     logger: app.log.child({ component: 'agent-gateway' }),
     registry: ctx.metrics.registry,
+    // The interval agents are told in welcome is the one liveness and job grace are judged by.
+    heartbeatIntervalS: Math.max(1, Math.round(ctx.config.heartbeatIntervalMs / 1000)),
     ...settings,
     listenUrl: settings.listenUrl !== undefined ? settings.listenUrl : ctx.store.dialect === 'postgres' ? ctx.config.databaseUrl : null,
   });
