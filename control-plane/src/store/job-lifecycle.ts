@@ -58,6 +58,7 @@ import {
   updateJob,
 } from './jobs.js';
 import { balanceOf, inTransactionWithRetry, transfer } from './ledger.js';
+import { lastHeartbeatAtOf } from './heartbeats.js';
 import { findMachine, type MachineRow } from './machines.js';
 import { currentOfferOf } from './offers.js';
 import { consumeQuote, insertQuote, lockQuote, purgeExpiredQuotes } from './quotes.js';
@@ -276,8 +277,10 @@ export class JobLifecycle {
   }
 
   async #assertMachineAvailable(db: Executor, machine: MachineRow, now: Date): Promise<void> {
+    // Heartbeats that changed nothing may still be buffered in this process (store/heartbeats.ts).
+    const lastHeartbeatAt = lastHeartbeatAtOf(this.store, machine.id, machine.last_heartbeat_at);
     const liveness = livenessAt(
-      machine.last_heartbeat_at ? new Date(machine.last_heartbeat_at) : null,
+      lastHeartbeatAt ? new Date(lastHeartbeatAt) : null,
       now,
       this.settings.heartbeatIntervalMs,
     );
@@ -1070,7 +1073,9 @@ export class JobLifecycle {
 
   async #machineSilentSince(db: Executor, machineId: string, since: Date): Promise<boolean> {
     const row = await db.selectFrom('machines').select('last_heartbeat_at').where('id', '=', machineId).executeTakeFirst();
-    return !row?.last_heartbeat_at || row.last_heartbeat_at < iso(since);
+    // A heartbeat buffered in this process (store/heartbeats.ts) counts; other replicas' lag by at most 1 s.
+    const last = row ? lastHeartbeatAtOf(this.store, machineId, row.last_heartbeat_at) : null;
+    return !last || last < iso(since);
   }
 
   /** Jobs that did not become ready within the start timeout of their reservation are cancelled. */

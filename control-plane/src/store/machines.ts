@@ -5,6 +5,7 @@ import { manifestFacts, manifestHash } from '../domain/machines/manifest.js';
 import { bandwidthMbpsOf } from '../domain/offers/offer.js';
 import type { MachineDirectory } from '../gateway/handlers.js';
 import { type Executor, fromBool, type Store, toJson } from './db.js';
+import type { HeartbeatBuffer } from './heartbeats.js';
 import { markOfferListed } from './offers.js';
 import type { MachinesTable } from './tables/hosts.js';
 
@@ -144,6 +145,39 @@ export async function recordHeartbeat(
     await markOfferListed(db, machineId, now);
   }
   return findMachine(db, machineId);
+}
+
+/**
+ * A heartbeat as the channel delivers it: one that changes nothing but last-seen (same health, same problems, the
+ * go-live state staying put, seen before) goes to the write-behind buffer; any other is applied at once in its own
+ * transaction. The check is a read outside any transaction; a state change racing it (the host turning go-live
+ * on) is picked up by the next heartbeat, as a heartbeat just before the change would have been.
+ * Returns whether the heartbeat was applied at once.
+ */
+export async function recordHeartbeatCoalesced(
+  store: Store,
+  buffer: HeartbeatBuffer,
+  machineId: string,
+  heartbeat: HeartbeatMessage,
+  now: Date,
+): Promise<boolean> {
+  const machine = await findMachine(store.db, machineId);
+  if (!machine) return false;
+  const next = onHeartbeat(machine.live_state, machine.live_error, heartbeat);
+  const unchanged =
+    machine.last_heartbeat_at !== null &&
+    !next.wentLive &&
+    next.live === machine.live_state &&
+    next.error === machine.live_error &&
+    machine.healthy === fromBool(heartbeat.healthy) &&
+    machine.problems === toJson(heartbeat.problems);
+  if (unchanged) {
+    await buffer.add(machineId, now, BigInt(heartbeat.uptime_s));
+    return false;
+  }
+  buffer.forget(machineId);
+  await store.db.transaction().execute((trx) => recordHeartbeat(trx, machineId, heartbeat, now));
+  return true;
 }
 
 /** The host turns go-live on or off. Turning it on again waits for the next healthy heartbeat. */

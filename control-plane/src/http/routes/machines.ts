@@ -17,7 +17,8 @@ import { totalRateMicroPerHour } from '../../domain/pricing.js';
 import { DomainError } from '../../errors.js';
 import type { ChannelHandlers } from '../../gateway/handlers.js';
 import { fromJson, toBool } from '../../store/db.js';
-import { findMachine, listMachinesOfOwner, type MachineRow, recordHeartbeat, setGoLive } from '../../store/machines.js';
+import { heartbeatBufferOf, lastHeartbeatAtOf } from '../../store/heartbeats.js';
+import { findMachine, listMachinesOfOwner, type MachineRow, recordHeartbeatCoalesced, setGoLive } from '../../store/machines.js';
 import { currentOfferOf, type OfferVersionView, seedOffer } from '../../store/offers.js';
 import { seedOfferTerms } from '../../domain/offers/offer.js';
 import { enqueueCommand } from '../../gateway/outbox.js';
@@ -89,16 +90,27 @@ export function machineView(
   };
 }
 
-/** Heartbeats drive liveness and the go-live state (waiting -> live on the first healthy one). */
+/**
+ * Heartbeats drive liveness and the go-live state (waiting -> live on the first healthy one). Those that change
+ * nothing but last-seen are written behind, together, once a second (store/heartbeats.ts).
+ */
 export function registerMachineChannelHandlers(channel: ChannelHandlers, ctx: Pick<AppContext, 'store'>): void {
+  const buffer = heartbeatBufferOf(ctx.store);
   channel.onHeartbeat(async (machineId, msg, now) => {
-    await ctx.store.db.transaction().execute((trx) => recordHeartbeat(trx, machineId, msg, now));
+    await recordHeartbeatCoalesced(ctx.store, buffer, machineId, msg, now);
   });
 }
 
 export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
   const { store, clock, config } = ctx;
+  const heartbeats = heartbeatBufferOf(store, { onError: (error) => app.log.error({ err: error }, 'heartbeat flush failed') });
   registerMachineChannelHandlers(ctx.channel, ctx);
+  // onClose runs after the gateway's preClose has closed the agent connections: nothing is buffered after it.
+  app.addHook('onClose', async () => {
+    await heartbeats.close().catch((error) => app.log.error({ err: error }, 'heartbeat flush on close failed'));
+  });
+  // A buffered heartbeat is newer than the stored one: the view shows it.
+  const current = (row: MachineRow): MachineRow => ({ ...row, last_heartbeat_at: lastHeartbeatAtOf(store, row.id, row.last_heartbeat_at) });
 
   app.get(
     '/api/v1/hosts/machines',
@@ -125,7 +137,7 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
         rows,
         request.query.limit,
         (row) => [row.created_at, row.id],
-        (row) => machineView(row, offers.get(row.id), now, config),
+        (row) => machineView(current(row), offers.get(row.id), now, config),
       );
     },
   );
@@ -145,7 +157,7 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
       const row = await findMachine(store.db, request.params.id);
       if (!row) throw new DomainError('NOT_FOUND');
       assertOwnerOrAdmin(principal, row.owner_account_id);
-      return machineView(row, await currentOfferOf(store.db, row.id), clock.now(), config);
+      return machineView(current(row), await currentOfferOf(store.db, row.id), clock.now(), config);
     },
   );
 

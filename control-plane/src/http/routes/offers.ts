@@ -8,6 +8,7 @@ import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
 import { isHostingBlocked } from '../../store/hosts.js';
 import { findMachine } from '../../store/machines.js';
+import { lastHeartbeatAtOf } from '../../store/heartbeats.js';
 import { commitOfferVersion, type ListedOffer, listOffers } from '../../store/offers.js';
 import { templateFitCalculator } from '../../store/templates.js';
 import { fetchSize } from '../pagination.js';
@@ -145,7 +146,13 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         rows,
         q.limit,
         (row) => [row.rateMicroPerHour.toString(), row.offerId],
-        (row) => ({ ...offerSummary(row, now, config), ...(fitOf ? { fit: fitOf(machineDeviceVram(row.machine)) } : {}) }),
+        (row) => ({
+          // A heartbeat buffered in this process is newer than the stored one.
+          ...offerSummary(
+            { ...row, machine: { ...row.machine, lastHeartbeatAt: lastHeartbeatAtOf(store, row.machineId, row.machine.lastHeartbeatAt) } },
+            now,
+            config,
+          ), ...(fitOf ? { fit: fitOf(machineDeviceVram(row.machine)) } : {}) }),
       );
     },
   );
