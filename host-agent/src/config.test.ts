@@ -36,7 +36,7 @@ describe('loadAgentConfig', () => {
       telemetryBatchIntervalMs: 60_000,
       telemetryBufferSamples: 360,
       docker: { socketPath: '/var/run/docker.sock', required: true },
-      jobPortRange: { from: 40000, to: 49999 },
+      jobPortRange: { from: 20000, to: 29999 },
       nvidiaSmiPath: 'nvidia-smi',
       nvidiaSmiFixtures: null,
       region: null,

@@ -107,7 +107,8 @@ export const CONFIG_DEFAULTS = {
   nettest: { max_download_bytes: 256 * 1024 * 1024, max_upload_bytes: 64 * 1024 * 1024, ping_count: 5 },
   docker_socket_path: '/var/run/docker.sock',
   require_docker: true,
-  job_port_range: { from: 40000, to: 49999 },
+  // Below Linux's ephemeral range (32768-60999), so outgoing connections never take a job's port.
+  job_port_range: { from: 20000, to: 29999 },
   job_network_mode: 'bridge',
   ssh_bind_host: '0.0.0.0',
   publish_host: '0.0.0.0',
