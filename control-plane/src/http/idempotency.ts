@@ -1,9 +1,11 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { CompiledQuery, type Selectable } from 'kysely';
 import type { Clock } from '../clock.js';
 import { SecretBox } from '../domain/accounts/secret-box.js';
 import { DomainError } from '../errors.js';
 import { isUniqueViolation, type Store } from '../store/db.js';
+import type { IdempotencyKeysTable } from '../store/tables/foundation.js';
 
 const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** How long a request may hold its key before a retry may take it over (a crashed replica's request). */
@@ -38,13 +40,111 @@ declare module 'fastify' {
   }
 }
 
+type StoredAnswer = Selectable<IdempotencyKeysTable>;
+type ClaimId = Pick<Claim, 'principal' | 'route' | 'key'>;
+
+/** SQLite statements built once (Kysely would compile the same query on every request). */
+const STORED_ANSWER_SQL = 'select * from idempotency_keys where principal = ? and route = ? and key = ?';
+const ANSWER_COLUMNS = [
+  'principal',
+  'route',
+  'key',
+  'request_hash',
+  'state',
+  'status_code',
+  'response_body',
+  'locked_until',
+  'created_at',
+] as const satisfies ReadonlyArray<keyof IdempotencyKeysTable>;
+const answerInsertSql = new Map<number, string>();
+/** `insert ... values (...), (...)` for `rows` rows, built once per group size. */
+function answerInsert(rows: number): string {
+  let text = answerInsertSql.get(rows);
+  if (text === undefined) {
+    const tuple = `(${ANSWER_COLUMNS.map(() => '?').join(', ')})`;
+    text = `insert into idempotency_keys (${ANSWER_COLUMNS.join(', ')}) values ${Array.from({ length: rows }, () => tuple).join(', ')}`;
+    answerInsertSql.set(rows, text);
+  }
+  return text;
+}
+
+/** Most answers one commit writes. */
+const MAX_ANSWERS_PER_COMMIT = 64;
+
+interface PendingAnswer {
+  row: Selectable<IdempotencyKeysTable>;
+  resolve: () => void;
+  reject: (error: unknown) => void;
+}
+
+/**
+ * SQLite: answers are written with group commit. better-sqlite3 runs each request's work to the end within the turn
+ * of the event loop that read it, so answers are not written at once but at the end of that turn (setImmediate):
+ * the answers of every request served in the turn then go in one multi-row insert, one commit (one fsync with
+ * synchronous=FULL) instead of one each. The wait is the rest of the current turn, well under a millisecond when
+ * idle. Each request still waits for its own answer to be committed before its reply leaves, exactly as when it wrote
+ * alone. If a group fails, each answer is retried alone, so one bad row fails only its own request.
+ */
+class AnswerWriter {
+  readonly #store: Store;
+  #pending: PendingAnswer[] = [];
+  #running = false;
+
+  constructor(store: Store) {
+    this.#store = store;
+  }
+
+  write(row: Selectable<IdempotencyKeysTable>): Promise<void> {
+    return new Promise((resolve, reject) => {
+      this.#pending.push({ row, resolve, reject });
+      if (!this.#running) {
+        this.#running = true;
+        setImmediate(() => void this.#lane());
+      }
+    });
+  }
+
+  async #lane(): Promise<void> {
+    try {
+      while (this.#pending.length > 0) {
+        // The group is taken once the connection is ours: answers queued while we waited for it join.
+        await this.#store.db.connection().execute(async (db) => {
+          await this.#insert(db, this.#pending.splice(0, MAX_ANSWERS_PER_COMMIT), true);
+        });
+      }
+    } catch (error) {
+      // The connection itself failed: whoever is still waiting hears it.
+      for (const job of this.#pending.splice(0)) job.reject(error);
+    } finally {
+      // In the same microtask as the last emptiness check: an answer queued after it starts a new lane.
+      this.#running = false;
+    }
+  }
+
+  async #insert(db: Store['db'], group: PendingAnswer[], retryAlone: boolean): Promise<void> {
+    try {
+      const parameters = group.flatMap((job) => ANSWER_COLUMNS.map((column) => job.row[column]));
+      await db.executeQuery(CompiledQuery.raw(answerInsert(group.length), parameters));
+    } catch (error) {
+      if (group.length === 1 || !retryAlone) {
+        for (const job of group) job.reject(error);
+        return;
+      }
+      for (const job of group) await this.#insert(db, [job], false);
+      return;
+    }
+    for (const job of group) job.resolve();
+  }
+}
+
 /**
  * Idempotency-Key for routes with `config.idempotent`. The key is scoped to (principal, route); the stored
  * request hash decides replay (same body) or IDEMPOTENCY_CONFLICT (different body). A claim makes concurrent
  * twins get a retryable conflict, never a second effect:
  * - on PostgreSQL (several replicas) the claim is an in-progress row, taken over only after its lock lapses;
  * - on SQLite one process owns the file, so the claim is held in memory and only the answer is written:
- *   one commit per request instead of two, which matters when every commit waits for an fsync.
+ *   one commit per request instead of two, which matters when every commit waits for an fsync; and answers of
+ *   concurrent requests share commits (AnswerWriter), so under load the layer adds a fraction of a commit.
  */
 export function installIdempotency(app: FastifyInstance, store: Store, clock: Clock, secretKey: Buffer): void {
   // Stored answers can hold secrets shown once (a new API key), so they are sealed at rest.
@@ -52,17 +152,20 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
   const context = (claim: Pick<Claim, 'principal' | 'route' | 'key'>) => `idempotency:${claim.principal}:${claim.route}:${claim.key}`;
   const claimsInProcess = new Set<string>();
   const inProcess = store.dialect === 'sqlite';
+  const answers = inProcess ? new AnswerWriter(store) : null;
   app.decorateRequest('idempotency', null);
   app.decorateRequest('discardIdempotency', false);
 
-  const findStored = (claim: Pick<Claim, 'principal' | 'route' | 'key'>) =>
-    store.db
-      .selectFrom('idempotency_keys')
-      .selectAll()
-      .where('principal', '=', claim.principal)
-      .where('route', '=', claim.route)
-      .where('key', '=', claim.key)
-      .executeTakeFirst();
+  const findStored = async (claim: ClaimId): Promise<StoredAnswer | undefined> =>
+    inProcess
+      ? (await store.db.executeQuery<StoredAnswer>(CompiledQuery.raw(STORED_ANSWER_SQL, [claim.principal, claim.route, claim.key]))).rows[0]
+      : store.db
+          .selectFrom('idempotency_keys')
+          .selectAll()
+          .where('principal', '=', claim.principal)
+          .where('route', '=', claim.route)
+          .where('key', '=', claim.key)
+          .executeTakeFirst();
 
   const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
@@ -156,20 +259,17 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
       if (!claim.stored) {
         if (discard) return payload;
         const now = clock.now().toISOString();
-        await store.db
-          .insertInto('idempotency_keys')
-          .values({
-            principal: claim.principal,
-            route: claim.route,
-            key: claim.key,
-            request_hash: claim.requestHash,
-            state: 'done',
-            status_code: BigInt(reply.statusCode),
-            response_body: sealed,
-            locked_until: now,
-            created_at: now,
-          })
-          .execute();
+        await (answers as AnswerWriter).write({
+          principal: claim.principal,
+          route: claim.route,
+          key: claim.key,
+          request_hash: claim.requestHash,
+          state: 'done',
+          status_code: BigInt(reply.statusCode),
+          response_body: sealed,
+          locked_until: now,
+          created_at: now,
+        });
       } else if (discard) {
         await where(store.db.deleteFrom('idempotency_keys')).execute();
       } else {
