@@ -1,24 +1,28 @@
 // HTTP throughput budgets (DESIGN.md "Budgets"), measured as ratios in one run:
 //   - `GET /api/v1/account` with an API key on the real control plane (SQLite store, synchronous=FULL as money runs)
 //     against a bare Fastify route answering a similar small JSON: budget >= 0.6x;
-//   - an idempotent POST (`config.idempotent`, a fresh Idempotency-Key each request) against the same trivial handler
-//     without the idempotency layer, both on the control plane and authenticated with the same key: budget >= 0.8x.
-// There is no HTTP route that only moves money between ledger accounts yet, so the ledger-transfer-over-HTTP budget
-// is not measured here (ledger-transfer.bench.ts measures the raw store loop).
+//   - an idempotent POST (`config.idempotent`, a fresh Idempotency-Key each request) against the same handler without
+//     the idempotency layer, both on the control plane and authenticated with the same key: budget >= 0.8x. The
+//     handler is a real store write: one ledger transfer (runTransfer, reservation or release between seeded accounts);
+//   - that plain POST is also the ledger transfer over HTTP (SQLite synchronous=FULL): budget >= 1,000/s and >= 0.25x
+//     the raw store loop of ledger-transfer.bench.ts, run here in the same run.
+// The same pair of POSTs runs with synchronous=NORMAL too, to show what the fsync per commit costs.
 //
 // Each server runs in its own child process and the load comes from this one, over loopback keep-alive connections
-// with one request in flight each (a lean raw-socket client: node:http's client would be the bottleneck). Every
-// measurement is a warm-up and then a fixed window; answers with another status than expected fail the bench, so an
-// error path can never pass for throughput.
+// with one request in flight each (a lean raw-socket client: node:http's client would be the bottleneck). The two
+// sides of each ratio are measured in alternating one-second slices after a warm-up each, so load that comes and goes
+// on a shared machine falls on both sides alike. Each side also reports the server's CPU time per request (from
+// /proc), which other work on the machine moves much less than throughput. Answers with another status than expected
+// fail the bench, so an error path can never pass for throughput.
 //
-// Run: pnpm exec tsx test/bench/http.bench.ts [--duration-s 5] [--warmup-s 1] [--connections 32] [--rounds 1]
+// Run: pnpm exec tsx test/bench/http.bench.ts [--duration-s 5] [--warmup-s 1] [--connections 32]
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import type { Server } from 'node:http';
 import { createRequire } from 'node:module';
 import { connect } from 'node:net';
-import { loadavg, tmpdir } from 'node:os';
+import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { createInterface } from 'node:readline';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -29,36 +33,52 @@ export interface LoadFigures {
   rps: number;
   p50Ms: number;
   p99Ms: number;
+  /** CPU time (user + system) the server process spent per answered request, in microseconds (Linux; else null). */
+  serverCpuUsPerRequest: number | null;
 }
 
 export interface HttpFigures {
   connections: number;
+  /** Seconds measured per side of each ratio (in one-second slices, alternating with the other side). */
   durationS: number;
-  rounds: number;
   /** 1-minute load average before and after, on a machine of `cpus` cores (other work on a shared VM shows here). */
   loadAvgBefore: number;
   loadAvgAfter: number;
+  cpus: number;
   bareFastify: LoadFigures;
   accountWithApiKey: LoadFigures;
   /** accountWithApiKey.rps / bareFastify.rps; budget >= 0.6. */
   accountRatio: number;
+  /** The same in server CPU per request (bare / control plane): what the ratio would be with a core each. */
+  accountCpuRatio: number | null;
+  /** The account read on a control plane logging each request at 'info' (the production default), to /dev/null. */
+  accountWithInfoLogging: LoadFigures;
+  /** POST doing one ledger transfer, no idempotency layer (SQLite synchronous=FULL). */
   plainPost: LoadFigures;
+  /** The same POST with `config.idempotent` and a fresh key per request. */
   idempotentPost: LoadFigures;
   /** idempotentPost.rps / plainPost.rps; budget >= 0.8. */
   idempotentRatio: number;
-  /** The same idempotent POST with SQLite synchronous=NORMAL (no fsync per commit): how much of the cost is the disk. */
+  /** The same pair with SQLite synchronous=NORMAL (no fsync per commit): how much of the cost is the disk. */
+  plainPostNormal: LoadFigures;
   idempotentPostNormal: LoadFigures;
   idempotentRatioNormal: number;
-  budgets: { accountRatioMin: number; idempotentRatioMin: number };
-  withinBudget: { account: boolean; idempotent: boolean };
+  /**
+   * Ledger transfers over HTTP (plainPost) against the raw store loop (ledger-transfer.bench.ts) in the same run:
+   * the loop runs before and after the servers' load, and the faster of the two is compared.
+   */
+  ledgerTransfer: { httpPerSecond: number; rawLoopPerSecond: number; rawLoopRuns: number[]; ratio: number };
+  budgets: { accountRatioMin: number; idempotentRatioMin: number; ledgerHttpPerSecondMin: number; ledgerHttpRatioMin: number };
+  withinBudget: { account: boolean; idempotent: boolean; ledgerTransferOverHttp: boolean };
 }
 
 export interface HttpBenchOptions {
+  /** Seconds measured per side of each ratio (default 5). */
   durationS?: number;
   warmupS?: number;
   connections?: number;
-  /** Measurements repeated this many times in alternating order; figures are the medians (default 1). */
-  rounds?: number;
+  /** Transfers of the raw store loop (default 2000). */
+  rawLoopCount?: number;
   log?: (line: string) => void;
 }
 
@@ -102,13 +122,25 @@ async function serveBare(): Promise<{ port: number; close(): Promise<void> }> {
   return { port: typeof address === 'object' && address ? address.port : 0, close: () => app.close() };
 }
 
-/** The real control plane over a fresh SQLite store, with a seeded account and API key, plus the two bench routes. */
-async function serveControlPlane(synchronous: 'FULL' | 'NORMAL'): Promise<{ port: number; apiKey: string; close(): Promise<void> }> {
+/**
+ * The real control plane over a fresh SQLite store, with a seeded account and API key, plus the two bench routes: the
+ * same ledger-transfer handler with and without the idempotency layer. `infoLogging`: log each request at 'info'
+ * (the production default) to /dev/null, instead of warnings only.
+ */
+async function serveControlPlane(
+  synchronous: 'FULL' | 'NORMAL',
+  infoLogging = false,
+): Promise<{ port: number; apiKey: string; close(): Promise<void> }> {
   const { randomBytes } = await import('node:crypto');
   const { buildApp } = await import('@ark/control-plane/app');
   const { loadConfig } = await import('@ark/control-plane/config');
   const { createRuntime } = await import('@ark/control-plane/runtime');
-  const { pino } = (await importFromControlPlane('pino')) as { pino: (options: { level: string }) => Parameters<typeof createRuntime>[1] };
+  const { ledgerAccounts } = await import('@ark/control-plane/domain/ledger/accounts');
+  const { runTransfer } = await import('@ark/control-plane/store/ledger');
+  type Logger = Parameters<typeof createRuntime>[1];
+  const { pino } = (await importFromControlPlane('pino')) as {
+    pino: ((options: { level: string }, destination?: unknown) => Logger) & { destination(path: string): unknown };
+  };
   const { Paginator } = await import('@ark/control-plane/http/pagination');
   const { ChannelHandlers } = await import('@ark/control-plane/gateway/handlers');
   const { seedAccount } = await import('@ark/control-plane/testing/app');
@@ -121,13 +153,47 @@ async function serveControlPlane(synchronous: 'FULL' | 'NORMAL'): Promise<{ port
     ARK_SQLITE_SYNCHRONOUS: synchronous,
     LOG_LEVEL: 'warn',
   });
-  // Request logging (info) is off, as the bare route has none; errors would still be logged.
-  const logger = pino({ level: 'warn' });
+  // Request logging (info) is off, as the bare route has none; errors would still be logged. The info variant writes
+  // every line (two per request) synchronously to /dev/null: the formatting cost without a terminal's.
+  const logger = infoLogging ? pino({ level: 'info' }, pino.destination('/dev/null')) : pino({ level: 'warn' });
   const runtime = await createRuntime(config, logger);
   const app = await buildApp(runtime, { logger });
-  // Same trivial handler twice, the only difference being the idempotency layer.
-  const handler = async (_request: unknown, reply: { code(n: number): { send(v: unknown): unknown } }) =>
-    reply.code(201).send({ ok: true });
+
+  // The handler both POST routes run: one ledger transfer in its own transaction (lock both balance rows, check,
+  // insert the posting, update both balances, commit), alternating reservation and release on a few renters whose
+  // balances are seeded far beyond what a run can move, so no request ever meets an empty account.
+  const renters = Array.from({ length: 8 }, () => randomUUID());
+  const at = new Date();
+  for (const renter of renters) {
+    const available = ledgerAccounts.available(renter);
+    await runTransfer(runtime.store, {
+      from: ledgerAccounts.external(),
+      to: available,
+      amountMicro: 10n ** 15n,
+      kind: 'deposit',
+      reference: 'seed',
+      at,
+    });
+    const hold = ledgerAccounts.hold(`${renter}-job`, renter);
+    await runTransfer(runtime.store, { from: available, to: hold, amountMicro: 10n ** 12n, kind: 'reservation', reference: 'seed', at });
+  }
+  let transfers = 0;
+  const handler = async (_request: unknown, reply: { code(n: number): { send(v: unknown): unknown } }) => {
+    const n = transfers++;
+    const renter = renters[n % renters.length] as string;
+    const available = ledgerAccounts.available(renter);
+    const hold = ledgerAccounts.hold(`${renter}-job`, renter);
+    const reserve = Math.floor(n / renters.length) % 2 === 0;
+    const result = await runTransfer(runtime.store, {
+      from: reserve ? available : hold,
+      to: reserve ? hold : available,
+      amountMicro: 1_000n,
+      kind: reserve ? 'reservation' : 'release',
+      reference: `${renter}-job`,
+      at: runtime.clock.now(),
+    });
+    return reply.code(201).send({ posting_id: result.postingId });
+  };
   app.post(BENCH_ROUTE_PLAIN, { config: {} }, handler as never);
   app.post(BENCH_ROUTE_IDEMPOTENT, { config: { idempotent: true } }, handler as never);
   await app.listen({ host: '127.0.0.1', port: 0 });
@@ -150,7 +216,10 @@ async function serveControlPlane(synchronous: 'FULL' | 'NORMAL'): Promise<{ port
 
 /** Child entry: start one server, print `{port, ...}` on one line, stop when stdin closes or on SIGTERM. */
 async function serveChild(kind: string): Promise<void> {
-  const server = kind === 'bare' ? await serveBare() : await serveControlPlane(kind === 'control-plane-normal' ? 'NORMAL' : 'FULL');
+  const server =
+    kind === 'bare'
+      ? await serveBare()
+      : await serveControlPlane(kind === 'control-plane-normal' ? 'NORMAL' : 'FULL', kind === 'control-plane-info');
   const { close, ...info } = server;
   process.stdout.write(`${JSON.stringify(info)}\n`);
   let closing = false;
@@ -167,10 +236,13 @@ async function serveChild(kind: string): Promise<void> {
 
 interface Child {
   info: { port: number; apiKey?: string };
+  pid: number;
   stop(): Promise<void>;
 }
 
-async function startChild(kind: 'bare' | 'control-plane' | 'control-plane-normal'): Promise<Child> {
+type ChildKind = 'bare' | 'control-plane' | 'control-plane-normal' | 'control-plane-info';
+
+async function startChild(kind: ChildKind): Promise<Child> {
   const self = fileURLToPath(import.meta.url);
   // Under tsx the loader is in execArgv; elsewhere ask for it.
   const execArgv = process.execArgv.some((arg) => arg.includes('tsx')) ? process.execArgv : ['--import', 'tsx'];
@@ -189,6 +261,7 @@ async function startChild(kind: 'bare' | 'control-plane' | 'control-plane-normal
   });
   return {
     info: JSON.parse(line) as Child['info'],
+    pid: child.pid as number,
     stop: () =>
       new Promise<void>((resolve) => {
         if (child.exitCode !== null) return resolve();
@@ -207,6 +280,29 @@ async function startChild(kind: 'bare' | 'control-plane' | 'control-plane-normal
 
 const HEADER_END = Buffer.from('\r\n\r\n');
 
+interface Slice {
+  /** Answers to requests sent in the window (the throughput). */
+  completed: number;
+  latencies: number[];
+  /** Answers that arrived in the window, whenever sent: the work the window's CPU time paid for. */
+  answeredInWindow: number;
+  /** Server CPU milliseconds spent during the window, or null when /proc is not there. */
+  cpuMs: number | null;
+}
+
+/** CPU time (user + system) of a process so far, in ms, from /proc (Linux); null elsewhere. */
+function processCpuMs(pid: number | undefined): number | null {
+  if (pid === undefined) return null;
+  try {
+    const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]?.split(' ') ?? [];
+    const ticks = Number(fields[11]) + Number(fields[12]);
+    // USER_HZ is 100 on Linux.
+    return Number.isFinite(ticks) ? ticks * 10 : null;
+  } catch {
+    return null;
+  }
+}
+
 /**
  * Sends `request()` over `connections` sockets for `warmupMs + durationMs`; counts the answers that complete in the
  * measured window. Throws when an answer has another status than `expectStatus`.
@@ -218,13 +314,55 @@ export async function load(options: {
   durationMs: number;
   request: () => string;
   expectStatus: number;
+  /** The server's process id, to report its CPU time per request. */
+  pid?: number;
 }): Promise<LoadFigures> {
+  return summarize([await loadSlice(options)], options.durationMs);
+}
+
+function summarize(slices: Slice[], durationMs: number): LoadFigures {
+  const completed = slices.reduce((sum, slice) => sum + slice.completed, 0);
+  const latencies = slices.flatMap((slice) => slice.latencies).sort((a, b) => a - b);
+  const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0) * 100) / 100;
+  const cpuMs = slices.every((slice) => slice.cpuMs !== null) ? slices.reduce((sum, slice) => sum + (slice.cpuMs as number), 0) : null;
+  const answered = slices.reduce((sum, slice) => sum + slice.answeredInWindow, 0);
+  return {
+    requests: completed,
+    rps: Math.round(completed / (durationMs / 1000)),
+    p50Ms: at(0.5),
+    p99Ms: at(0.99),
+    serverCpuUsPerRequest: cpuMs === null || answered === 0 ? null : Math.round((cpuMs * 10_000) / answered) / 10,
+  };
+}
+
+async function loadSlice(options: {
+  port: number;
+  connections: number;
+  warmupMs: number;
+  durationMs: number;
+  request: () => string;
+  expectStatus: number;
+  pid?: number;
+}): Promise<Slice> {
   const start = performance.now();
   const measureFrom = start + options.warmupMs;
   const end = measureFrom + options.durationMs;
   const latencies: number[] = [];
   let completed = 0;
   let failure: Error | null = null;
+  let answeredInWindow = 0;
+  // Read when the window opens and closes (by timers; a timer that a busy loop delays past the last answer is read
+  // at the end instead).
+  let cpuAtStart: number | null = options.warmupMs === 0 ? processCpuMs(options.pid) : null;
+  let cpuAtEnd: number | null = null;
+  const cpuTimers = [
+    setTimeout(() => {
+      cpuAtStart ??= processCpuMs(options.pid);
+    }, options.warmupMs),
+    setTimeout(() => {
+      cpuAtEnd = processCpuMs(options.pid);
+    }, options.warmupMs + options.durationMs),
+  ];
 
   const connection = () =>
     new Promise<void>((resolve) => {
@@ -262,6 +400,7 @@ export async function load(options: {
           }
           buffer = buffer.subarray(total);
           const now = performance.now();
+          if (now >= measureFrom && now <= end) answeredInWindow++;
           if (sentAt >= measureFrom && now <= end) {
             completed++;
             latencies.push(now - sentAt);
@@ -276,106 +415,163 @@ export async function load(options: {
     });
 
   await Promise.all(Array.from({ length: options.connections }, connection));
+  for (const timer of cpuTimers) clearTimeout(timer);
+  cpuAtEnd ??= processCpuMs(options.pid);
   if (failure) throw failure;
-  latencies.sort((a, b) => a - b);
-  const at = (q: number) => Math.round((latencies[Math.min(latencies.length - 1, Math.floor(q * latencies.length))] ?? 0) * 100) / 100;
-  return { requests: completed, rps: Math.round(completed / (options.durationMs / 1000)), p50Ms: at(0.5), p99Ms: at(0.99) };
+  return { completed, latencies, answeredInWindow, cpuMs: cpuAtStart === null || cpuAtEnd === null ? null : cpuAtEnd - cpuAtStart };
 }
 
-const median = (figures: LoadFigures[]): LoadFigures => {
-  const sorted = [...figures].sort((a, b) => a.rps - b.rps);
-  return sorted[Math.floor((sorted.length - 1) / 2)] as LoadFigures;
-};
+interface Target {
+  name: string;
+  port: number;
+  pid: number;
+  request: () => string;
+  expectStatus: number;
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 
+/** Slices of one second (or less), alternating between the sides, after a warm-up of each; one figure per side. */
+async function measureSides(
+  sides: Target[],
+  options: { connections: number; warmupMs: number; durationS: number },
+  log: (line: string) => void,
+): Promise<LoadFigures[]> {
+  for (const side of sides) await loadSlice({ ...side, connections: options.connections, warmupMs: options.warmupMs, durationMs: 0 });
+  const slices = sides.map(() => [] as Slice[]);
+  for (let i = 0; i < options.durationS; i++) {
+    // A-B, then B-A: neither side always runs right after the other's heavier moment.
+    const order = sides.map((_, k) => k);
+    if (i % 2 === 1) order.reverse();
+    for (const k of order) {
+      const side = sides[k] as Target;
+      (slices[k] as Slice[]).push(await loadSlice({ ...side, connections: options.connections, warmupMs: 0, durationMs: 1000 }));
+    }
+  }
+  return sides.map((side, k) => {
+    const figures = summarize(slices[k] as Slice[], options.durationS * 1000);
+    log(
+      `http: ${side.name}: ${figures.rps} req/s (p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms, server CPU ${figures.serverCpuUsPerRequest ?? '?'} us/request)`,
+    );
+    return figures;
+  });
+}
+
 export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> {
-  const durationS = Math.max(1, Math.min(options.durationS ?? 5, 120));
+  const durationS = Math.max(1, Math.min(Math.round(options.durationS ?? 5), 120));
   const warmupS = Math.max(0, Math.min(options.warmupS ?? 1, 60));
   const connections = Math.max(1, Math.min(options.connections ?? 32, 1024));
-  const rounds = Math.max(1, Math.min(options.rounds ?? 1, 10));
+  const rawLoopCount = Math.max(100, Math.min(options.rawLoopCount ?? 2000, 100_000));
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
 
   const loadAvgBefore = loadavg()[0] as number;
-  const started = await Promise.allSettled([startChild('bare'), startChild('control-plane'), startChild('control-plane-normal')]);
+  // The raw store loop (the same transfers, no HTTP) before the servers start and again after the POSTs, while no
+  // server is busy: an fsync's cost moves with whatever else uses the disk, and the faster run is the one compared.
+  const { run: runLedgerLoop } = await import('./ledger-transfer.bench.js');
+  const rawLoop = async () => {
+    const figures = await runLedgerLoop({ count: rawLoopCount, synchronous: 'FULL' });
+    log(`http: raw store loop (ledger-transfer.bench, FULL): ${figures.transfersPerSecond} transfers/s`);
+    return figures.transfersPerSecond;
+  };
+  const rawLoopBefore = await rawLoop();
+
+  const kinds: ChildKind[] = ['bare', 'control-plane', 'control-plane-normal', 'control-plane-info'];
+  const started = await Promise.allSettled(kinds.map(startChild));
   const children = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s) => s.status === 'rejected');
   if (failed) {
     await Promise.all(children.map((child) => child.stop()));
     throw failed.reason;
   }
-  const [bare, cp, cpNormal] = children as [Child, Child, Child];
+  const [bare, cp, cpNormal, cpInfo] = children as [Child, Child, Child, Child];
   try {
-    const apiKey = cp.info.apiKey as string;
-    const common = { connections, warmupMs: warmupS * 1000, durationMs: durationS * 1000 };
-    const getAccount = `GET /api/v1/account HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${apiKey}\r\n\r\n`;
+    const common = { connections, warmupMs: warmupS * 1000, durationS };
+    const getAccount = (child: Child) => () =>
+      `GET /api/v1/account HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${child.info.apiKey}\r\n\r\n`;
     const getBare = 'GET /account HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n';
-    const post =
-      (path: string, key = apiKey) =>
-      () =>
-        `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${key}\r\nIdempotency-Key: ${randomUUID()}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`;
+    const post = (child: Child, path: string) => () =>
+      `POST ${path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${child.info.apiKey}\r\nIdempotency-Key: ${randomUUID()}\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}`;
+    const target = (name: string, child: Child, request: () => string, expectStatus: number): Target => ({
+      name,
+      port: child.info.port,
+      pid: child.pid,
+      request,
+      expectStatus,
+    });
 
-    const measurements: Array<[string, () => Promise<LoadFigures>]> = [
-      ['bare Fastify GET /account', () => load({ ...common, port: bare.info.port, request: () => getBare, expectStatus: 200 })],
+    const [bareFastify, accountWithApiKey] = (await measureSides(
       [
-        'control plane GET /api/v1/account (API key)',
-        () => load({ ...common, port: cp.info.port, request: () => getAccount, expectStatus: 200 }),
+        target('bare Fastify GET /account', bare, () => getBare, 200),
+        target('control plane GET /api/v1/account (API key)', cp, getAccount(cp), 200),
       ],
+      common,
+      log,
+    )) as [LoadFigures, LoadFigures];
+    const [accountWithInfoLogging] = (await measureSides(
+      [target('control plane GET /api/v1/account, request logging at info', cpInfo, getAccount(cpInfo), 200)],
+      common,
+      log,
+    )) as [LoadFigures];
+    const [plainPost, idempotentPost] = (await measureSides(
       [
-        'control plane POST without idempotency',
-        () => load({ ...common, port: cp.info.port, request: post(BENCH_ROUTE_PLAIN), expectStatus: 201 }),
+        target('POST ledger transfer (FULL)', cp, post(cp, BENCH_ROUTE_PLAIN), 201),
+        target('POST ledger transfer, idempotent (FULL)', cp, post(cp, BENCH_ROUTE_IDEMPOTENT), 201),
       ],
+      common,
+      log,
+    )) as [LoadFigures, LoadFigures];
+    const [plainPostNormal, idempotentPostNormal] = (await measureSides(
       [
-        'control plane POST with idempotency',
-        () => load({ ...common, port: cp.info.port, request: post(BENCH_ROUTE_IDEMPOTENT), expectStatus: 201 }),
+        target('POST ledger transfer (NORMAL)', cpNormal, post(cpNormal, BENCH_ROUTE_PLAIN), 201),
+        target('POST ledger transfer, idempotent (NORMAL)', cpNormal, post(cpNormal, BENCH_ROUTE_IDEMPOTENT), 201),
       ],
-      [
-        'control plane POST with idempotency, SQLite synchronous=NORMAL',
-        () => load({ ...common, port: cpNormal.info.port, request: post(BENCH_ROUTE_IDEMPOTENT, cpNormal.info.apiKey), expectStatus: 201 }),
-      ],
-    ];
-    const results = measurements.map(() => [] as LoadFigures[]);
-    for (let round = 0; round < rounds; round++) {
-      // Alternate the order, so neither side of a ratio always runs first on a machine that warms up or gets busier.
-      const order = measurements.map((_, i) => i);
-      if (round % 2 === 1) order.reverse();
-      for (const i of order) {
-        const [name, measure] = measurements[i] as [string, () => Promise<LoadFigures>];
-        const figures = await measure();
-        (results[i] as LoadFigures[]).push(figures);
-        log(`http: ${name}: ${figures.rps} req/s (p50 ${figures.p50Ms} ms, p99 ${figures.p99Ms} ms)`);
-      }
-    }
-    const [bareFastify, accountWithApiKey, plainPost, idempotentPost, idempotentPostNormal] = results.map(median) as [
-      LoadFigures,
-      LoadFigures,
-      LoadFigures,
-      LoadFigures,
-      LoadFigures,
-    ];
-    const ratio = (a: LoadFigures, b: LoadFigures) => Math.round((a.rps / Math.max(1, b.rps)) * 1000) / 1000;
-    const accountRatio = ratio(accountWithApiKey, bareFastify);
-    const idempotentRatio = ratio(idempotentPost, plainPost);
-    const budgets = { accountRatioMin: 0.6, idempotentRatioMin: 0.8 };
+      common,
+      log,
+    )) as [LoadFigures, LoadFigures];
+
+    const rawLoopAfter = await rawLoop();
+    const rawLoopPerSecond = Math.max(rawLoopBefore, rawLoopAfter);
+    const ratio = (a: number, b: number) => Math.round((a / Math.max(1, b)) * 1000) / 1000;
+    const accountRatio = ratio(accountWithApiKey.rps, bareFastify.rps);
+    const idempotentRatio = ratio(idempotentPost.rps, plainPost.rps);
+    const ledgerTransfer = {
+      httpPerSecond: plainPost.rps,
+      rawLoopPerSecond,
+      rawLoopRuns: [rawLoopBefore, rawLoopAfter],
+      ratio: ratio(plainPost.rps, rawLoopPerSecond),
+    };
+    const budgets = { accountRatioMin: 0.6, idempotentRatioMin: 0.8, ledgerHttpPerSecondMin: 1000, ledgerHttpRatioMin: 0.25 };
+    const cpuOf = (figures: LoadFigures) => figures.serverCpuUsPerRequest;
+    const bareCpu = cpuOf(bareFastify);
+    const accountCpu = cpuOf(accountWithApiKey);
     return {
       connections,
       durationS,
-      rounds,
       loadAvgBefore: Math.round(loadAvgBefore * 100) / 100,
       loadAvgAfter: Math.round((loadavg()[0] as number) * 100) / 100,
+      cpus: cpus().length,
       bareFastify,
       accountWithApiKey,
       accountRatio,
+      accountCpuRatio: bareCpu === null || accountCpu === null ? null : ratio(bareCpu, accountCpu),
+      accountWithInfoLogging,
       plainPost,
       idempotentPost,
       idempotentRatio,
+      plainPostNormal,
       idempotentPostNormal,
-      idempotentRatioNormal: ratio(idempotentPostNormal, plainPost),
+      idempotentRatioNormal: ratio(idempotentPostNormal.rps, plainPostNormal.rps),
+      ledgerTransfer,
       budgets,
-      withinBudget: { account: accountRatio >= budgets.accountRatioMin, idempotent: idempotentRatio >= budgets.idempotentRatioMin },
+      withinBudget: {
+        account: accountRatio >= budgets.accountRatioMin,
+        idempotent: idempotentRatio >= budgets.idempotentRatioMin,
+        ledgerTransferOverHttp:
+          ledgerTransfer.httpPerSecond >= budgets.ledgerHttpPerSecondMin && ledgerTransfer.ratio >= budgets.ledgerHttpRatioMin,
+      },
     };
   } finally {
-    await Promise.all([bare.stop(), cp.stop(), cpNormal.stop()]);
+    await Promise.all(children.map((child) => child.stop()));
   }
 }
 
@@ -386,7 +582,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       'duration-s': { type: 'string' },
       'warmup-s': { type: 'string' },
       connections: { type: 'string' },
-      rounds: { type: 'string' },
+      'raw-loop-count': { type: 'string' },
     },
   });
   if (values.serve) {
@@ -397,7 +593,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       durationS: num(values['duration-s']),
       warmupS: num(values['warmup-s']),
       connections: num(values.connections),
-      rounds: num(values.rounds),
+      rawLoopCount: num(values['raw-loop-count']),
     });
     process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
   }

@@ -1,0 +1,219 @@
+// Accepted meter receipts per second (DESIGN.md "Budgets": "meter receipts accepted: batched per job; report per
+// second on SQLite and Postgres"), through the real path: RUNNING jobs made by the renting fixtures (live machines,
+// quotes and reservations over HTTP, accepted and ready statuses), and receipts handed to the gateway's GroupApplier,
+// which marks each message applied and runs the registered 'meter_receipt' handler (lock the job, evaluate the
+// receipt, post the metered charge to the ledger, update the job) inside its transaction. Two ways:
+//   - one receipt per transaction: receipts applied one after another, so each is alone in its commit;
+//   - batched as the gateway applies them: every job sends its next receipt as soon as the previous one is applied
+//     (one in flight per job, as an agent does), so receipts that arrive while a commit runs share the next one.
+// SQLite runs with synchronous=FULL (money); Postgres gets a fresh database, dropped afterwards. Every receipt must
+// be accepted: the bench checks the jobs' accepted runtime and the ledger afterwards.
+//
+// Run: pnpm exec tsx test/bench/meter-receipts.bench.ts [--jobs 16] [--phase-s 3]
+import type { MeterReceiptMessage } from '@ark/shared';
+import type { AppContext } from '@ark/control-plane/app';
+import { buildApp } from '@ark/control-plane/app';
+import { ManualClock } from '@ark/control-plane/clock';
+import { GroupApplier } from '@ark/control-plane/gateway/applier';
+import { ChannelHandlers } from '@ark/control-plane/gateway/handlers';
+import { createMetrics } from '@ark/control-plane/http/metrics';
+import { Paginator } from '@ark/control-plane/http/pagination';
+import { MemoryRateLimiter } from '@ark/control-plane/http/rate-limit';
+import { createAccountAuthenticator } from '@ark/control-plane/store/accounts';
+import type { Dialect } from '@ark/control-plane/store/db';
+import { verifyLedger } from '@ark/control-plane/store/ledger';
+import { seedAccount, testConfig } from '@ark/control-plane/testing/app';
+import { enrollDirect, sampleManifest } from '@ark/control-plane/testing/hosting';
+import { agentHeartbeat, fund, reserveJob, runJob } from '@ark/control-plane/testing/renting';
+import { createTestStore } from '@ark/control-plane/testing/stores';
+import { loadavg } from 'node:os';
+import { pathToFileURL } from 'node:url';
+import { parseArgs } from 'node:util';
+
+export interface ReceiptRate {
+  receipts: number;
+  seconds: number;
+  perSecond: number;
+}
+
+export interface DialectReceiptFigures {
+  jobs: number;
+  /** Seconds to make the RUNNING jobs (not measured below). */
+  setupSeconds: number;
+  onePerTransaction: ReceiptRate;
+  batched: ReceiptRate;
+  /** batched.perSecond / onePerTransaction.perSecond */
+  batchGain: number;
+}
+
+export interface MeterReceiptFigures {
+  loadAvgBefore: number;
+  sqliteSynchronous: 'FULL';
+  sqlite: DialectReceiptFigures;
+  postgres: DialectReceiptFigures;
+}
+
+export interface MeterReceiptBenchOptions {
+  /** RUNNING jobs, each on its own machine (default 16). */
+  jobs?: number;
+  /** Seconds each way of applying receipts runs, per store (default 3). */
+  phaseS?: number;
+  log?: (line: string) => void;
+}
+
+const PERIOD_MS = 30_000;
+/** Receipts prepared per job (periods the clock has passed); a phase that runs out of them ends early. */
+const MAX_RECEIPTS_PER_JOB = 2_000;
+
+interface RunningJob {
+  jobId: string;
+  machineId: string;
+  start: Date;
+  /** The next meter_seq to send. */
+  next: number;
+}
+
+async function measureDialect(
+  dialect: Dialect,
+  jobs: number,
+  phaseMs: number,
+  log: (line: string) => void,
+): Promise<DialectReceiptFigures> {
+  const setupStarted = performance.now();
+  const store = await createTestStore(dialect, { sqliteSynchronous: 'FULL' });
+  const clock = new ManualClock();
+  const config = testConfig({ databaseUrl: dialect === 'postgres' ? store.location : null, newHostMachineCap: 100_000 });
+  const authenticator = createAccountAuthenticator(store);
+  const rateLimiter = new MemoryRateLimiter();
+  const ctx: AppContext = {
+    config,
+    store,
+    clock,
+    mailer: { async send() {} },
+    rateLimiter,
+    authenticator,
+    metrics: createMetrics(),
+    paginator: new Paginator(config.secretKey),
+    channel: new ChannelHandlers(),
+  };
+  const app = await buildApp(ctx);
+  await app.ready();
+  try {
+    const renter = await seedAccount(ctx);
+    await fund(ctx, renter.accountId, 10n ** 15n);
+    // One host with every machine (liveMachine seeds a host per machine, and each costs a password hash).
+    const host = await seedAccount(ctx, { role: 'host' });
+    const running: RunningJob[] = [];
+    for (let i = 0; i < jobs; i++) {
+      const machineId = await enrollDirect(app, host, { manifest: sampleManifest({ hostname: `rig-${i}` }) });
+      await agentHeartbeat(ctx, machineId);
+      const offer = await store.db.selectFrom('offers').select('id').where('machine_id', '=', machineId).executeTakeFirstOrThrow();
+      const machine = { host, machineId, offerId: offer.id };
+      const { jobId } = await reserveJob(app, renter, machine, { duration_limit_s: 86_400, budget_micro: '10000000000' });
+      const start = await runJob({ ctx, clock }, machine.machineId, jobId);
+      running.push({ jobId, machineId: machine.machineId, start, next: 1 });
+    }
+    // Every prepared period has ended by now, so each receipt is judged on its own merits, not refused as early.
+    clock.advance(MAX_RECEIPTS_PER_JOB * PERIOD_MS + 60_000);
+    const setupSeconds = Math.round((performance.now() - setupStarted) / 100) / 10;
+    log(`meter-receipts: ${dialect}: ${jobs} RUNNING jobs in ${setupSeconds} s`);
+
+    // The gateway's applier, built as the gateway builds it.
+    const applier = new GroupApplier({ store, handlers: ctx.channel, clock });
+    let messageId = 1;
+    const receiptOf = (job: RunningJob): MeterReceiptMessage => {
+      const seq = job.next++;
+      const periodStart = new Date(job.start.getTime() + (seq - 1) * PERIOD_MS);
+      return {
+        v: 1,
+        t: 'meter_receipt',
+        sid: 'bench',
+        seq: 1,
+        id: messageId++,
+        job_id: job.jobId,
+        fence: '1',
+        meter_seq: seq,
+        period_start: periodStart.toISOString(),
+        period_end: new Date(periodStart.getTime() + PERIOD_MS).toISOString(),
+        runtime_ms: String(PERIOD_MS),
+        final: false,
+      };
+    };
+    const hasNext = (job: RunningJob) => job.next <= MAX_RECEIPTS_PER_JOB;
+
+    // One receipt per transaction: one at a time, so the applier is idle and applies each alone.
+    let started = performance.now();
+    let applied = 0;
+    for (let i = 0; performance.now() - started < phaseMs; i++) {
+      const job = running[i % running.length] as RunningJob;
+      if (!hasNext(job)) break;
+      await applier.apply(job.machineId, receiptOf(job));
+      applied++;
+    }
+    const single = rate(applied, performance.now() - started);
+    log(`meter-receipts: ${dialect}: one per transaction: ${single.perSecond}/s`);
+
+    // Batched: every job keeps one receipt in flight; those arriving during a commit share the next one.
+    started = performance.now();
+    let batchedCount = 0;
+    await Promise.all(
+      running.map(async (job) => {
+        while (performance.now() - started < phaseMs && hasNext(job)) {
+          await applier.apply(job.machineId, receiptOf(job));
+          batchedCount++;
+        }
+      }),
+    );
+    const batched = rate(batchedCount, performance.now() - started);
+    log(`meter-receipts: ${dialect}: batched: ${batched.perSecond}/s`);
+
+    // Every receipt was accepted in full, and the ledger still balances.
+    const sent = running.reduce((sum, job) => sum + BigInt(job.next - 1), 0n);
+    const accepted = await store.db
+      .selectFrom('jobs')
+      .select((eb) => eb.fn.sum<bigint | string>('accepted_runtime_ms').as('total'))
+      .executeTakeFirstOrThrow();
+    if (BigInt(accepted.total ?? 0) !== sent * BigInt(PERIOD_MS)) {
+      throw new Error(
+        `${dialect}: accepted runtime ${accepted.total} ms, expected ${sent * BigInt(PERIOD_MS)} ms: some receipts were not accepted`,
+      );
+    }
+    const verification = await verifyLedger(store);
+    if (!verification.ok) throw new Error(`${dialect}: the ledger does not verify after the bench`);
+    return {
+      jobs,
+      setupSeconds,
+      onePerTransaction: single,
+      batched,
+      batchGain: Math.round((batched.perSecond / Math.max(1, single.perSecond)) * 100) / 100,
+    };
+  } finally {
+    await app.close();
+    authenticator.close();
+    await rateLimiter.close();
+    await store.destroy();
+  }
+}
+
+const rate = (receipts: number, ms: number): ReceiptRate => ({
+  receipts,
+  seconds: Math.round(ms / 100) / 10,
+  perSecond: Math.round((receipts * 1000) / Math.max(1, ms)),
+});
+
+export async function run(options: MeterReceiptBenchOptions = {}): Promise<MeterReceiptFigures> {
+  const jobs = Math.max(1, Math.min(options.jobs ?? 16, 256));
+  const phaseMs = Math.max(500, Math.min((options.phaseS ?? 3) * 1000, 60_000));
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const loadAvgBefore = Math.round((loadavg()[0] as number) * 100) / 100;
+  const sqlite = await measureDialect('sqlite', jobs, phaseMs, log);
+  const postgres = await measureDialect('postgres', jobs, phaseMs, log);
+  return { loadAvgBefore, sqliteSynchronous: 'FULL', sqlite, postgres };
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const { values } = parseArgs({ options: { jobs: { type: 'string' }, 'phase-s': { type: 'string' } } });
+  const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
+  const figures = await run({ jobs: num(values.jobs), phaseS: num(values['phase-s']) });
+  process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
+}
