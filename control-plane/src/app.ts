@@ -80,7 +80,14 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
       return reply
         .code(tooLong ? 404 : 422)
         .type('application/json')
-        .send(envelope(tooLong ? 'NOT_FOUND' : 'VALIDATION_FAILED', tooLong ? 'Not found.' : 'The request URL is malformed.', false, request.id));
+        .send(
+          envelope(
+            tooLong ? 'NOT_FOUND' : 'VALIDATION_FAILED',
+            tooLong ? 'Not found.' : 'The request URL is malformed.',
+            false,
+            request.id,
+          ),
+        );
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);

@@ -123,8 +123,9 @@ export function loadConfig(env: Env = process.env): Config {
     meterSkewMs: int(env, 'ARK_METER_SKEW_MS', 5000, 0, 600_000),
     retrievalWindowS: int(env, 'ARK_RETRIEVAL_WINDOW_S', 3600, 0, 30 * 86400),
     // Default: three heartbeat intervals, the same grace that marks a machine offline.
-    jobAgentGraceMs:
-      env.ARK_JOB_AGENT_GRACE_S ? int(env, 'ARK_JOB_AGENT_GRACE_S', 45, 1, 86400) * 1000 : 3 * int(env, 'ARK_HEARTBEAT_INTERVAL_S', 15, 1, 3600) * 1000,
+    jobAgentGraceMs: env.ARK_JOB_AGENT_GRACE_S
+      ? int(env, 'ARK_JOB_AGENT_GRACE_S', 45, 1, 86400) * 1000
+      : 3 * int(env, 'ARK_HEARTBEAT_INTERVAL_S', 15, 1, 3600) * 1000,
     jobReconcileTimeoutMs: int(env, 'ARK_JOB_RECONCILE_TIMEOUT_S', 600, 1, 7 * 86400) * 1000,
     jobStartTimeoutMs: int(env, 'ARK_JOB_START_TIMEOUT_S', 1800, 10, 7 * 86400) * 1000,
     jobAccessHost: env.ARK_JOB_ACCESS_HOST || null,

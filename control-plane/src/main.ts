@@ -26,7 +26,9 @@ async function main(argv: string[]): Promise<number> {
       const app = await buildApp(runtime, { logger });
       const address = await app.listen({ host: config.host, port: config.port });
       const workers = startWorkers({ store: runtime.store, clock: runtime.clock, logger, workers: defaultWorkers(config) });
-      process.stdout.write(`ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`);
+      process.stdout.write(
+        `ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`,
+      );
       await new Promise<void>((resolve) => {
         const stop = () => resolve();
         process.once('SIGTERM', stop);

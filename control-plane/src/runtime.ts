@@ -25,9 +25,15 @@ export async function openConfiguredStore(config: Config): Promise<Store> {
 }
 
 /** The real adapters behind every AppContext field. */
-export async function createRuntime(config: Config, logger: Logger, clock: Clock = systemClock): Promise<AppContextInput & { close(): Promise<void> }> {
+export async function createRuntime(
+  config: Config,
+  logger: Logger,
+  clock: Clock = systemClock,
+): Promise<AppContextInput & { close(): Promise<void> }> {
   const store = await openConfiguredStore(config);
-  const rateLimiter: RateLimiter = config.redisUrl ? new RedisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 })) : new MemoryRateLimiter();
+  const rateLimiter: RateLimiter = config.redisUrl
+    ? new RedisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }))
+    : new MemoryRateLimiter();
   const mailer = config.smtp.url ? smtpMailer(config.smtp.url, config.smtp.from) : logMailer((line) => logger.info(line));
   const authenticator = createAccountAuthenticator(store);
   return {

@@ -63,7 +63,11 @@ function launchCommand(seq: number, body: Partial<LaunchJobBody> = {}): LaunchCo
   };
 }
 
-function buildAgent(channel: RecordingChannel, createJobs: ConstructorParameters<typeof Agent>[0]['createJobs'], health: () => Promise<string[]> = async () => []) {
+function buildAgent(
+  channel: RecordingChannel,
+  createJobs: ConstructorParameters<typeof Agent>[0]['createJobs'],
+  health: () => Promise<string[]> = async () => [],
+) {
   let onCommand: ((command: CommandMessage) => Promise<void>) | undefined;
   const agent = new Agent({
     machineId: MACHINE,

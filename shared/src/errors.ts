@@ -41,12 +41,24 @@ export const ERROR_CATALOG = {
   WITHDRAWAL_ADDRESS_EXISTS: { status: 409, retryable: false, message: 'This withdrawal address is already registered on this network.' },
   // Ledger
   INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
-  LEDGER_REFERENCE_CONFLICT: { status: 409, retryable: false, message: 'This external reference was already posted with different fields.' },
+  LEDGER_REFERENCE_CONFLICT: {
+    status: 409,
+    retryable: false,
+    message: 'This external reference was already posted with different fields.',
+  },
   // Hosting: pairing, enrollment, machines, offers, telemetry
   PAIRING_CODE_INVALID: { status: 404, retryable: false, message: 'The pairing code is wrong or has expired.' },
   HOSTING_BLOCKED: { status: 403, retryable: false, message: 'Hosting is blocked for this account.' },
-  HOSTING_SCOPE_REVOKED: { status: 403, retryable: false, message: 'The credential that approved this pairing no longer has the host scope.' },
-  NEW_HOST_MACHINE_CAP_REACHED: { status: 403, retryable: false, message: 'A new host may pair only a few machines in its first 24 hours.' },
+  HOSTING_SCOPE_REVOKED: {
+    status: 403,
+    retryable: false,
+    message: 'The credential that approved this pairing no longer has the host scope.',
+  },
+  NEW_HOST_MACHINE_CAP_REACHED: {
+    status: 403,
+    retryable: false,
+    message: 'A new host may pair only a few machines in its first 24 hours.',
+  },
   ENROLLMENT_TOKEN_INVALID: { status: 401, retryable: false, message: 'The enrollment token is unknown or expired.' },
   ENROLLMENT_TOKEN_USED: { status: 409, retryable: false, message: 'The enrollment token was already used.' },
   OFFER_VERSION_MISMATCH: { status: 409, retryable: false, message: 'The offer changed since the expected version; read it again.' },
@@ -59,7 +71,11 @@ export const ERROR_CATALOG = {
   OFFER_NOT_CURRENT: { status: 409, retryable: false, message: 'The offer changed or is no longer listed; read the offers again.' },
   MACHINE_NOT_AVAILABLE: { status: 409, retryable: true, message: 'The machine is not live, not online or busy right now.' },
   OUTSIDE_AVAILABILITY: { status: 409, retryable: false, message: "The requested duration is not inside the offer's availability window." },
-  MAINTENANCE_CONFLICT: { status: 409, retryable: false, message: 'A maintenance window of the offer falls inside the requested duration.' },
+  MAINTENANCE_CONFLICT: {
+    status: 409,
+    retryable: false,
+    message: 'A maintenance window of the offer falls inside the requested duration.',
+  },
   GPUS_NOT_AVAILABLE: { status: 409, retryable: true, message: 'The machine does not have that many free GPUs.' },
   TEMPLATE_RUNTIME_MISSING: { status: 409, retryable: false, message: "The template has no built runtime for the machine's backend." },
   TEMPLATE_DOES_NOT_FIT: { status: 409, retryable: false, message: "The template needs more VRAM than the machine's GPUs have." },
@@ -67,14 +83,34 @@ export const ERROR_CATALOG = {
   QUOTE_EXPIRED: { status: 409, retryable: false, message: 'The quote has expired; ask for a new one.' },
   QUOTE_ALREADY_USED: { status: 409, retryable: false, message: 'The quote was already used for a reservation.' },
   JOB_VERSION_MISMATCH: { status: 409, retryable: false, message: 'The job changed since the expected version; read it again.' },
-  BUDGET_VERSION_MISMATCH: { status: 409, retryable: false, message: "The job's budget changed since the expected version; read it again." },
-  JOB_NOT_EXTENDABLE: { status: 409, retryable: false, message: 'The budget of a job cannot be extended once it is stopping, has ended or is reconciling.' },
+  BUDGET_VERSION_MISMATCH: {
+    status: 409,
+    retryable: false,
+    message: "The job's budget changed since the expected version; read it again.",
+  },
+  JOB_NOT_EXTENDABLE: {
+    status: 409,
+    retryable: false,
+    message: 'The budget of a job cannot be extended once it is stopping, has ended or is reconciling.',
+  },
   DURATION_LIMIT_DECREASE: { status: 409, retryable: false, message: 'The new duration limit must not be shorter than the current one.' },
-  HOST_CEILING_EXCEEDED: { status: 409, retryable: false, message: "The new duration limit passes the host's availability ceiling snapshotted at reservation." },
+  HOST_CEILING_EXCEEDED: {
+    status: 409,
+    retryable: false,
+    message: "The new duration limit passes the host's availability ceiling snapshotted at reservation.",
+  },
   JOB_NOT_STOPPABLE: { status: 409, retryable: false, message: 'The job has failed; there is nothing to stop.' },
-  JOB_ACCESS_UNAVAILABLE: { status: 403, retryable: false, message: 'Access is only available while the job runs, or for a limited window after it stopped.' },
+  JOB_ACCESS_UNAVAILABLE: {
+    status: 403,
+    retryable: false,
+    message: 'Access is only available while the job runs, or for a limited window after it stopped.',
+  },
   // Agent channel
-  CHANNEL_VERSION_UNSUPPORTED: { status: 400, retryable: false, message: 'This agent channel protocol version is not supported; use ?v=1.' },
+  CHANNEL_VERSION_UNSUPPORTED: {
+    status: 400,
+    retryable: false,
+    message: 'This agent channel protocol version is not supported; use ?v=1.',
+  },
 } as const satisfies Record<string, ErrorSpec>;
 
 export type ErrorCode = keyof typeof ERROR_CATALOG;

@@ -19,12 +19,21 @@ describe.each(DIALECTS)('hosts block on %s', (dialect) => {
   it('blocks and unblocks an account, audited with the reason', async () => {
     const email = `host-${randomUUID()}@example.test`;
     const account = await insertAccount(store.db, { email, passwordHash: null, name: null, role: 'host', emailVerified: true, now });
-    const blocked = await setHostingBlockCommand(store, { email: ` ${email.toUpperCase()} `, blocked: true, reason: 'chargeback fraud' }, now);
+    const blocked = await setHostingBlockCommand(
+      store,
+      { email: ` ${email.toUpperCase()} `, blocked: true, reason: 'chargeback fraud' },
+      now,
+    );
     expect(blocked).toEqual({ account_id: account.id, email, hosting_blocked: true, host_enabled: true });
     expect(await isHostingBlocked(store.db, account.id)).toBe(true);
     await setHostingBlockCommand(store, { email, blocked: false, reason: 'cleared by review' }, now);
     expect(await isHostingBlocked(store.db, account.id)).toBe(false);
-    const audit = await store.db.selectFrom('audit_log').select(['action', 'detail']).where('subject', '=', account.id).orderBy('at').execute();
+    const audit = await store.db
+      .selectFrom('audit_log')
+      .select(['action', 'detail'])
+      .where('subject', '=', account.id)
+      .orderBy('at')
+      .execute();
     expect(audit.map((a) => [a.action, JSON.parse(a.detail).reason])).toEqual([
       ['hosting.blocked_by_operator', 'chargeback fraud'],
       ['hosting.unblocked_by_operator', 'cleared by review'],
@@ -32,7 +41,11 @@ describe.each(DIALECTS)('hosts block on %s', (dialect) => {
   });
 
   it('refuses an unknown email or a missing reason', async () => {
-    await expect(setHostingBlockCommand(store, { email: 'nobody@example.test', blocked: true, reason: 'abuse report' }, now)).rejects.toThrow(HostsCliRefusal);
-    await expect(setHostingBlockCommand(store, { email: 'nobody@example.test', blocked: true, reason: ' ' }, now)).rejects.toThrow('--reason');
+    await expect(
+      setHostingBlockCommand(store, { email: 'nobody@example.test', blocked: true, reason: 'abuse report' }, now),
+    ).rejects.toThrow(HostsCliRefusal);
+    await expect(setHostingBlockCommand(store, { email: 'nobody@example.test', blocked: true, reason: ' ' }, now)).rejects.toThrow(
+      '--reason',
+    );
   });
 });

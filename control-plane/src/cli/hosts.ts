@@ -26,7 +26,12 @@ export async function setHostingBlockCommand(store: Store, input: { email: strin
       subject: account.id,
       detail: { reason },
     });
-    return { account_id: account.id, email: account.email, hosting_blocked: input.blocked, host_enabled: await isHostEnabled(trx, account.id) };
+    return {
+      account_id: account.id,
+      email: account.email,
+      hosting_blocked: input.blocked,
+      host_enabled: await isHostEnabled(trx, account.id),
+    };
   });
 }
 

@@ -43,10 +43,12 @@ function usage(): string {
 
 export async function runCli(argv: string[], ctx: CliContext): Promise<number> {
   await import('./commands.js');
-  const command = [...commands].sort((a, b) => b.name.length - a.name.length).find((c) => {
-    const words = c.name.split(' ');
-    return words.every((w, i) => argv[i] === w);
-  });
+  const command = [...commands]
+    .sort((a, b) => b.name.length - a.name.length)
+    .find((c) => {
+      const words = c.name.split(' ');
+      return words.every((w, i) => argv[i] === w);
+    });
   if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0] ?? '')) {
     process.stdout.write(usage());
     return 0;

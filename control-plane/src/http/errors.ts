@@ -30,7 +30,10 @@ export function envelope(code: string, message: string, retryable: boolean, requ
 export function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message?: string) {
   const spec = ERROR_CATALOG[code];
   request.discardIdempotency = spec.retryable || spec.status >= 500;
-  return reply.code(spec.status).type('application/json').send(envelope(code, message ?? spec.message, spec.retryable, request.id));
+  return reply
+    .code(spec.status)
+    .type('application/json')
+    .send(envelope(code, message ?? spec.message, spec.retryable, request.id));
 }
 
 /** The one place where failures become the contract's envelope. Causes are logged, never sent. */
@@ -58,5 +61,7 @@ export function installErrorHandling(app: FastifyInstance): void {
     request.log.error({ err: error }, 'unhandled error');
     return sendError(request, reply, 'INTERNAL');
   });
-  app.setNotFoundHandler((request, reply) => sendError(request, reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`));
+  app.setNotFoundHandler((request, reply) =>
+    sendError(request, reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`),
+  );
 }

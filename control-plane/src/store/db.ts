@@ -55,8 +55,7 @@ export function openStore(options: StoreOptions): Store {
 }
 
 /** Booleans are stored as 0/1 integers on both dialects. */
-export const toBool = (value: bigint | number | boolean | null | undefined): boolean =>
-  value === true || value === 1n || value === 1;
+export const toBool = (value: bigint | number | boolean | null | undefined): boolean => value === true || value === 1n || value === 1;
 export const fromBool = (value: boolean): bigint => (value ? 1n : 0n);
 
 /** JSON is stored as text on both dialects. */

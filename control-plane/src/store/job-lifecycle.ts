@@ -279,11 +279,7 @@ export class JobLifecycle {
   async #assertMachineAvailable(db: Executor, machine: MachineRow, now: Date): Promise<void> {
     // Heartbeats that changed nothing may still be buffered in this process (store/heartbeats.ts).
     const lastHeartbeatAt = lastHeartbeatAtOf(this.store, machine.id, machine.last_heartbeat_at);
-    const liveness = livenessAt(
-      lastHeartbeatAt ? new Date(lastHeartbeatAt) : null,
-      now,
-      this.settings.heartbeatIntervalMs,
-    );
+    const liveness = livenessAt(lastHeartbeatAt ? new Date(lastHeartbeatAt) : null, now, this.settings.heartbeatIntervalMs);
     const healthy = machine.healthy === null ? null : machine.healthy === 1n;
     if (readinessOf(machine.live_state, liveness, healthy) !== 'ready') {
       throw new DomainError('MACHINE_NOT_AVAILABLE', `The machine is ${machine.live_state === 'live' ? liveness : machine.live_state}.`);

@@ -1,10 +1,10 @@
 import type { AccountsTables } from './tables/accounts.js';
 import type { FoundationTables } from './tables/foundation.js';
+import type { GatewayTables } from './tables/gateway.js';
 import type { HostsTables } from './tables/hosts.js';
 import type { JobsTables } from './tables/jobs.js';
-import type { GatewayTables } from './tables/gateway.js';
 import type { LedgerTables } from './tables/ledger.js';
 import type { TemplatesTables } from './tables/templates.js';
 
 // The whole database, as the union of each aggregate's tables.
-export interface Database extends FoundationTables, AccountsTables, LedgerTables, GatewayTables, HostsTables, TemplatesTables, JobsTables {}
+export interface Database extends FoundationTables, AccountsTables, LedgerTables, TemplatesTables, HostsTables, GatewayTables, JobsTables {}

@@ -17,7 +17,10 @@ export const MachineManifest = Type.Object(
   {
     hostname: Type.String({ maxLength: 255 }),
     gpus: Type.Array(GpuManifest, { maxItems: 64 }),
-    cpu: Type.Object({ model: Type.String({ maxLength: 200 }), cores: Type.Integer({ minimum: 1, maximum: 4096 }) }, { additionalProperties: false }),
+    cpu: Type.Object(
+      { model: Type.String({ maxLength: 200 }), cores: Type.Integer({ minimum: 1, maximum: 4096 }) },
+      { additionalProperties: false },
+    ),
     ram_bytes: DecimalString,
     disk_bytes: DecimalString,
     os: Type.String({ maxLength: 200 }),

@@ -77,10 +77,19 @@ export const LaunchJobBody = Type.Object(
     env: Type.Record(Type.String({ maxLength: 256 }), Type.String({ maxLength: 8192 })),
     command: Type.Optional(Type.Array(Type.String({ maxLength: 4096 }), { maxItems: 256 })),
     /** Container ports to publish (the template's), e.g. 8080. */
-    ports: Type.Array(Type.Object({ container_port: Type.Integer({ minimum: 1, maximum: 65535 }), protocol: Type.Union([Type.Literal('http'), Type.Literal('https'), Type.Literal('tcp')]) }), { maxItems: 32 }),
+    ports: Type.Array(
+      Type.Object({
+        container_port: Type.Integer({ minimum: 1, maximum: 65535 }),
+        protocol: Type.Union([Type.Literal('http'), Type.Literal('https'), Type.Literal('tcp')]),
+      }),
+      { maxItems: 32 },
+    ),
     ssh_public_keys: Type.Array(Type.String({ maxLength: 16384 }), { maxItems: 32 }),
     health_check: Type.Optional(
-      Type.Object({ port: Type.Integer({ minimum: 1, maximum: 65535 }), path: Type.Optional(Type.String({ maxLength: 1024 })) }, { additionalProperties: false }),
+      Type.Object(
+        { port: Type.Integer({ minimum: 1, maximum: 65535 }), path: Type.Optional(Type.String({ maxLength: 1024 })) },
+        { additionalProperties: false },
+      ),
     ),
     /** Model-kind templates: the per-job engine key (43 chars). */
     engine_api_key: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' })),
@@ -228,15 +237,15 @@ export const JobStatusMessage = Type.Object(
     id: MessageId,
     job_id: Uuid,
     fence: DecimalString,
-    status: Type.Union(
-      ['accepted', 'pulling', 'starting', 'ready', 'exited', 'stopped', 'cleaned', 'failed'].map((s) => Type.Literal(s)),
-    ),
+    status: Type.Union(['accepted', 'pulling', 'starting', 'ready', 'exited', 'stopped', 'cleaned', 'failed'].map((s) => Type.Literal(s))),
     at: Rfc3339Utc,
     detail: Type.Optional(Type.String({ maxLength: 2000 })),
     /** Pull progress, 0..100, with status pulling. */
     progress_pct: Type.Optional(Type.Integer({ minimum: 0, maximum: 100 })),
     /** With status ready: what the agent checked (container running, health port answered, model list). */
-    evidence: Type.Optional(Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean()]))),
+    evidence: Type.Optional(
+      Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 2000 }), Type.Number(), Type.Boolean()])),
+    ),
     /** With status ready: how the renter reaches the job. */
     access: Type.Optional(
       Type.Object(
@@ -245,7 +254,13 @@ export const JobStatusMessage = Type.Object(
           ssh_host_key_fingerprint: Type.String({ maxLength: 200 }),
           /** The address renters reach this machine's ports at, when the agent knows it (else the control plane's configured one). */
           public_host: Type.Optional(Type.String({ minLength: 1, maxLength: 253 })),
-          ports: Type.Array(Type.Object({ container_port: Type.Integer(), host_port: Type.Integer(), protocol: Type.String({ maxLength: 8 }) }, { additionalProperties: false }), { maxItems: 32 }),
+          ports: Type.Array(
+            Type.Object(
+              { container_port: Type.Integer(), host_port: Type.Integer(), protocol: Type.String({ maxLength: 8 }) },
+              { additionalProperties: false },
+            ),
+            { maxItems: 32 },
+          ),
         },
         { additionalProperties: false },
       ),

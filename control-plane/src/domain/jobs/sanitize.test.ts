@@ -32,7 +32,9 @@ describe('sanitizeText', () => {
   });
 
   it('sanitizes strings inside event data, bounded in depth and size', () => {
-    const data = sanitizeData({ detail: 'api_key=supersecretvalue\x00', nested: { list: ['ok', 'hunter22'] }, n: 3, big: 5n }, ['hunter22']);
+    const data = sanitizeData({ detail: 'api_key=supersecretvalue\x00', nested: { list: ['ok', 'hunter22'] }, n: 3, big: 5n }, [
+      'hunter22',
+    ]);
     expect(data).toEqual({ detail: `api_key=${REDACTED}`, nested: { list: ['ok', REDACTED] }, n: 3, big: '5' });
   });
 });

@@ -25,7 +25,8 @@ describe('job state machine', () => {
 
   it('stops and extends only where the contract allows', () => {
     expect(STOPPABLE_STATES).toEqual(['RESERVED', 'STARTING', 'RUNNING', 'RECONCILING']);
-    for (const s of ['STOPPING', 'STOPPED', 'CLEANING', 'CLOSED', 'FAILED', 'RECONCILING'] as const) expect(EXTENDABLE_STATES).not.toContain(s);
+    for (const s of ['STOPPING', 'STOPPED', 'CLEANING', 'CLOSED', 'FAILED', 'RECONCILING'] as const)
+      expect(EXTENDABLE_STATES).not.toContain(s);
     expect(stopAnswerOf('STOPPED')).toBe('STOPPED');
     expect(stopAnswerOf('FAILED')).toBeNull();
     expect(stopAnswerOf('RUNNING')).toBeNull();

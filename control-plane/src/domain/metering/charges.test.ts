@@ -36,7 +36,10 @@ describe('chargesFor', () => {
   });
 
   it('chargeDelta refuses charges that go backwards', () => {
-    expect(chargeDelta({ hostMicro: 5n, feeMicro: 1n }, { cumulativeMicro: 7n, hostMicro: 6n, feeMicro: 1n })).toEqual({ hostMicro: 1n, feeMicro: 0n });
+    expect(chargeDelta({ hostMicro: 5n, feeMicro: 1n }, { cumulativeMicro: 7n, hostMicro: 6n, feeMicro: 1n })).toEqual({
+      hostMicro: 1n,
+      feeMicro: 0n,
+    });
     expect(() => chargeDelta({ hostMicro: 5n, feeMicro: 1n }, { cumulativeMicro: 5n, hostMicro: 4n, feeMicro: 1n })).toThrow();
   });
 

@@ -46,7 +46,10 @@ describe('evaluateReceipt', () => {
     const s = state({ fence: 2n });
     expect(evaluateReceipt(s, receipt(1, 0, 1000, 1000, 1n), at(1000), 0)).toEqual({ outcome: 'refused', reason: 'stale_fence' });
     expect(evaluateReceipt(s, receipt(1, 0, 1000, 1000, 3n), at(1000), 0)).toEqual({ outcome: 'refused', reason: 'unknown_fence' });
-    expect(evaluateReceipt(state({ metering: false }), receipt(1, 0, 1000), at(1000), 0)).toEqual({ outcome: 'refused', reason: 'not_metering' });
+    expect(evaluateReceipt(state({ metering: false }), receipt(1, 0, 1000), at(1000), 0)).toEqual({
+      outcome: 'refused',
+      reason: 'not_metering',
+    });
     expect(evaluateReceipt(state({ meterStartedAt: null }), receipt(1, 0, 1000), at(1000), 0)).toEqual({
       outcome: 'refused',
       reason: 'meter_not_started',
@@ -55,10 +58,16 @@ describe('evaluateReceipt', () => {
 
   it('rejects periods outside wall time since the meter started (plus skew) and runtime longer than the period', () => {
     const s = state({ meterStartedAt: at(60_000), meterFloorAt: at(60_000) });
-    expect(evaluateReceipt(s, receipt(1, 50_000, 70_000), at(70_000), 5000)).toEqual({ outcome: 'rejected', reason: 'period_before_meter_start' });
+    expect(evaluateReceipt(s, receipt(1, 50_000, 70_000), at(70_000), 5000)).toEqual({
+      outcome: 'rejected',
+      reason: 'period_before_meter_start',
+    });
     expect(evaluateReceipt(s, receipt(1, 56_000, 70_000), at(70_000), 5000).outcome).toBe('accepted');
     expect(evaluateReceipt(s, receipt(1, 60_000, 80_000), at(70_000), 5000)).toEqual({ outcome: 'rejected', reason: 'period_in_future' });
-    expect(evaluateReceipt(s, receipt(1, 60_000, 70_000, 10_001), at(70_000), 5000)).toEqual({ outcome: 'rejected', reason: 'runtime_exceeds_period' });
+    expect(evaluateReceipt(s, receipt(1, 60_000, 70_000, 10_001), at(70_000), 5000)).toEqual({
+      outcome: 'rejected',
+      reason: 'runtime_exceeds_period',
+    });
     expect(evaluateReceipt(s, receipt(1, 70_000, 60_000, 0), at(70_000), 5000)).toEqual({ outcome: 'rejected', reason: 'period_inverted' });
   });
 
@@ -67,7 +76,10 @@ describe('evaluateReceipt', () => {
     const verdict = evaluateReceipt(gap, receipt(1, 40_000, 130_000, 90_000, 2n), at(130_000), 5000);
     expect(verdict).toEqual({ outcome: 'accepted', countedMs: 30_000n, uncountedMs: 60_000n, meteredUntil: at(130_000) });
     const overlap = state({ lastSeq: 1n, meteredUntil: at(30_000) });
-    expect(evaluateReceipt(overlap, receipt(2, 20_000, 50_000), at(50_000), 5000)).toMatchObject({ countedMs: 20_000n, uncountedMs: 10_000n });
+    expect(evaluateReceipt(overlap, receipt(2, 20_000, 50_000), at(50_000), 5000)).toMatchObject({
+      countedMs: 20_000n,
+      uncountedMs: 10_000n,
+    });
   });
 
   it('stops counting at the duration limit and the host ceiling', () => {
@@ -103,7 +115,8 @@ describe('evaluateReceipt', () => {
           nowMs += x.waitMs;
           const start = Math.max(0, periodEnd + x.startShiftMs);
           const end = Math.min(start + x.lengthMs, nowMs);
-          const seq = x.kind === 'next' ? s.lastSeq + 1n : x.kind === 'repeat' ? s.lastSeq : x.kind === 'skip' ? s.lastSeq + 2n : s.lastSeq + 1n;
+          const seq =
+            x.kind === 'next' ? s.lastSeq + 1n : x.kind === 'repeat' ? s.lastSeq : x.kind === 'skip' ? s.lastSeq + 2n : s.lastSeq + 1n;
           const fence = x.kind === 'stale' ? 1n : 2n;
           const verdict = evaluateReceipt(s, receipt(Number(seq), start, end, x.runtimeMs, fence), at(nowMs), 5000);
           if (verdict.outcome === 'accepted') {

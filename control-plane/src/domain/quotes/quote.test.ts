@@ -1,6 +1,14 @@
 import { describe, expect, it } from 'vitest';
 import type { DomainError } from '../../errors.js';
-import { assertOneImageSource, assertQuoteUsable, assertWindowAvailable, assignGpus, hostCeilingOf, type QuoteRecord, quoteView } from './quote.js';
+import {
+  assertOneImageSource,
+  assertQuoteUsable,
+  assertWindowAvailable,
+  assignGpus,
+  hostCeilingOf,
+  type QuoteRecord,
+  quoteView,
+} from './quote.js';
 
 const d = (s: string) => new Date(`2026-01-01T${s}Z`);
 const offer = {

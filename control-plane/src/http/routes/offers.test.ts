@@ -285,7 +285,14 @@ describe.each(DIALECTS)('offers on %s', (dialect) => {
       if (!parsed.ok) throw new Error(parsed.errors.join('; '));
       await importTemplates(t.ctx.store.db, parsed.templates, t.clock.now());
       // Only published templates (qualified on an admitted machine) are offered for fit.
-      await recordAdminQualification(t.ctx.store.db, { templateId, machineId: b, now: t.clock.now(), actorAccountId: null, reason: 'test', via: 'cli' });
+      await recordAdminQualification(t.ctx.store.db, {
+        templateId,
+        machineId: b,
+        now: t.clock.now(),
+        actorAccountId: null,
+        reason: 'test',
+        via: 'cli',
+      });
       await sendHeartbeat(t.ctx, a, true);
       await sendHeartbeat(t.ctx, b, true);
       const res = await list(`?region=list-region&template_id=${templateId}`);

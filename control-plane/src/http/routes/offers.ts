@@ -152,7 +152,9 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
             { ...row, machine: { ...row.machine, lastHeartbeatAt: lastHeartbeatAtOf(store, row.machineId, row.machine.lastHeartbeatAt) } },
             now,
             config,
-          ), ...(fitOf ? { fit: fitOf(machineDeviceVram(row.machine)) } : {}) }),
+          ),
+          ...(fitOf ? { fit: fitOf(machineDeviceVram(row.machine)) } : {}),
+        }),
       );
     },
   );

@@ -43,7 +43,10 @@ export function registerPairPageRoutes(app: TypedApp, _ctx: AppContext): void {
   app.get('/pair', { config: { auth: 'public' }, schema: { hide: true } }, async (_request, reply) =>
     reply
       .type('text/html; charset=utf-8')
-      .header('content-security-policy', "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'")
+      .header(
+        'content-security-policy',
+        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
+      )
       .header('x-frame-options', 'DENY')
       .send(PAGE),
   );
