@@ -16,6 +16,23 @@ export const BUNDLE_PATH = join(packageDir, 'dist', 'ark-agent.mjs');
 
 // Native or optional modules stay outside the bundle and are loaded from node_modules as usual.
 const EXTERNAL = ['bufferutil', 'utf-8-validate', 'cpu-features', 'ssh2', 'dockerode', 'node-nvidia-smi', '*.node'];
+// These are imported only by modules the agent loads on first use (the Docker client, the job SSH server).
+// esbuild hoists an external `import` to the top of the bundle, which would load them at start; through a
+// CommonJS shim they become a `require()` inside the lazily initialised module instead.
+const LAZY_EXTERNAL = /^(ssh2|dockerode)$/;
+
+const lazyExternals = {
+  name: 'ark-lazy-externals',
+  setup(build) {
+    build.onResolve({ filter: LAZY_EXTERNAL }, (args) =>
+      args.kind === 'require-call' ? undefined : { path: args.path, namespace: 'ark-lazy-external' },
+    );
+    build.onLoad({ filter: /.*/, namespace: 'ark-lazy-external' }, (args) => ({
+      contents: `module.exports = require(${JSON.stringify(args.path)});`,
+      loader: 'js',
+    }));
+  },
+};
 
 function newestSourceMtimeMs() {
   let newest = 0;
@@ -53,6 +70,7 @@ export async function bundleAgent(outfile = BUNDLE_PATH) {
       target: 'node20',
       format: 'esm',
       external: EXTERNAL,
+      plugins: [lazyExternals],
       // CommonJS dependencies call require(); an ES module has none of its own.
       banner: {
         js: "import { createRequire as __arkCreateRequire } from 'node:module'; const require = __arkCreateRequire(import.meta.url);",

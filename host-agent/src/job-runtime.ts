@@ -1,8 +1,10 @@
 import type { AgentJobs, JobMessagePort } from './agent.js';
 import type { GpuInventorySource } from './collectors/index.js';
 import type { AgentConfig } from './config.js';
-import { type JobMessageBody, JobSupervisor, type JobSupervisorLogger } from './jobs/index.js';
-import { type ContainerRuntime, DockerRuntime } from './runtime/index.js';
+import type { JobMessageBody } from './jobs/job-record.js';
+import { JobSupervisor, type JobSupervisorLogger } from './jobs/job-supervisor.js';
+import type { ContainerRuntime } from './runtime/container-runtime.js';
+import { LazyDockerRuntime } from './runtime/lazy-docker-runtime.js';
 
 export interface JobRuntimeSettings {
   config: Pick<AgentConfig, 'stateDir' | 'docker' | 'jobPortRange' | 'jobs'>;
@@ -24,7 +26,7 @@ export function createJobRuntime(settings: JobRuntimeSettings): AgentJobs {
   const publicHost = config.jobs.publicHost;
   return new JobSupervisor({
     stateDir: config.stateDir,
-    runtime: settings.runtime ?? new DockerRuntime({ socketPath: config.docker.socketPath }),
+    runtime: settings.runtime ?? new LazyDockerRuntime({ socketPath: config.docker.socketPath }),
     channel: { enqueue: (message: JobMessageBody) => settings.channel.enqueue(withPublicHost(message, publicHost)) },
     gpuInventory: settings.gpuInventory,
     portRange: { first: config.jobPortRange.from, last: config.jobPortRange.to },

@@ -9,8 +9,8 @@ import { access, mkdir, rm, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import type { CleanJobBody, CommandMessage, LaunchJobBody, StopJobBody } from '@ark/shared';
-import { type AccessMode, JobSshServer } from '../access/job-ssh-server.js';
-import { loadOrCreateHostKey, removeHostKey } from '../access/host-key.js';
+// The SSH side (ssh2) is loaded on first use, so an idle agent with no jobs never holds it in memory.
+import type { AccessMode, JobSshServer } from '../access/job-ssh-server.js';
 import type { GpuInventorySource } from '../collectors/types.js';
 import type { ContainerRuntime, ContainerState, NetworkMode } from '../runtime/container-runtime.js';
 import { gpuDeviceIds } from '../runtime/gpu-devices.js';
@@ -119,6 +119,8 @@ type LiveJob = {
   containerState?: string;
 };
 
+const hostKeys = () => import('../access/host-key.js');
+
 const silentLogger: JobSupervisorLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
 
 class LaunchFailure extends Error {
@@ -171,6 +173,7 @@ export class JobSupervisor {
   private readonly jobs = new Map<string, LiveJob>();
   private closing = false;
   private started = false;
+  private orphanSweepDeferred = false;
 
   constructor(options: JobSupervisorOptions) {
     this.options = options;
@@ -197,7 +200,10 @@ export class JobSupervisor {
       }
       this.jobs.set(record.job_id, { record, chain: Promise.resolve(), cleanAttempts: 0, flushing: Promise.resolve() });
     }
-    await this.reportOrphans();
+    // With nothing live to reconcile, the orphan sweep waits for the first job command: an idle agent then
+    // makes no Docker call and never loads the Docker client. Orphans are only reported, so nothing is lost.
+    if ([...this.jobs.values()].every((job) => job.record.phase === 'cleaned')) this.orphanSweepDeferred = true;
+    else await this.reportOrphans();
     for (const job of this.jobs.values()) {
       await this.flush(job);
       await this.resume(job).catch((error: unknown) =>
@@ -225,6 +231,7 @@ export class JobSupervisor {
 
   async launchJob(body: LaunchJobBody): Promise<void> {
     this.assertOpen();
+    this.sweepDeferredOrphans();
     if (!isJobId(body.job_id)) throw new Error('launch_job: job_id is not a UUID');
     const existing = this.jobs.get(body.job_id);
     if (existing !== undefined) {
@@ -253,6 +260,7 @@ export class JobSupervisor {
 
   async stopJob(body: StopJobBody): Promise<void> {
     this.assertOpen();
+    this.sweepDeferredOrphans();
     const job = this.jobs.get(body.job_id);
     if (job === undefined) {
       // Nothing of this job is here (never launched, or long cleaned): say so, and the control plane moves on.
@@ -275,6 +283,7 @@ export class JobSupervisor {
 
   async cleanJob(body: CleanJobBody): Promise<void> {
     this.assertOpen();
+    this.sweepDeferredOrphans();
     if (!isJobId(body.job_id)) throw new Error('clean_job: job_id is not a UUID');
     const job = this.jobs.get(body.job_id);
     if (job === undefined) {
@@ -372,7 +381,7 @@ export class JobSupervisor {
       if (signal.aborted) return;
       const deviceIds = await this.deviceIds(launch.gpu_pci_addresses);
       await this.assignPorts(job);
-      const hostKey = await loadOrCreateHostKey(this.store.hostKeyPath(record.job_id));
+      const hostKey = await (await hostKeys()).loadOrCreateHostKey(this.store.hostKeyPath(record.job_id));
       record.ssh_host_key_fingerprint = hostKey.fingerprint;
       if (signal.aborted) return;
       const labels = { [JOB_LABEL]: record.job_id, 'ark.fence': record.fence, 'ark.managed-by': 'ark-agent' };
@@ -827,7 +836,7 @@ export class JobSupervisor {
       }
       return;
     }
-    await removeHostKey(this.store.hostKeyPath(record.job_id));
+    await (await hostKeys()).removeHostKey(this.store.hostKeyPath(record.job_id));
     await rm(this.retrievalDirectory(record.job_id), { recursive: true, force: true });
     record.phase = 'cleaned';
     // The launch command holds the job's environment and engine key; nothing needs them any more.
@@ -875,6 +884,13 @@ export class JobSupervisor {
     }
   }
 
+  /** Runs the orphan sweep that start() left for the first job command, in the background. */
+  private sweepDeferredOrphans(): void {
+    if (!this.orphanSweepDeferred) return;
+    this.orphanSweepDeferred = false;
+    void this.reportOrphans();
+  }
+
   private async reportOrphans(): Promise<void> {
     try {
       for (const container of await this.runtime.listContainers(JOB_LABEL)) {
@@ -911,7 +927,8 @@ export class JobSupervisor {
     }
     const record = job.record;
     if (record.ssh_port === undefined || record.launch === undefined || this.closing) return;
-    const hostKey = await loadOrCreateHostKey(this.store.hostKeyPath(record.job_id));
+    const hostKey = await (await hostKeys()).loadOrCreateHostKey(this.store.hostKeyPath(record.job_id));
+    const { JobSshServer } = await import('../access/job-ssh-server.js');
     const server = new JobSshServer({
       jobId: record.job_id,
       hostKey,

@@ -19,6 +19,7 @@ export {
   DockerRuntime,
   type DockerRuntimeOptions,
 } from './docker-runtime.js';
+export { LazyDockerRuntime } from './lazy-docker-runtime.js';
 export { demultiplex, demultiplexBuffer } from './docker-stream.js';
 export { GpuAssignmentError, gpuDeviceIds } from './gpu-devices.js';
 export {
