@@ -134,7 +134,7 @@ describe('loadAgentConfig', () => {
       publishHost: '0.0.0.0',
       publicHost: null,
     });
-    const path = withFile({ job_network_mode: 'host', ssh_bind_host: '10.0.0.5', public_host: 'rig-7.example.net' });
+    const path = withFile({ job_network_mode: 'host', ssh_bind_host: '127.0.0.5', public_host: 'rig-7.example.net' });
     const config = loadAgentConfig({
       env: { ARK_AGENT_CONFIG: path, ARK_AGENT_SSH_BIND_HOST: '127.0.0.1', ARK_AGENT_PUBLISH_HOST: '127.0.0.1' },
     });

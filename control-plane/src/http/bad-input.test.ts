@@ -458,7 +458,7 @@ const decodeOrSelf = (text: string) => {
     return text;
   }
 };
-const randomAddress = () => `10.${randomBytes(1)[0]}.${randomBytes(1)[0]}.${1 + ((randomBytes(1)[0] as number) % 254)}`;
+const randomAddress = () => `127.${randomBytes(1)[0]}.${randomBytes(1)[0]}.${1 + ((randomBytes(1)[0] as number) % 254)}`;
 const JSON_TYPE = { 'content-type': 'application/json' };
 
 describe.each(DIALECTS)('bad input on every route on %s', (dialect) => {

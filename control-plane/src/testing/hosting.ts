@@ -31,7 +31,7 @@ export const machinePublicKey = (): string =>
   generateKeyPairSync('ed25519').publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
 
 /** A random private address, so per-address limits of one call never touch another. */
-export const randomAddress = (): string => `10.${randomInt(256)}.${randomInt(256)}.${1 + randomInt(254)}`;
+export const randomAddress = (): string => `127.${randomInt(256)}.${randomInt(256)}.${1 + randomInt(254)}`;
 
 export interface PairedMachine {
   machineId: string;

@@ -591,7 +591,7 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
     afterAll(async () => {
       await limited.destroy();
     });
-    const attempt = (url: string, payload: Json, remoteAddress = '10.0.0.1', token?: string) =>
+    const attempt = (url: string, payload: Json, remoteAddress = '127.200.0.1', token?: string) =>
       limited.app.inject({ method: 'POST', url, payload, remoteAddress, headers: token ? bearer(token) : {} });
 
     it('limits sign-in per source address and per email with 429 UNAVAILABLE, retryable, no Retry-After', async () => {
@@ -602,28 +602,33 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
       expect(error.retryable).toBe(true);
       expect(res.headers['retry-after']).toBeUndefined();
       // Another address, same email: the per-email counter still counts.
-      for (let i = 0; i < 3; i++) await attempt('/api/v1/auth/sessions', { email: 'victim@example.test', password: 'x' }, `10.0.1.${i}`);
-      expectError(await attempt('/api/v1/auth/sessions', { email: 'victim@example.test', password: 'x' }, '10.0.2.1'), 429, 'UNAVAILABLE');
+      for (let i = 0; i < 3; i++) await attempt('/api/v1/auth/sessions', { email: 'victim@example.test', password: 'x' }, `127.200.1.${i}`);
+      expectError(
+        await attempt('/api/v1/auth/sessions', { email: 'victim@example.test', password: 'x' }, '127.200.2.1'),
+        429,
+        'UNAVAILABLE',
+      );
       limited.clock.advance(60_000);
-      expect((await attempt('/api/v1/auth/sessions', { email: 'victim@example.test', password: 'x' }, '10.0.2.1')).statusCode).toBe(401);
+      expect((await attempt('/api/v1/auth/sessions', { email: 'victim@example.test', password: 'x' }, '127.200.2.1')).statusCode).toBe(401);
     });
 
     it('limits sign-up and step-up too', async () => {
       for (let i = 0; i < 3; i++) {
         expect(
-          (await attempt('/api/v1/accounts', { email: `s${i}@example.test`, password: 'a long enough password' }, '10.0.3.1')).statusCode,
+          (await attempt('/api/v1/accounts', { email: `s${i}@example.test`, password: 'a long enough password' }, '127.200.3.1'))
+            .statusCode,
         ).toBe(201);
       }
       expectError(
-        await attempt('/api/v1/accounts', { email: 's9@example.test', password: 'a long enough password' }, '10.0.3.1'),
+        await attempt('/api/v1/accounts', { email: 's9@example.test', password: 'a long enough password' }, '127.200.3.1'),
         429,
         'UNAVAILABLE',
       );
       const account = await seedAccount(limited.ctx);
       for (let i = 0; i < 3; i++)
-        await attempt('/api/v1/account/step-up', { password: 'wrong password!' }, `10.0.4.${i}`, account.sessionToken);
+        await attempt('/api/v1/account/step-up', { password: 'wrong password!' }, `127.200.4.${i}`, account.sessionToken);
       expectError(
-        await attempt('/api/v1/account/step-up', { password: account.password }, '10.0.5.1', account.sessionToken),
+        await attempt('/api/v1/account/step-up', { password: account.password }, '127.200.5.1', account.sessionToken),
         429,
         'UNAVAILABLE',
       );

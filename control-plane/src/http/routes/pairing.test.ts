@@ -27,7 +27,7 @@ describe.each(DIALECTS)('host pairing and enrollment on %s', (dialect) => {
   let t: TestApp<ManualClock>;
   let address = 0;
   /** A fresh source address per test, so per-address limits of one test never touch another. */
-  const nextAddress = () => `10.0.${Math.floor(++address / 250)}.${address % 250}`;
+  const nextAddress = () => `127.200.${Math.floor(++address / 250)}.${address % 250}`;
 
   beforeAll(async () => {
     t = await createTestApp(dialect, { configOverrides: { publicBaseUrl: 'https://ark.example.test', newHostMachineCap: 3 } });
