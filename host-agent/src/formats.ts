@@ -1,9 +1,9 @@
+import { UUID_PATTERN } from '@ark/shared';
 import { FormatRegistry } from '@sinclair/typebox';
 
 // The string formats the shared schemas name (uuid, date-time). TypeBox refuses unknown formats, and the
 // schemas' patterns already pin the syntax, so these add only the calendar check. The channel codec registers
 // the same ones; whichever module loads first wins, and both agree.
-const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 export function registerFormats(): void {
   if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', (value) => UUID_PATTERN.test(value));

@@ -2,10 +2,10 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 
 // Scalar formats of contract part 2. Each schema and its type share one name.
 
-export const Uuid = Type.String({
-  format: 'uuid',
-  pattern: '^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$',
-});
+/** The 8-4-4-4-12 hex form; also exported for code that checks ids outside a schema (headers, CLI flags). */
+export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+
+export const Uuid = Type.String({ format: 'uuid', pattern: UUID_PATTERN.source });
 export type Uuid = Static<typeof Uuid>;
 
 export const Rfc3339Utc = Type.String({

@@ -11,3 +11,4 @@ export * from './channel/codec.js';
 export * from './http/billing.js';
 export * from './http/quotes.js';
 export * from './http/jobs.js';
+export * from './canonical-json.js';

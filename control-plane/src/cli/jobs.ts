@@ -1,3 +1,4 @@
+import { UUID_PATTERN } from '@ark/shared';
 import { systemClock } from '../clock.js';
 import { jobView } from '../domain/jobs/job.js';
 import { openConfiguredStore } from '../runtime.js';
@@ -8,8 +9,6 @@ import { jobSweeps } from '../workers/jobs.js';
 import { registerCliCommands } from './index.js';
 
 // Operator commands for jobs: run the sweeps once (what `serve` runs every few seconds), and show a job.
-
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 export interface SweepReport {
   funding: number;
@@ -53,7 +52,7 @@ registerCliCommands([
     options: { id: { type: 'string' } },
     async run(values, ctx) {
       const id = typeof values.id === 'string' ? values.id : '';
-      if (!UUID.test(id)) {
+      if (!UUID_PATTERN.test(id)) {
         process.stderr.write('ark-cp jobs show: --id must be a job UUID\n');
         return 2;
       }

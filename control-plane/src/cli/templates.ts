@@ -1,5 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
+import { UUID_PATTERN } from '@ark/shared';
 import { systemClock } from '../clock.js';
 import { validateTemplateImport } from '../domain/templates/import.js';
 import { DomainError } from '../errors.js';
@@ -22,7 +23,6 @@ export class TemplateCliRefusal extends Error {
 
 /** An import file larger than this is refused before it is read. */
 const MAX_IMPORT_FILE_BYTES = 8 * 1_048_576;
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 function text(values: Values, name: string): string | undefined {
   const value = values[name];
@@ -82,8 +82,8 @@ export interface QualifyInput {
 /** `templates qualify`: the operator declares a machine able to run a template; audited. */
 export async function qualifyTemplateCommand(store: Store, input: QualifyInput, now: Date) {
   const problems: string[] = [];
-  if (!UUID.test(input.templateId)) problems.push(`--template must be a UUID, got "${input.templateId}"`);
-  if (!UUID.test(input.machineId)) problems.push(`--machine must be a UUID, got "${input.machineId}"`);
+  if (!UUID_PATTERN.test(input.templateId)) problems.push(`--template must be a UUID, got "${input.templateId}"`);
+  if (!UUID_PATTERN.test(input.machineId)) problems.push(`--machine must be a UUID, got "${input.machineId}"`);
   if (input.reason.length < 1 || input.reason.length > 2000) problems.push('--reason must be 1 to 2000 characters');
   if (problems.length > 0) throw new TemplateCliRefusal(problems);
   const templateId = input.templateId.toLowerCase();

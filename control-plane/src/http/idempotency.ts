@@ -1,3 +1,4 @@
+import { canonicalJson, UUID_PATTERN } from '@ark/shared';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { CompiledQuery, type Selectable } from 'kysely';
@@ -7,21 +8,10 @@ import { DomainError } from '../errors.js';
 import { isUniqueViolation, type Store } from '../store/db.js';
 import type { IdempotencyKeysTable } from '../store/tables/foundation.js';
 
-const UUID = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 /** How long a request may hold its key before a retry may take it over (a crashed replica's request). */
 const LOCK_MS = 60_000;
 /** Keys are kept at least 24 hours; the purge worker removes older ones. */
 export const IDEMPOTENCY_RETENTION_MS = 48 * 3_600_000;
-
-/** JSON with sorted keys, so the same body in another key order hashes the same. */
-export function canonicalJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonicalJson).join(',')}]`;
-  const entries = Object.keys(value as Record<string, unknown>)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonicalJson((value as Record<string, unknown>)[k])}`);
-  return `{${entries.join(',')}}`;
-}
 
 interface Claim {
   principal: string;
@@ -169,7 +159,7 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
 
   const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
-    if (typeof key !== 'string' || !UUID.test(key)) throw new DomainError('IDEMPOTENCY_KEY_REQUIRED');
+    if (typeof key !== 'string' || !UUID_PATTERN.test(key)) throw new DomainError('IDEMPOTENCY_KEY_REQUIRED');
     const principal = request.principal?.accountId ?? `ip:${request.ip}`;
     const route = `${request.method} ${request.routeOptions.url}`;
     const requestHash = createHash('sha256')

@@ -1,6 +1,7 @@
 import { createPrivateKey, createPublicKey, type KeyObject, sign as cryptoSign, verify as cryptoVerify } from 'node:crypto';
 import { FormatRegistry, type TSchema } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
+import { UUID_PATTERN } from '../formats.js';
 import { AgentMessage, CHANNEL_MAX_FRAME_BYTES, CHANNEL_PROTOCOL_VERSION, ServerMessage } from './messages.js';
 
 /**
@@ -30,7 +31,6 @@ export type FrameSender = 'agent' | 'control-plane';
 
 // The formats the message schemas name. TypeBox's compiler refuses unknown formats, and the patterns beside them
 // already pin the syntax, so these only add the calendar check. Registered once per process.
-const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', (value) => UUID_PATTERN.test(value));
 if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', (value) => !Number.isNaN(Date.parse(value)));
 

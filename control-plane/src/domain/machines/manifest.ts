@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { MachineManifest } from '@ark/shared';
+import { canonicalJson, type MachineManifest } from '@ark/shared';
 
 // Facts the marketplace filters on, derived once from the agent's manifest at enrollment.
 
@@ -42,18 +42,7 @@ export function manifestFacts(manifest: MachineManifest): ManifestFacts {
   };
 }
 
-function canonical(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
-  const record = value as Record<string, unknown>;
-  return `{${Object.keys(record)
-    .filter((k) => record[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${canonical(record[k])}`)
-    .join(',')}}`;
-}
-
 /** sha256 of the manifest's canonical JSON (sorted keys): the same manifest always hashes the same. */
 export function manifestHash(manifest: MachineManifest): string {
-  return `sha256:${createHash('sha256').update(canonical(manifest)).digest('hex')}`;
+  return `sha256:${createHash('sha256').update(canonicalJson(manifest)).digest('hex')}`;
 }

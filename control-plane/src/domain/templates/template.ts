@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { Template, TemplateKind, TemplateRuntime, TemplateSpec } from '@ark/shared';
+import { canonicalJson, type Template, type TemplateKind, type TemplateRuntime, type TemplateSpec } from '@ark/shared';
 
 /** A catalog template as the domain sees it: VRAM in bigint bytes, runtimes ordered by backend. */
 export interface TemplateDefinition {
@@ -64,20 +64,9 @@ export function sameDefinition(a: TemplateDefinition, b: TemplateDefinition): bo
 }
 
 function canonical(definition: TemplateDefinition): string {
-  return stableJson({
+  return canonicalJson({
     ...definition,
     minVramBytes: definition.minVramBytes.toString(),
     recommendedVramBytes: definition.recommendedVramBytes?.toString() ?? null,
   });
-}
-
-function stableJson(value: unknown): string {
-  if (value === null || typeof value !== 'object') return JSON.stringify(value) ?? 'null';
-  if (Array.isArray(value)) return `[${value.map(stableJson).join(',')}]`;
-  const record = value as Record<string, unknown>;
-  return `{${Object.keys(record)
-    .filter((k) => record[k] !== undefined)
-    .sort()
-    .map((k) => `${JSON.stringify(k)}:${stableJson(record[k])}`)
-    .join(',')}}`;
 }
