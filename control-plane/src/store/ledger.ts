@@ -3,7 +3,8 @@ import { PostgresAdapter, sql } from 'kysely';
 import { type LedgerAccountRef, ledgerAccountKey } from '../domain/ledger/accounts.js';
 import { debitAllowed, type PostingKind, transferProblem } from '../domain/ledger/postings.js';
 import { DomainError } from '../errors.js';
-import { type Executor, isRetryableConflict, type Store, type Tx } from './db.js';
+import type { Executor, Store, Tx } from './db.js';
+import { inTransactionWithRetry, type TransactionOptions } from './transaction.js';
 
 export interface TransferInput {
   from: LedgerAccountRef;
@@ -108,29 +109,15 @@ export async function transfer(trx: Tx, input: TransferInput): Promise<TransferR
   return { status: 'posted', postingId, fromBalanceMicro: from.balance_micro - amount, toBalanceMicro: to.balance_micro + amount };
 }
 
-export interface RunTransferOptions {
-  /** Bounded retries of serialization failures, deadlocks and a busy SQLite file. */
-  maxAttempts?: number;
-}
+export type RunTransferOptions = TransactionOptions;
 
 /** One transfer in its own transaction, retrying transient conflicts a bounded number of times. */
 export async function runTransfer(store: Store, input: TransferInput, options: RunTransferOptions = {}): Promise<TransferResult> {
   return inTransactionWithRetry(store, (trx) => transfer(trx, input), options);
 }
 
-/** Runs `work` in a transaction, retrying transient conflicts (never DomainErrors) up to maxAttempts. */
-export async function inTransactionWithRetry<T>(store: Store, work: (trx: Tx) => Promise<T>, options: RunTransferOptions = {}): Promise<T> {
-  const maxAttempts = Math.max(1, Math.min(options.maxAttempts ?? 5, 20));
-  for (let attempt = 1; ; attempt++) {
-    try {
-      return await store.db.transaction().execute(work);
-    } catch (error) {
-      if (attempt >= maxAttempts || !isTransient(error)) throw error;
-      // Jittered, bounded backoff so retried peers do not collide again.
-      await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 50)));
-    }
-  }
-}
+/** Kept here for existing callers; the transaction helpers live in store/transaction.ts. */
+export { inTransactionWithRetry };
 
 /** The cached balance of one ledger account (0 when it has never been used). */
 export async function balanceOf(db: Executor, account: LedgerAccountRef): Promise<bigint> {
@@ -284,13 +271,6 @@ function toPosting(row: PostingRow): StoredPosting {
 
 function isPostgres(db: Executor): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
-}
-
-function isTransient(error: unknown): boolean {
-  if (isRetryableConflict(error)) return true;
-  // better-sqlite3 reports extended codes too (SQLITE_BUSY_SNAPSHOT when a read snapshot cannot upgrade).
-  const code = (error as { code?: unknown } | null)?.code;
-  return typeof code === 'string' && code.startsWith('SQLITE_BUSY');
 }
 
 async function findByExternalRef(db: Executor, externalRef: string): Promise<PostingRow | undefined> {
