@@ -12,3 +12,4 @@ export * from './http/billing.js';
 export * from './http/quotes.js';
 export * from './http/jobs.js';
 export * from './canonical-json.js';
+export * from './redact.js';

@@ -1,10 +1,10 @@
+import { REDACTED, redactSecret } from '@ark/shared';
+
 // Job event text comes partly from agents (container output, failure details): before it is stored and shown it
 // is stripped of control characters, has anything that looks like a secret redacted, and is bounded.
 
 export const EVENT_MESSAGE_MAX_LENGTH = 2000;
-export const REDACTED = '[REDACTED]';
-/** Shorter values are not redacted by value: "1" or "yes" would blot out every message. */
-export const SECRET_MIN_LENGTH = 6;
+export { REDACTED };
 
 /**
  * Drops ANSI escape sequences whole (so "ESC[31m" does not leave "[31m" behind) and every other control character
@@ -55,10 +55,7 @@ const PATTERNS: Array<[RegExp, string]> = [
 
 /** Control characters out, secrets (the given values and known shapes) redacted, at most `maxLength` characters. */
 export function sanitizeText(text: string, secrets: readonly string[] = [], maxLength = EVENT_MESSAGE_MAX_LENGTH): string {
-  let out = stripControl(text);
-  // Longest first, so a secret containing another is redacted whole.
-  const values = [...new Set(secrets.filter((s) => s.length >= SECRET_MIN_LENGTH))].sort((a, b) => b.length - a.length);
-  for (const value of values) out = out.split(value).join(REDACTED);
+  let out = redactSecret(stripControl(text), secrets);
   for (const [pattern, replacement] of PATTERNS) out = out.replace(pattern, replacement);
   if (out.length > maxLength) out = `${out.slice(0, Math.max(0, maxLength - 1))}…`;
   return out;
