@@ -116,7 +116,7 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
   });
   app.addSchema(ErrorEnvelope);
   installAuth(app, ctx.authenticator, ctx.clock);
-  installIdempotency(app, ctx.store, ctx.clock, ctx.config.secretKey);
+  installIdempotency(app, { store: ctx.store, clock: ctx.clock, secretKey: ctx.config.secretKey, databaseUrl: ctx.config.databaseUrl });
 
   installChannelGateway(app, ctx, gatewayInput);
   registerSystemRoutes(app, ctx);

@@ -1,25 +1,20 @@
 import { canonicalJson, UUID_PATTERN } from '@ark/shared';
 import { createHash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { CompiledQuery, type Selectable } from 'kysely';
+import pg from 'pg';
 import type { Clock } from '../clock.js';
 import { SecretBox } from '../domain/accounts/secret-box.js';
 import { DomainError } from '../errors.js';
 import { isUniqueViolation, type Store } from '../store/db.js';
-import type { IdempotencyKeysTable } from '../store/tables/foundation.js';
+import { findStoredAnswer, type IdempotencyKeyId, insertStoredAnswers, type StoredAnswer } from '../store/idempotency.js';
+import type { CommitHook } from '../store/transaction.js';
 
-/** How long a request may hold its key before a retry may take it over (a crashed replica's request). */
-const LOCK_MS = 60_000;
-/** Keys are kept at least 24 hours; the purge worker removes older ones. */
-export const IDEMPOTENCY_RETENTION_MS = 48 * 3_600_000;
-
-interface Claim {
-  principal: string;
-  route: string;
-  key: string;
+interface Claim extends IdempotencyKeyId {
   requestHash: string;
-  /** Whether an in-progress row was written (Postgres) or the claim lives in this process (SQLite). */
-  stored: boolean;
+  /** Set by the commit hook: the success answer was written inside the effect's transaction. */
+  answeredStatus: number | null;
+  /** Builds the hook that stores this request's answer inside a use case's transaction. */
+  hook<R>(reply: FastifyReply, status: number, toBody: (result: R) => unknown): CommitHook<R>;
 }
 
 declare module 'fastify' {
@@ -30,50 +25,140 @@ declare module 'fastify' {
   }
 }
 
-type StoredAnswer = Selectable<IdempotencyKeysTable>;
-type ClaimId = Pick<Claim, 'principal' | 'route' | 'key'>;
+/**
+ * The hook an idempotent route hands to its use case: the answer (`toBody(result)` serialized as `status` by the
+ * route's response schema, sealed) is written in the use case's own transaction, after its effect. After any crash
+ * a key then has either no effect and no answer (a replay runs it once) or both (a replay returns the answer).
+ * Undefined when the request carries no claim (not an idempotent route, or an answer already replayed).
+ */
+export function answerInTransaction<R>(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  status: number,
+  toBody: (result: R) => unknown,
+): CommitHook<R> | undefined {
+  return request.idempotency?.hook(reply, status, toBody);
+}
 
-/** SQLite statements built once (Kysely would compile the same query on every request). */
-const STORED_ANSWER_SQL = 'select * from idempotency_keys where principal = ? and route = ? and key = ?';
-const ANSWER_COLUMNS = [
-  'principal',
-  'route',
-  'key',
-  'request_hash',
-  'state',
-  'status_code',
-  'response_body',
-  'locked_until',
-  'created_at',
-] as const satisfies ReadonlyArray<keyof IdempotencyKeysTable>;
-const answerInsertSql = new Map<number, string>();
-/** `insert ... values (...), (...)` for `rows` rows, built once per group size. */
-function answerInsert(rows: number): string {
-  let text = answerInsertSql.get(rows);
-  if (text === undefined) {
-    const tuple = `(${ANSWER_COLUMNS.map(() => '?').join(', ')})`;
-    text = `insert into idempotency_keys (${ANSWER_COLUMNS.join(', ')}) values ${Array.from({ length: rows }, () => tuple).join(', ')}`;
-    answerInsertSql.set(rows, text);
+/**
+ * Who is working on a key right now, so that a concurrent twin is told IDEMPOTENCY_IN_PROGRESS (retryable) instead of
+ * running too. A claim never outlives its process: nothing a dead process held makes a replay wait.
+ * Correctness does not rest on it: an answer is inserted once per key (primary key) in the effect's transaction, so
+ * of two effects racing for a key (a claims connection lost mid-request) at most one commits with its answer.
+ */
+interface ClaimLocks {
+  tryLock(id: string): Promise<boolean>;
+  unlock(id: string): Promise<void>;
+  close(): Promise<void>;
+}
+
+/** SQLite: one process owns the file, so claims are held in memory. */
+class InProcessClaimLocks implements ClaimLocks {
+  readonly #held = new Set<string>();
+  async tryLock(id: string): Promise<boolean> {
+    if (this.#held.has(id)) return false;
+    this.#held.add(id);
+    return true;
   }
-  return text;
+  async unlock(id: string): Promise<void> {
+    this.#held.delete(id);
+  }
+  async close(): Promise<void> {}
+}
+
+/**
+ * PostgreSQL (several replicas): twins in this process are caught in memory, twins on other replicas by a session
+ * advisory lock on one dedicated connection per process (session locks are re-entrant, hence the in-memory set). The
+ * server frees every lock of a connection the moment it closes, so a replica killed mid-request leaves nothing
+ * behind: a replay after its restart is answered at once, never after a lease runs out.
+ */
+class PostgresClaimLocks implements ClaimLocks {
+  readonly #url: string;
+  readonly #local = new InProcessClaimLocks();
+  #client: Promise<pg.Client> | null = null;
+  #closed = false;
+
+  constructor(url: string) {
+    this.#url = url;
+  }
+
+  async tryLock(id: string): Promise<boolean> {
+    if (!(await this.#local.tryLock(id))) return false;
+    try {
+      const result = await this.#query('select pg_try_advisory_lock($1::bigint) as locked', [lockKey(id)]);
+      if (result.rows[0]?.locked === true) return true;
+    } catch (error) {
+      await this.#local.unlock(id);
+      throw error;
+    }
+    await this.#local.unlock(id);
+    return false;
+  }
+
+  async unlock(id: string): Promise<void> {
+    // A lock lost with a dropped connection is already free.
+    await this.#query('select pg_advisory_unlock($1::bigint)', [lockKey(id)]).catch(() => undefined);
+    await this.#local.unlock(id);
+  }
+
+  async close(): Promise<void> {
+    this.#closed = true;
+    const client = this.#client;
+    this.#client = null;
+    if (client) await (await client.catch(() => null))?.end().catch(() => undefined);
+  }
+
+  async #query(text: string, values: unknown[]): Promise<pg.QueryResult> {
+    if (this.#closed) throw new DomainError('UNAVAILABLE');
+    try {
+      return await (await this.#connection()).query(text, values);
+    } catch (error) {
+      if (error instanceof DomainError) throw error;
+      // The claims connection is gone or cannot be made: refuse retryably; the next request reconnects.
+      this.#client = null;
+      throw new DomainError('UNAVAILABLE');
+    }
+  }
+
+  #connection(): Promise<pg.Client> {
+    if (!this.#client) {
+      const client = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: 5_000 });
+      const ready = client.connect().then(() => client);
+      client.on('error', () => {
+        if (this.#client === ready) this.#client = null;
+      });
+      client.on('end', () => {
+        if (this.#client === ready) this.#client = null;
+      });
+      this.#client = ready;
+      ready.catch(() => {
+        if (this.#client === ready) this.#client = null;
+      });
+    }
+    return this.#client;
+  }
+}
+
+/** A signed 64-bit advisory lock key from the claim's identity (a collision only makes a twin wait: retryable). */
+function lockKey(id: string): string {
+  return createHash('sha256').update(id).digest().readBigInt64BE(0).toString();
 }
 
 /** Most answers one commit writes. */
 const MAX_ANSWERS_PER_COMMIT = 64;
 
 interface PendingAnswer {
-  row: Selectable<IdempotencyKeysTable>;
+  row: StoredAnswer;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
 
 /**
- * SQLite: answers are written with group commit. better-sqlite3 runs each request's work to the end within the turn
- * of the event loop that read it, so answers are not written at once but at the end of that turn (setImmediate):
- * the answers of every request served in the turn then go in one multi-row insert, one commit (one fsync with
- * synchronous=FULL) instead of one each. The wait is the rest of the current turn, well under a millisecond when
- * idle. Each request still waits for its own answer to be committed before its reply leaves, exactly as when it wrote
- * alone. If a group fails, each answer is retried alone, so one bad row fails only its own request.
+ * Answers that have no effect to commit with (refusals, and routes whose handler has no transaction) are written
+ * after the handler. On SQLite they use group commit: better-sqlite3 runs each request's work to the end within the
+ * turn of the event loop that read it, so answers are written at the end of that turn (setImmediate), every answer
+ * of the turn in one multi-row insert and one commit. Each request still waits for its own answer to be committed
+ * before its reply leaves. If a group fails, each answer is retried alone, so one bad row fails only its own request.
  */
 class AnswerWriter {
   readonly #store: Store;
@@ -84,7 +169,8 @@ class AnswerWriter {
     this.#store = store;
   }
 
-  write(row: Selectable<IdempotencyKeysTable>): Promise<void> {
+  write(row: StoredAnswer): Promise<void> {
+    if (this.#store.dialect === 'postgres') return insertStoredAnswers(this.#store.db, 'postgres', [row]).then(() => undefined);
     return new Promise((resolve, reject) => {
       this.#pending.push({ row, resolve, reject });
       if (!this.#running) {
@@ -113,8 +199,11 @@ class AnswerWriter {
 
   async #insert(db: Store['db'], group: PendingAnswer[], retryAlone: boolean): Promise<void> {
     try {
-      const parameters = group.flatMap((job) => ANSWER_COLUMNS.map((column) => job.row[column]));
-      await db.executeQuery(CompiledQuery.raw(answerInsert(group.length), parameters));
+      await insertStoredAnswers(
+        db,
+        this.#store.dialect,
+        group.map((job) => job.row),
+      );
     } catch (error) {
       if (group.length === 1 || !retryAlone) {
         for (const job of group) job.reject(error);
@@ -127,112 +216,100 @@ class AnswerWriter {
   }
 }
 
+export interface IdempotencyOptions {
+  store: Store;
+  clock: Clock;
+  /** Seals stored answers: a replayed key creation carries the secret. */
+  secretKey: Buffer;
+  /** The Postgres URL claims are held on (a dedicated connection); null on SQLite. */
+  databaseUrl: string | null;
+}
+
 /**
- * Idempotency-Key for routes with `config.idempotent`. The key is scoped to (principal, route); the stored
- * request hash decides replay (same body) or IDEMPOTENCY_CONFLICT (different body). A claim makes concurrent
- * twins get a retryable conflict, never a second effect:
- * - on PostgreSQL (several replicas) the claim is an in-progress row, taken over only after its lock lapses;
- * - on SQLite one process owns the file, so the claim is held in memory and only the answer is written:
- *   one commit per request instead of two, which matters when every commit waits for an fsync; and answers of
- *   concurrent requests share commits (AnswerWriter), so under load the layer adds a fraction of a commit.
+ * Idempotency-Key for routes with `config.idempotent`. The key is scoped to (principal, route); the stored request
+ * hash decides replay (same body) or IDEMPOTENCY_CONFLICT (different body). A claim (ClaimLocks) makes a concurrent
+ * twin get a retryable IDEMPOTENCY_IN_PROGRESS, never a second effect. A success answer is stored by the use case's
+ * transaction through `answerInTransaction`; an answer without an effect (a refusal) is stored after the handler.
  */
-export function installIdempotency(app: FastifyInstance, store: Store, clock: Clock, secretKey: Buffer): void {
+export function installIdempotency(app: FastifyInstance, options: IdempotencyOptions): void {
+  const { store, clock } = options;
   // Stored answers can hold secrets shown once (a new API key), so they are sealed at rest.
-  const box = new SecretBox(secretKey);
-  const context = (claim: Pick<Claim, 'principal' | 'route' | 'key'>) => `idempotency:${claim.principal}:${claim.route}:${claim.key}`;
-  const claimsInProcess = new Set<string>();
-  const inProcess = store.dialect === 'sqlite';
-  const answers = inProcess ? new AnswerWriter(store) : null;
+  const box = new SecretBox(options.secretKey);
+  const context = (claim: IdempotencyKeyId) => `idempotency:${claim.principal}:${claim.route}:${claim.key}`;
+  const locks: ClaimLocks =
+    store.dialect === 'postgres' && options.databaseUrl ? new PostgresClaimLocks(options.databaseUrl) : new InProcessClaimLocks();
+  const answers = new AnswerWriter(store);
   app.decorateRequest('idempotency', null);
   app.decorateRequest('discardIdempotency', false);
+  app.addHook('onClose', async () => {
+    await locks.close();
+  });
 
-  const findStored = async (claim: ClaimId): Promise<StoredAnswer | undefined> =>
-    inProcess
-      ? (await store.db.executeQuery<StoredAnswer>(CompiledQuery.raw(STORED_ANSWER_SQL, [claim.principal, claim.route, claim.key]))).rows[0]
-      : store.db
-          .selectFrom('idempotency_keys')
-          .selectAll()
-          .where('principal', '=', claim.principal)
-          .where('route', '=', claim.route)
-          .where('key', '=', claim.key)
-          .executeTakeFirst();
+  const rowOf = (claim: Claim, status: number, payload: string): StoredAnswer => {
+    const now = clock.now().toISOString();
+    return {
+      principal: claim.principal,
+      route: claim.route,
+      key: claim.key,
+      request_hash: claim.requestHash,
+      state: 'done',
+      status_code: BigInt(status),
+      response_body: box.seal(payload, context(claim)),
+      locked_until: now,
+      created_at: now,
+    };
+  };
 
   const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
     if (typeof key !== 'string' || !UUID_PATTERN.test(key)) throw new DomainError('IDEMPOTENCY_KEY_REQUIRED');
-    const principal = request.principal?.accountId ?? `ip:${request.ip}`;
-    const route = `${request.method} ${request.routeOptions.url}`;
     const requestHash = createHash('sha256')
       .update(canonicalJson({ params: request.params ?? {}, query: request.query ?? {}, body: request.body ?? null }))
       .digest('hex');
-    const now = clock.now();
-    const claim: Claim = { principal, route, key: key.toLowerCase(), requestHash, stored: !inProcess };
-
-    if (inProcess) {
-      const id = context(claim);
-      if (claimsInProcess.has(id)) {
-        const existing = await findStored(claim);
-        if (existing && existing.request_hash !== requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
-        throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
-      }
-      claimsInProcess.add(id);
-      const existing = await findStored(claim).catch((error: unknown) => {
-        claimsInProcess.delete(id);
-        throw error;
-      });
-      if (!existing) {
-        request.idempotency = claim;
-        return;
-      }
-      claimsInProcess.delete(id);
-      return answerFromStored(existing, claim, reply);
+    const claim: Claim = {
+      principal: request.principal?.accountId ?? `ip:${request.ip}`,
+      route: `${request.method} ${request.routeOptions.url}`,
+      key: key.toLowerCase(),
+      requestHash,
+      answeredStatus: null,
+      hook: (hookReply, status, toBody) => async (trx, result) => {
+        hookReply.code(status);
+        const body = toBody(result);
+        const payload = body === undefined ? '' : String(hookReply.serialize(body));
+        try {
+          await insertStoredAnswers(trx, store.dialect, [rowOf(claim, status, payload)]);
+        } catch (error) {
+          // A twin's effect committed first (possible only if a claim was lost): this effect rolls back, and a retry
+          // replays the twin's answer.
+          if (isUniqueViolation(error)) throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
+          throw error;
+        }
+        claim.answeredStatus = status;
+      },
+    };
+    const id = context(claim);
+    if (!(await locks.tryLock(id))) {
+      const existing = await findStoredAnswer(store.db, store.dialect, claim);
+      if (existing && existing.request_hash !== requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
+      throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
     }
-
+    let existing: StoredAnswer | undefined;
     try {
-      await store.db
-        .insertInto('idempotency_keys')
-        .values({
-          principal,
-          route,
-          key: claim.key,
-          request_hash: requestHash,
-          state: 'in_progress',
-          status_code: null,
-          response_body: null,
-          locked_until: new Date(now.getTime() + LOCK_MS).toISOString(),
-          created_at: now.toISOString(),
-        })
-        .execute();
+      existing = await findStoredAnswer(store.db, store.dialect, claim);
+    } catch (error) {
+      await locks.unlock(id);
+      throw error;
+    }
+    if (!existing) {
       request.idempotency = claim;
       return;
-    } catch (error) {
-      if (!isUniqueViolation(error)) throw error;
     }
-    const existing = await findStored(claim);
-    if (!existing) throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
-    if (existing.state === 'done' || existing.request_hash !== requestHash) return answerFromStored(existing, claim, reply);
-    if (existing.locked_until > now.toISOString()) throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
-    // The first attempt died holding the key: take it over, once, by compare-and-set on the lock.
-    const taken = await store.db
-      .updateTable('idempotency_keys')
-      .set({ locked_until: new Date(now.getTime() + LOCK_MS).toISOString() })
-      .where('principal', '=', claim.principal)
-      .where('route', '=', claim.route)
-      .where('key', '=', claim.key)
-      .where('state', '=', 'in_progress')
-      .where('locked_until', '=', existing.locked_until)
-      .executeTakeFirst();
-    if (Number(taken.numUpdatedRows) !== 1) throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
-    request.idempotency = claim;
+    await locks.unlock(id);
+    return answerFromStored(existing, claim, reply);
   };
 
-  function answerFromStored(
-    existing: { request_hash: string; state: string; status_code: bigint | null; response_body: string | null },
-    claim: Claim,
-    reply: FastifyReply,
-  ) {
+  function answerFromStored(existing: StoredAnswer, claim: Claim, reply: FastifyReply) {
     if (existing.request_hash !== claim.requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
-    if (existing.state !== 'done') throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
     reply.header('idempotent-replayed', 'true').code(Number(existing.status_code)).type('application/json');
     return reply.send(existing.response_body ? box.open(existing.response_body, context(claim)) : '');
   }
@@ -242,51 +319,32 @@ export function installIdempotency(app: FastifyInstance, store: Store, clock: Cl
     if (!claim) return payload;
     request.idempotency = null;
     try {
-      const discard = reply.statusCode >= 500 || request.discardIdempotency;
-      const where = <Q extends { where: (...args: any[]) => Q }>(query: Q) =>
-        query.where('principal', '=', claim.principal).where('route', '=', claim.route).where('key', '=', claim.key);
-      const sealed = box.seal(typeof payload === 'string' ? payload : '', context(claim));
-      if (!claim.stored) {
-        if (discard) return payload;
-        const now = clock.now().toISOString();
-        await (answers as AnswerWriter).write({
-          principal: claim.principal,
-          route: claim.route,
-          key: claim.key,
-          request_hash: claim.requestHash,
-          state: 'done',
-          status_code: BigInt(reply.statusCode),
-          response_body: sealed,
-          locked_until: now,
-          created_at: now,
-        });
-      } else if (discard) {
-        await where(store.db.deleteFrom('idempotency_keys')).execute();
-      } else {
-        await where(
-          store.db.updateTable('idempotency_keys').set({ state: 'done', status_code: BigInt(reply.statusCode), response_body: sealed }),
-        ).execute();
-      }
+      // Written with the effect already, or nothing to keep: a retryable failure must run again on replay.
+      if (claim.answeredStatus === reply.statusCode) return payload;
+      if (reply.statusCode >= 500 || request.discardIdempotency) return payload;
+      // A refusal (nothing to commit with), or a route whose handler stores no answer itself.
+      await answers.write(rowOf(claim, reply.statusCode, typeof payload === 'string' ? payload : ''));
       return payload;
     } finally {
-      claimsInProcess.delete(context(claim));
+      await locks.unlock(context(claim));
     }
   };
 
-  // Only idempotent routes get the two hooks (ahead of the route's own): every other request skips both phases.
+  // A request that ends without reaching onSend (the client went away) still gives its claim back.
+  const releaseAbandoned = async (request: FastifyRequest) => {
+    const claim = request.idempotency;
+    if (!claim) return;
+    request.idempotency = null;
+    await locks.unlock(context(claim));
+  };
+
+  // Only idempotent routes get the hooks (ahead of the route's own): every other request skips them.
   app.addHook('onRoute', (route) => {
     if (!route.config?.idempotent) return;
     const own = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
     route.preHandler = [claimKey, ...own(route.preHandler)] as typeof route.preHandler;
     route.onSend = [storeAnswer, ...own(route.onSend)] as typeof route.onSend;
+    route.onResponse = [...own(route.onResponse), releaseAbandoned] as typeof route.onResponse;
+    route.onRequestAbort = [...own(route.onRequestAbort), releaseAbandoned] as typeof route.onRequestAbort;
   });
-}
-
-/** Worker step: forget keys older than the retention. */
-export async function purgeIdempotencyKeys(store: Store, now: Date): Promise<number> {
-  const result = await store.db
-    .deleteFrom('idempotency_keys')
-    .where('created_at', '<', new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS).toISOString())
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
 }

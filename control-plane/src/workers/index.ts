@@ -1,5 +1,5 @@
 import type { Config } from '../config.js';
-import { purgeIdempotencyKeys } from '../http/idempotency.js';
+import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { purgePairings } from '../store/pairings.js';
 import type { Worker } from './runner.js';
 import { jobWorkers } from './jobs.js';
