@@ -3,7 +3,9 @@
 //     against a bare Fastify route answering a similar small JSON: budget >= 0.6x;
 //   - an idempotent POST (`config.idempotent`, a fresh Idempotency-Key each request) against the same handler without
 //     the idempotency layer, both on the control plane and authenticated with the same key: budget >= 0.8x. The
-//     handler is a real store write: one ledger transfer (runTransfer, reservation or release between seeded accounts);
+//     handler is a real store write: one ledger transfer (reservation or release between seeded accounts) in a use
+//     case's transaction (`transact`); the idempotent side is crash-safe as every idempotent route is: its answer is
+//     written inside that same transaction (`answerInTransaction`), so it adds a claim and one insert, not a commit;
 //   - that plain POST is also the ledger transfer over HTTP (SQLite synchronous=FULL): budget >= 1,000/s and >= 0.25x
 //     the raw store loop of ledger-transfer.bench.ts, run here in the same run.
 // The same pair of POSTs runs with synchronous=NORMAL too, to show what the fsync per commit costs.
@@ -136,7 +138,9 @@ async function serveControlPlane(
   const { loadConfig } = await import('@ark/control-plane/config');
   const { createRuntime } = await import('@ark/control-plane/runtime');
   const { ledgerAccounts } = await import('@ark/control-plane/domain/ledger/accounts');
-  const { runTransfer } = await import('@ark/control-plane/store/ledger');
+  const { runTransfer, transfer } = await import('@ark/control-plane/store/ledger');
+  const { transact } = await import('@ark/control-plane/store/transaction');
+  const { answerInTransaction } = await import('@ark/control-plane/http/idempotency');
   type Logger = Parameters<typeof createRuntime>[1];
   const { pino } = (await importFromControlPlane('pino')) as {
     pino: ((options: { level: string }, destination?: unknown) => Logger) & { destination(path: string): unknown };
@@ -178,24 +182,39 @@ async function serveControlPlane(
     await runTransfer(runtime.store, { from: available, to: hold, amountMicro: 10n ** 12n, kind: 'reservation', reference: 'seed', at });
   }
   let transfers = 0;
-  const handler = async (_request: unknown, reply: { code(n: number): { send(v: unknown): unknown } }) => {
+  const nextTransfer = () => {
     const n = transfers++;
     const renter = renters[n % renters.length] as string;
     const available = ledgerAccounts.available(renter);
     const hold = ledgerAccounts.hold(`${renter}-job`, renter);
     const reserve = Math.floor(n / renters.length) % 2 === 0;
-    const result = await runTransfer(runtime.store, {
+    return {
       from: reserve ? available : hold,
       to: reserve ? hold : available,
       amountMicro: 1_000n,
-      kind: reserve ? 'reservation' : 'release',
+      kind: reserve ? ('reservation' as const) : ('release' as const),
       reference: `${renter}-job`,
       at: runtime.clock.now(),
-    });
-    return reply.code(201).send({ posting_id: result.postingId });
+    };
   };
-  app.post(BENCH_ROUTE_PLAIN, { config: {} }, handler as never);
-  app.post(BENCH_ROUTE_IDEMPOTENT, { config: { idempotent: true } }, handler as never);
+  type Reply = { code(n: number): { send(v: unknown): unknown } };
+  const view = (result: { postingId: string | null }) => ({ posting_id: result.postingId });
+  // The plain route: the use case's transaction, no idempotency layer.
+  const plain = async (_request: unknown, reply: Reply) => {
+    const result = await transact(runtime.store, (trx) => transfer(trx, nextTransfer()));
+    return reply.code(201).send(view(result));
+  };
+  // The idempotent route, crash-safe as every idempotent route is: the answer is written inside the same transaction.
+  const idempotent = async (request: never, reply: never) => {
+    const result = await transact(
+      runtime.store,
+      (trx) => transfer(trx, nextTransfer()),
+      answerInTransaction(request, reply, 201, view),
+    );
+    return (reply as Reply).code(201).send(view(result));
+  };
+  app.post(BENCH_ROUTE_PLAIN, { config: {} }, plain as never);
+  app.post(BENCH_ROUTE_IDEMPOTENT, { config: { idempotent: true } }, idempotent as never);
   await app.listen({ host: '127.0.0.1', port: 0 });
   // seedAccount reads only the store, clock and config of the context.
   const seeded = await seedAccount(

@@ -1,5 +1,5 @@
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type Transaction } from 'kysely';
+import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase, type Transaction } from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 
@@ -50,8 +50,33 @@ export function openStore(options: StoreOptions): Store {
   sqlite.pragma(`synchronous = ${options.sqliteSynchronous ?? 'FULL'}`);
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
   return { db, dialect: 'sqlite', close: () => db.destroy() };
+}
+
+/** Most prepared statements kept per SQLite connection; the least recently prepared goes first. */
+const STATEMENT_CACHE_SIZE = 512;
+
+/**
+ * Kysely prepares every query anew on SQLite, and preparing (parsing and planning) costs about as much as running a
+ * small statement. The same SQL text gets the same prepared statement back instead; a statement still being iterated
+ * (a stream) is never handed out twice. SQLite re-prepares a cached statement itself after a schema change.
+ */
+function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectDatabase {
+  const cache = new Map<string, SqliteDatabase.Statement>();
+  return {
+    close: () => sqlite.close(),
+    prepare(sqlText: string) {
+      const cached = cache.get(sqlText);
+      if (cached && !cached.busy) return cached;
+      const statement = sqlite.prepare(sqlText);
+      if (!cached) {
+        if (cache.size >= STATEMENT_CACHE_SIZE) cache.delete(cache.keys().next().value as string);
+        cache.set(sqlText, statement);
+      }
+      return statement;
+    },
+  };
 }
 
 /** Booleans are stored as 0/1 integers on both dialects. */
