@@ -242,17 +242,25 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
     expect(violationLog('oversized')).toMatchObject({ machineId: machine.id });
   });
 
-  it('refuses a hello from an unknown machine, with a bad signature, or answering another challenge', async () => {
+  it('refuses a hello from an unknown machine exactly like a forged one, with a bad signature, or answering another challenge', async () => {
+    // An id nobody enrolled, and our machine's id signed with another key: the same close, so a stranger cannot
+    // tell which machine ids exist. Only the log says which was which.
     const stranger = testMachine();
     const unknown = await connect(stranger);
     unknown.hello();
-    expect(await unknown.closed).toEqual({ code: 1008, reason: 'unknown_machine' });
-    expect(violationLog('unknown_machine')).toMatchObject({ machineId: stranger.id, authenticated: false });
-
-    // Claims our machine's id, signs with its own key.
+    expect(await unknown.closed).toEqual({ code: 1008, reason: 'bad_signature' });
     const impostor = await connect({ ...stranger, id: machine.id });
     impostor.hello();
     expect(await impostor.closed).toEqual({ code: 1008, reason: 'bad_signature' });
+    const refusals = cp.logs.filter((line) => line.msg === 'agent channel closed: protocol violation' && line.reason === 'bad_signature');
+    expect(refusals).toContainEqual(expect.objectContaining({ machineId: stranger.id, detail: 'unknown machine', authenticated: false }));
+    expect(refusals).toContainEqual(expect.objectContaining({ machineId: machine.id, authenticated: false }));
+    // Unsigned: the same answer for an unknown id as for ours (below).
+    const unsignedStranger = await connect(stranger);
+    unsignedStranger.sendRaw(
+      JSON.stringify({ p: (JSON.parse(unsignedStranger.frame({ t: 'hello', machine_id: stranger.id })) as { p: string }).p }),
+    );
+    expect(await unsignedStranger.closed).toEqual({ code: 1008, reason: 'unsigned' });
 
     // A hello recorded on one connection, replayed on another: its challenge (and sid) belong to the first.
     const first = await connect();

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID } from 'node:crypto';
+import { generateKeyPairSync, randomBytes, randomUUID } from 'node:crypto';
 import type { IncomingMessage, Server } from 'node:http';
 import type { Duplex } from 'node:stream';
 import {
@@ -282,6 +282,9 @@ export class ChannelGateway {
   }
 }
 
+/** Verifies hellos that name a machine with no usable key: a throwaway key, so nothing verifies, at the usual cost. */
+const STAND_IN_VERIFIER: FrameVerifier = nodeEd25519Verifier(generateKeyPairSync('ed25519').publicKey);
+
 function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
   const body = JSON.stringify({ error: { code, message, retryable: status >= 500, request_id: randomUUID() } });
   const reason = status === 400 ? 'Bad Request' : status === 404 ? 'Not Found' : 'Service Unavailable';
@@ -414,20 +417,20 @@ class Session {
     }
     const publicKey = await this.#gateway.publicKeyOf(claimedMachineId);
     if (this.#state === 'closed') return null;
-    if (!publicKey) {
-      this.#violation('unknown_machine', undefined, claimedMachineId);
-      return null;
-    }
-    let verify: FrameVerifier;
-    try {
-      verify = nodeEd25519Verifier(ed25519PublicKeyFromBase64(publicKey));
-    } catch {
-      this.#violation('unknown_machine', 'the key on record is not an ed25519 key', claimedMachineId);
-      return null;
+    // A machine id with no usable key on record is checked against a stand-in key that verifies nothing, so a
+    // stranger's hello is refused exactly like a forged one for a real machine: which ids exist never leaks.
+    let verify: FrameVerifier = STAND_IN_VERIFIER;
+    let unknown: string | undefined = publicKey ? undefined : 'unknown machine';
+    if (publicKey) {
+      try {
+        verify = nodeEd25519Verifier(ed25519PublicKeyFromBase64(publicKey));
+      } catch {
+        unknown = 'the key on record is not an ed25519 key';
+      }
     }
     const opened = openFrame(raw, verify, 'agent');
-    if (!opened.ok) {
-      this.#violation(opened.reason, opened.detail, claimedMachineId);
+    if (!opened.ok || unknown) {
+      this.#violation(opened.ok ? 'bad_signature' : opened.reason, unknown ?? (opened.ok ? undefined : opened.detail), claimedMachineId);
       return null;
     }
     const hello = opened.payload;
