@@ -15,6 +15,7 @@ import {
   type PulledImage,
   type PullOptions,
 } from './container-runtime.js';
+import { containerStateFromInspect } from './docker-inspect.js';
 import { demultiplex, demultiplexBuffer } from './docker-stream.js';
 import { formatDigestReference, parseDigestReference, repoDigestsMatch } from './image-reference.js';
 import { type PullEvent, PullProgressTracker } from './pull-progress.js';
@@ -52,13 +53,6 @@ function messageOf(error: unknown): string {
 /** dockerode passes `abortSignal` through to the HTTP request; its typings do not know the option. */
 function signalOption(abortSignal: AbortSignal): Record<string, unknown> {
   return { abortSignal };
-}
-
-function parseDockerTime(text: string | undefined): Date | undefined {
-  // Docker writes 0001-01-01T00:00:00Z for "never".
-  if (text === undefined || text === '' || text.startsWith('0001-')) return undefined;
-  const date = new Date(text);
-  return Number.isNaN(date.getTime()) ? undefined : date;
 }
 
 export class DockerRuntime implements ContainerRuntime {
@@ -327,16 +321,7 @@ export class DockerRuntime implements ContainerRuntime {
       const info = await this.call('container inspect', (abortSignal) =>
         this.docker.getContainer(idOrName).inspect(signalOption(abortSignal)),
       );
-      return {
-        id: info.Id,
-        name: info.Name.replace(/^\//, ''),
-        status: info.State.Status,
-        running: info.State.Running,
-        startedAt: parseDockerTime(info.State.StartedAt),
-        finishedAt: parseDockerTime(info.State.FinishedAt),
-        exitCode: info.State.Running ? undefined : info.State.ExitCode,
-        labels: info.Config.Labels ?? {},
-      };
+      return containerStateFromInspect(info);
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw error;
