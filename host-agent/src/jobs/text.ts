@@ -1,9 +1,11 @@
 // Text that leaves the agent (status details, failure logs) is bounded, free of control characters
 // and of the job's own secrets.
+import { redactSecret } from '@ark/shared';
 
 /** JobStatusMessage.detail allows 2000 characters. */
 export const DETAIL_MAX_CHARS = 2000;
-const MIN_SECRET_CHARS = 8;
+/** The agent's marker; the control plane sanitizes details again with its own. */
+const AGENT_REDACTED = '[redacted]';
 
 /** Strips control characters (keeping newline and tab) and keeps the last part when too long. */
 export function boundedText(text: string, maxChars = DETAIL_MAX_CHARS): string {
@@ -12,13 +14,9 @@ export function boundedText(text: string, maxChars = DETAIL_MAX_CHARS): string {
   return clean.length <= maxChars ? clean : `…${clean.slice(clean.length - maxChars + 1)}`;
 }
 
-/** Replaces every occurrence of each secret (long enough to be one) with a marker. */
+/** Replaces every occurrence of each secret long enough to be one (shared's rule, as the control plane applies it). */
 export function redact(text: string, secrets: readonly string[]): string {
-  let result = text;
-  for (const secret of secrets) {
-    if (secret.length >= MIN_SECRET_CHARS) result = result.split(secret).join('[redacted]');
-  }
-  return result;
+  return redactSecret(text, secrets, AGENT_REDACTED);
 }
 
 export function errorText(error: unknown): string {
