@@ -1,4 +1,5 @@
 import type { AgentJobs, JobMessagePort } from './agent.js';
+import type { Clock } from './clock/clock.js';
 import type { GpuInventorySource } from './collectors/index.js';
 import type { AgentConfig } from './config.js';
 import type { JobMessageBody } from './jobs/job-record.js';
@@ -13,7 +14,8 @@ export interface JobRuntimeSettings {
   logger: JobSupervisorLogger;
   /** Replaces the Docker engine at the configured socket (tests). */
   runtime?: ContainerRuntime;
-  now?: () => Date;
+  /** Owns the job runtime's timers and time (default the system clock). */
+  clock?: Clock;
 }
 
 /**
@@ -34,7 +36,7 @@ export function createJobRuntime(settings: JobRuntimeSettings): AgentJobs {
     sshBindHost: config.jobs.sshBindHost,
     publishHost: config.jobs.publishHost,
     logger: settings.logger,
-    ...(settings.now === undefined ? {} : { now: settings.now }),
+    ...(settings.clock === undefined ? {} : { clock: settings.clock }),
   });
 }
 

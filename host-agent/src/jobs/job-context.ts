@@ -1,0 +1,162 @@
+// What the supervisor's parts share: the resolved options, the adapters, the clock, the live jobs and
+// the closing flag. The JobSupervisor builds one and hands it to each part; a test builds one around
+// a RecordedContainerRuntime and a ManualClock and drives a single part.
+import type { GpuInventorySource } from '../collectors/types.js';
+import type { AccessMode, JobSshServer } from '../access/job-ssh-server.js';
+import type { Clock, ClockTimer } from '../clock/clock.js';
+import type { ContainerRuntime, NetworkMode } from '../runtime/container-runtime.js';
+import type { PortRange } from '../runtime/port-allocator.js';
+import type { JobChannelPort, JobRecord } from './job-record.js';
+import type { JobStore } from './job-store.js';
+import type { JobOutbox } from './job-outbox.js';
+import { errorText } from './text.js';
+
+export type { AccessMode };
+
+/** Pino-compatible subset, so the composition root can pass its logger straight in. */
+export type JobSupervisorLogger = {
+  info(detail: Record<string, unknown>, message: string): void;
+  warn(detail: Record<string, unknown>, message: string): void;
+  error(detail: Record<string, unknown>, message: string): void;
+};
+
+export const silentLogger: JobSupervisorLogger = { info: () => undefined, warn: () => undefined, error: () => undefined };
+
+export type JobSupervisorOptions = {
+  /** The agent's state directory; jobs live under `<stateDir>/jobs/`. */
+  stateDir: string;
+  runtime: ContainerRuntime;
+  channel: JobChannelPort;
+  /** Maps assigned PCI addresses to Docker device IDs; without it a launch naming GPUs fails. */
+  gpuInventory?: GpuInventorySource;
+  /** Host ports for SSH listeners and (with bridge networking) published template ports. */
+  portRange: PortRange;
+  /** `bridge` in production; `host` where no bridge exists (tests), making container ports host ports. */
+  networkMode: Exclude<NetworkMode, 'none'>;
+  /** SSH listeners bind here: 0.0.0.0 in production (the default), 127.0.0.1 in tests. */
+  sshBindHost?: string;
+  /** Template ports are published here with bridge networking (default 0.0.0.0). */
+  publishHost?: string;
+  /** Where the agent reaches published ports for readiness probes (default 127.0.0.1). */
+  probeHost?: string;
+  /** docker stop grace before SIGKILL (default 10 s). */
+  stopGraceS?: number;
+  /** Bound on verified readiness after the container starts (default 10 min: engines load models slowly). */
+  readinessTimeoutMs?: number;
+  readinessIntervalMs?: number;
+  probeTimeoutMs?: number;
+  /** At most one pulling status per this interval (default 1 s); percent must also have grown. */
+  pullProgressIntervalMs?: number;
+  /** How often a running container is checked for exit between receipts (default 5 s). */
+  exitWatchIntervalMs?: number;
+  /**
+   * Where read-only SFTP reads a stopped job's files from: the volume's mountpoint, or a copy taken
+   * out of the stopped container with Docker's archive API. `auto` (default) prefers the mountpoint.
+   */
+  retrievalSource?: 'auto' | 'mountpoint' | 'archive';
+  /** Bound on an archive copy for retrieval (default 20 GiB). */
+  retrievalCopyMaxBytes?: number;
+  /** A channel that refused a message is offered the job's outbox again after this long (default 5 s). */
+  channelRetryMs?: number;
+  /** Records of cleaned jobs are kept this long to answer repeated commands (default 7 days). */
+  cleanedRetentionMs?: number;
+  /** Owns every timer and reading of the time (default the system clock). */
+  clock?: Clock;
+  logger?: JobSupervisorLogger;
+};
+
+/** The options with every default applied, in one place. */
+export type JobSettings = {
+  stateDir: string;
+  gpuInventory: GpuInventorySource | undefined;
+  portRange: PortRange;
+  networkMode: Exclude<NetworkMode, 'none'>;
+  sshBindHost: string;
+  publishHost: string;
+  probeHost: string;
+  stopGraceS: number;
+  readinessTimeoutMs: number;
+  readinessIntervalMs: number;
+  probeTimeoutMs: number;
+  pullProgressIntervalMs: number;
+  exitWatchIntervalMs: number;
+  retrievalSource: 'auto' | 'mountpoint' | 'archive';
+  retrievalCopyMaxBytes: number;
+  channelRetryMs: number;
+  cleanedRetentionMs: number;
+};
+
+export function resolveJobSettings(options: JobSupervisorOptions): JobSettings {
+  return {
+    stateDir: options.stateDir,
+    gpuInventory: options.gpuInventory,
+    portRange: options.portRange,
+    networkMode: options.networkMode,
+    sshBindHost: options.sshBindHost ?? '0.0.0.0',
+    publishHost: options.publishHost ?? '0.0.0.0',
+    probeHost: options.probeHost ?? '127.0.0.1',
+    stopGraceS: options.stopGraceS ?? 10,
+    readinessTimeoutMs: options.readinessTimeoutMs ?? 10 * 60_000,
+    readinessIntervalMs: options.readinessIntervalMs ?? 500,
+    probeTimeoutMs: options.probeTimeoutMs ?? 3_000,
+    pullProgressIntervalMs: options.pullProgressIntervalMs ?? 1000,
+    exitWatchIntervalMs: options.exitWatchIntervalMs ?? 5_000,
+    retrievalSource: options.retrievalSource ?? 'auto',
+    retrievalCopyMaxBytes: options.retrievalCopyMaxBytes ?? 20 * 1024 ** 3,
+    channelRetryMs: options.channelRetryMs ?? 5_000,
+    cleanedRetentionMs: options.cleanedRetentionMs ?? 7 * 24 * 3_600_000,
+  };
+}
+
+export const JOB_LABEL = 'ark.job_id';
+export const VOLUME_MOUNT_PATH = '/workspace';
+export const FAILURE_LOG_LINES = 20;
+export const FAILURE_LOG_BYTES = 1200;
+/** setTimeout holds at most 2^31-1 ms; longer waits are re-armed. */
+export const TIMER_MAX_MS = 2_000_000_000;
+
+/** One job as the supervisor holds it: its persisted record and what lives only in this process. */
+export type LiveJob = {
+  record: JobRecord;
+  /** Serialises stop, clean and meter ticks of one job. */
+  chain: Promise<void>;
+  launch?: { controller: AbortController; done: Promise<void> };
+  meterTimer?: ClockTimer;
+  retrievalTimer?: ClockTimer;
+  cleanTimer?: ClockTimer;
+  cleanAttempts: number;
+  /** Serialises hand-overs of the outbox to the channel. */
+  flushing: Promise<void>;
+  flushRetryTimer?: ClockTimer;
+  ssh?: JobSshServer;
+  containerState?: string;
+};
+
+export function liveJob(record: JobRecord): LiveJob {
+  return { record, chain: Promise.resolve(), cleanAttempts: 0, flushing: Promise.resolve() };
+}
+
+export type JobContext = {
+  settings: JobSettings;
+  runtime: ContainerRuntime;
+  store: JobStore;
+  outbox: JobOutbox;
+  clock: Clock;
+  logger: JobSupervisorLogger;
+  /** Every job this supervisor holds, by job id. */
+  jobs: Map<string, LiveJob>;
+  /** Set once close() began: nothing new is started, timers are not re-armed. */
+  lifecycle: { closing: boolean };
+};
+
+/** Runs `work` after the job's previous stop, clean or meter tick; a failure is logged, never thrown. */
+export function serial(context: Pick<JobContext, 'logger'>, job: LiveJob, work: () => Promise<void>): Promise<void> {
+  const next = job.chain.then(work).catch((error: unknown) => {
+    context.logger.error({ job_id: job.record.job_id, error: errorText(error) }, 'job operation failed');
+  });
+  job.chain = next;
+  return next;
+}
+
+// The host-key module is loaded on first use, like the SSH server, so an idle agent never holds it.
+export const hostKeys = () => import('../access/host-key.js');

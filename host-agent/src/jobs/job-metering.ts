@@ -1,0 +1,113 @@
+// Metering while the job runs: a tick at least every exitWatchIntervalMs checks the container, sends
+// the periodic receipt when one is due, and ends the meter with the final receipt when the container
+// stopped on its own or vanished. The arithmetic is meter.ts's; this part owns the timer.
+import type { ContainerState } from '../runtime/container-runtime.js';
+import type { JobAccessListener } from './job-access.js';
+import { FAILURE_LOG_BYTES, FAILURE_LOG_LINES, type JobContext, type LiveJob, serial } from './job-context.js';
+import { jobDetail } from './job-outbox.js';
+import { enterPhase } from './job-phase.js';
+import type { JobMessageBody } from './job-record.js';
+import { nextMeterDelayMs, nextReceipt } from './meter.js';
+import { errorText } from './text.js';
+
+export class JobMetering {
+  constructor(
+    private readonly context: JobContext,
+    private readonly access: JobAccessListener,
+  ) {}
+
+  /** Arms the job's next tick: when the next receipt is due, or sooner to notice an exit. */
+  schedule(job: LiveJob): void {
+    const { clock, lifecycle, settings } = this.context;
+    clock.clearTimeout(job.meterTimer);
+    const record = job.record;
+    if (
+      lifecycle.closing ||
+      record.phase !== 'ready' ||
+      record.meter === undefined ||
+      record.meter.final_sent ||
+      record.launch === undefined
+    )
+      return;
+    const dueMs = nextMeterDelayMs(record.meter, record.launch.meter_interval_s, clock.now());
+    const delayMs = Math.min(dueMs, settings.exitWatchIntervalMs);
+    job.meterTimer = clock.setTimeout(() => serial(this.context, job, () => this.tick(job)), delayMs);
+  }
+
+  /** Stops the job's ticks (a stop, a clean or a failure takes over the meter). */
+  cancel(job: LiveJob): void {
+    this.context.clock.clearTimeout(job.meterTimer);
+  }
+
+  /** Checks the container; sends the periodic receipt when due, or the final one if the container is gone. */
+  async tick(job: LiveJob): Promise<void> {
+    const { clock, lifecycle, logger, outbox, runtime } = this.context;
+    const record = job.record;
+    if (lifecycle.closing || record.phase !== 'ready' || record.meter === undefined || record.launch === undefined) return;
+    let state: ContainerState | undefined;
+    try {
+      state = await runtime.inspectContainer(record.container_id ?? record.container_name);
+    } catch (error) {
+      // Docker did not answer: no receipt now; the next one covers this time too.
+      logger.warn({ job_id: record.job_id, error: errorText(error) }, 'container inspect failed');
+      this.schedule(job);
+      return;
+    }
+    job.containerState = state?.status ?? 'missing';
+    if (state?.running === true) {
+      if (job.ssh === undefined && record.ssh_port !== undefined) {
+        // Access could not be restored after a restart (the port was busy): try again on every tick.
+        await this.access
+          .ensure(job, this.access.executionMode(job))
+          .catch((error: unknown) => logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job access still unavailable'));
+      }
+      if (nextMeterDelayMs(record.meter, record.launch.meter_interval_s, clock.now()) === 0) {
+        const next = nextReceipt({
+          jobId: record.job_id,
+          fence: record.fence,
+          meter: record.meter,
+          now: clock.now(),
+          run: state,
+          final: false,
+        });
+        if (next !== undefined) {
+          record.meter = next.meter;
+          await outbox.commit(job, [next.receipt]);
+        }
+      }
+      this.schedule(job);
+      return;
+    }
+    // The container stopped on its own (or vanished): the meter ends with what really ran.
+    const final = nextReceipt({
+      jobId: record.job_id,
+      fence: record.fence,
+      meter: record.meter,
+      now: clock.now(),
+      run: state,
+      final: true,
+    });
+    const messages: JobMessageBody[] = [];
+    if (final !== undefined) {
+      record.meter = final.meter;
+      messages.push(final.receipt);
+    }
+    job.ssh?.setMode({ kind: 'closed' });
+    if (state === undefined) {
+      enterPhase(record, 'container_vanished');
+      record.failure = 'the container disappeared while the job ran';
+      messages.push(outbox.status(record, 'failed', { detail: record.failure }));
+    } else {
+      enterPhase(record, 'container_exited');
+      if (state.exitCode !== undefined) record.exit_code = state.exitCode;
+      const logs = await runtime.containerLogs(state.id, { tailLines: FAILURE_LOG_LINES, maxBytes: FAILURE_LOG_BYTES }).catch(() => '');
+      messages.push(
+        outbox.status(record, 'exited', {
+          ...(state.exitCode !== undefined ? { exit_code: state.exitCode } : {}),
+          ...(logs.trim() !== '' ? { detail: jobDetail(record, `last output:\n${logs.trim()}`) } : {}),
+        }),
+      );
+    }
+    await outbox.commit(job, messages);
+  }
+}
