@@ -1,8 +1,8 @@
 import { readFileSync } from 'node:fs';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { pino } from 'pino';
 import { NvidiaSmiGpuCollector, RecordedGpuCollector, SystemInformationHostCollector } from './collectors/index.js';
 import { CliError, USAGE, isHelp, runAgentCli } from './cli/index.js';
+import { systemClock } from './clock/clock.js';
 import type { CliContext, CliLogger } from './cli/context.js';
 import { ConfigError, type AgentConfig, loadAgentConfig } from './config.js';
 import { readMachineFacts } from './manifest.js';
@@ -27,8 +27,9 @@ function context(config: AgentConfig): CliContext {
     out: (text) => process.stdout.write(text),
     err: (text) => process.stderr.write(text),
     fetch: globalThis.fetch,
-    now: () => new Date(),
-    sleep: (ms) => sleep(ms),
+    clock: systemClock,
+    now: () => systemClock.now(),
+    sleep: (ms) => systemClock.sleep(ms),
     createLogger: (destination): CliLogger =>
       pino(
         { level: config.logLevel, base: { service: 'ark-agent' } },

@@ -6,6 +6,7 @@ import { type CommandMessage, nodeEd25519Signer } from '@ark/shared';
 import { generateKeyPairSync } from 'node:crypto';
 import nacl from 'tweetnacl';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../clock/manual-clock.js';
 import { ChannelClient, type ChannelClientOptions } from './client.js';
 import { QUEUE_FILE } from './queue.js';
 import { FakeControlPlane } from './testing/fake-control-plane.js';
@@ -277,6 +278,23 @@ describe('ChannelClient', () => {
     await agent.stop();
     // With jitter at its bottom, half the ceiling.
     expect(waits[0]).toBe(500);
+  });
+
+  it('waits out its reconnect backoff on the injected clock, not on real time', async () => {
+    const clock = new ManualClock('2030-01-01T00:00:00.000Z');
+    const agent = client({ url: unreachable, backoff: { initialMs: 1_000, maxMs: 1_000 }, random: () => 1, clock });
+    const failed = () => new Promise<void>((resolve) => agent.once('disconnected', () => resolve()));
+    const first = failed();
+    await agent.start();
+    await first;
+    expect(agent.status()).toMatchObject({ state: 'backoff', reconnects: 0, nextAttemptAt: '2030-01-01T00:00:01.000Z' });
+    // Real time passes, the clock stands still: no second attempt.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(agent.status().reconnects).toBe(0);
+    const second = failed();
+    await clock.advance(1_000);
+    await second;
+    expect(agent.status()).toMatchObject({ reconnects: 1, nextAttemptAt: '2030-01-01T00:00:02.000Z' });
   });
 
   it('reconnects when a heartbeat goes unanswered', async () => {

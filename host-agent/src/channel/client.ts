@@ -12,6 +12,7 @@ import {
   type WelcomeMessage,
 } from '@ark/shared';
 import WebSocket from 'ws';
+import { type Clock, type ClockTimer, systemClock } from '../clock/clock.js';
 import { PersistentQueue, type ReliableBody } from './queue.js';
 import { pinnedVerifier, tweetnaclSigner } from './signer.js';
 
@@ -63,7 +64,8 @@ export interface ChannelClientOptions {
   heartbeatAckTimeoutMs?: number;
   /** fsync the queue (off only where a test measures something else). */
   durable?: boolean;
-  now?: () => Date;
+  /** Owns the watchdog, the reconnect timer and every reading of the time (default the system clock). */
+  clock?: Clock;
   random?: () => number;
 }
 
@@ -103,7 +105,7 @@ export class ChannelClient extends EventEmitter {
   readonly #options: ChannelClientOptions;
   readonly #sign: FrameSigner;
   readonly #verify: FrameVerifier;
-  readonly #now: () => Date;
+  readonly #clock: Clock;
   readonly #random: () => number;
   #queue: PersistentQueue | null = null;
   #state: ChannelState = 'idle';
@@ -115,9 +117,9 @@ export class ChannelClient extends EventEmitter {
   #sentUpto = 0;
   #rebasing = false;
   #attempt = 0;
-  #retryTimer: NodeJS.Timeout | null = null;
+  #retryTimer: ClockTimer | null = null;
   #nextAttemptAt: Date | null = null;
-  #watchdog: NodeJS.Timeout | null = null;
+  #watchdog: ClockTimer | null = null;
   #connectStartedAt = 0;
   #readyAt = 0;
   #lastFrameAt = 0;
@@ -135,7 +137,7 @@ export class ChannelClient extends EventEmitter {
     this.#options = options;
     this.#sign = options.signer ?? tweetnaclSigner(options.secretKey);
     this.#verify = pinnedVerifier(options.controlPlanePublicKey);
-    this.#now = options.now ?? (() => new Date());
+    this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;
   }
 
@@ -147,7 +149,7 @@ export class ChannelClient extends EventEmitter {
       maxEntries: this.#options.maxQueueEntries,
       durable: this.#options.durable,
     });
-    this.#watchdog = setInterval(() => this.#checkLiveness(), this.#options.watchdogIntervalMs ?? 1_000);
+    this.#watchdog = this.#clock.setInterval(() => this.#checkLiveness(), this.#options.watchdogIntervalMs ?? 1_000);
     this.#watchdog.unref();
     this.#connect();
   }
@@ -157,25 +159,25 @@ export class ChannelClient extends EventEmitter {
     if (this.#state === 'stopped') return;
     const wasStarted = this.#state !== 'idle';
     this.#state = 'stopped';
-    if (this.#retryTimer) clearTimeout(this.#retryTimer);
-    if (this.#watchdog) clearInterval(this.#watchdog);
+    if (this.#retryTimer) this.#clock.clearTimeout(this.#retryTimer);
+    if (this.#watchdog) this.#clock.clearInterval(this.#watchdog);
     const ws = this.#ws;
     this.#ws = null;
     if (ws) {
       const closed = new Promise<void>((resolve) => ws.once('close', () => resolve()));
       ws.close(1000, 'agent_stopping');
-      await Promise.race([closed, delay(2_000)]);
+      await Promise.race([closed, this.#delay(2_000)]);
       ws.terminate();
     }
     // A command being applied gets a moment to finish and record itself.
-    await Promise.race([this.#commands, delay(5_000)]);
+    await Promise.race([this.#commands, this.#delay(5_000)]);
     if (wasStarted) await this.#queue?.close();
   }
 
   /** Unreliable: sent now if connected, otherwise dropped (the next one follows). */
   sendHeartbeat(body: HeartbeatBody): boolean {
     if (this.#state !== 'ready') return false;
-    if (this.#heartbeatSentAt === null) this.#heartbeatSentAt = Date.now();
+    if (this.#heartbeatSentAt === null) this.#heartbeatSentAt = this.#nowMs();
     return this.#send({ ...body, t: 'heartbeat' });
   }
 
@@ -224,7 +226,7 @@ export class ChannelClient extends EventEmitter {
     this.#sendSeq = 0;
     this.#sentUpto = 0;
     this.#heartbeatSentAt = null;
-    this.#connectStartedAt = Date.now();
+    this.#connectStartedAt = this.#nowMs();
     const ws = new WebSocket(this.#options.url, {
       perMessageDeflate: false,
       maxPayload: CHANNEL_MAX_FRAME_BYTES,
@@ -248,7 +250,7 @@ export class ChannelClient extends EventEmitter {
     if (this.#state === 'stopped') return;
     if (wasReady) {
       this.#options.logger.info({ code, reason }, 'channel disconnected');
-      if (Date.now() - this.#readyAt >= STABLE_CONNECTION_MS) this.#attempt = 0;
+      if (this.#nowMs() - this.#readyAt >= STABLE_CONNECTION_MS) this.#attempt = 0;
     }
     if (code !== 1000 && reason) this.#lastError = `closed ${code} ${reason}`;
     this.#connectedSince = null;
@@ -269,8 +271,8 @@ export class ChannelClient extends EventEmitter {
     const waitMs = Math.round(ceiling / 2 + (this.#random() * ceiling) / 2);
     this.#attempt += 1;
     this.#state = 'backoff';
-    this.#nextAttemptAt = new Date(this.#now().getTime() + waitMs);
-    this.#retryTimer = setTimeout(() => {
+    this.#nextAttemptAt = new Date(this.#clock.now().getTime() + waitMs);
+    this.#retryTimer = this.#clock.setTimeout(() => {
       this.#retryTimer = null;
       this.#reconnects += 1;
       this.#connect();
@@ -281,7 +283,7 @@ export class ChannelClient extends EventEmitter {
   #checkLiveness(): void {
     const ws = this.#ws;
     if (!ws) return;
-    const now = Date.now();
+    const now = this.#nowMs();
     const connectTimeoutMs = this.#options.connectTimeoutMs ?? 10_000;
     if ((this.#state === 'connecting' || this.#state === 'handshaking') && now - this.#connectStartedAt > connectTimeoutMs) {
       this.#abandon(ws, 'handshake_timeout');
@@ -306,7 +308,7 @@ export class ChannelClient extends EventEmitter {
     this.#options.logger.warn({ reason, detail }, 'channel closed: bad frame from the control plane');
     if (this.#ws === ws) {
       ws.close(1008, reason);
-      setTimeout(() => ws.terminate(), 2_000).unref();
+      this.#clock.setTimeout(() => ws.terminate(), 2_000).unref();
       // No further frame of this connection is looked at.
       this.#ws = null;
       this.#connectedSince = null;
@@ -319,7 +321,7 @@ export class ChannelClient extends EventEmitter {
 
   #receive(ws: WebSocket, data: Buffer, isBinary: boolean): void {
     if (this.#ws !== ws || this.#state === 'stopped') return;
-    this.#lastFrameAt = Date.now();
+    this.#lastFrameAt = this.#nowMs();
     if (isBinary) {
       this.#refuse(ws, 'binary');
       return;
@@ -360,7 +362,7 @@ export class ChannelClient extends EventEmitter {
           t: 'hello',
           machine_id: this.#options.machineId,
           challenge: msg.challenge,
-          agent_time: this.#now().toISOString(),
+          agent_time: this.#clock.now().toISOString(),
           agent_version: this.#options.agentVersion,
           commands_applied_upto: this.#queue?.commandsAppliedUpto ?? 0,
         });
@@ -382,7 +384,7 @@ export class ChannelClient extends EventEmitter {
         this.#queue?.acknowledge(msg.upto);
         if (this.#heartbeatSentAt !== null) {
           this.#heartbeatSentAt = null;
-          this.#lastHeartbeatAckAt = this.#now();
+          this.#lastHeartbeatAckAt = this.#clock.now();
         }
         this.emit('ack', msg.upto);
         this.#flush();
@@ -402,8 +404,8 @@ export class ChannelClient extends EventEmitter {
   #welcome(msg: WelcomeMessage): void {
     const queue = this.#queue as PersistentQueue;
     this.#state = 'ready';
-    this.#readyAt = Date.now();
-    this.#connectedSince = this.#now();
+    this.#readyAt = this.#nowMs();
+    this.#connectedSince = this.#clock.now();
     this.#heartbeatIntervalMs = msg.heartbeat_interval_s * 1000;
     this.#lastError = null;
     this.#options.logger.info({ sessionId: this.#sid, ackedUpto: msg.acked_upto, queued: queue.size }, 'channel connected');
@@ -473,6 +475,17 @@ export class ChannelClient extends EventEmitter {
     }
   }
 
+  #nowMs(): number {
+    return this.#clock.now().getTime();
+  }
+
+  /** Resolves after `ms` on the clock; the wait never keeps the process alive. */
+  #delay(ms: number): Promise<void> {
+    return new Promise((resolve) => {
+      this.#clock.setTimeout(resolve, ms).unref();
+    });
+  }
+
   #send(body: { t: string } & Record<string, unknown>): boolean {
     const ws = this.#ws;
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
@@ -481,8 +494,4 @@ export class ChannelClient extends EventEmitter {
     ws.send(signFrame({ v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest }, this.#sign));
     return true;
   }
-}
-
-function delay(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms).unref());
 }

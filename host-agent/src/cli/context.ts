@@ -1,5 +1,6 @@
 import type { CommandMessage } from '@ark/shared';
 import type { AgentChannel, AgentJobs, AgentLogger } from '../agent.js';
+import type { Clock } from '../clock/clock.js';
 import type { GpuCollector, GpuInventorySource, HostCollector } from '../collectors/index.js';
 import type { AgentConfig } from '../config.js';
 import type { JobRuntimeSettings } from '../job-runtime.js';
@@ -18,6 +19,8 @@ export interface ChannelSettings {
   /** Called each time the channel is established (welcome received). */
   onConnected: () => void;
   logger: AgentLogger;
+  /** Owns the channel's timers and time. */
+  clock?: Clock;
 }
 
 export type CliLogger = AgentLogger & { debug(detail: Record<string, unknown>, message: string): void; flush?: () => void };
@@ -29,6 +32,8 @@ export interface CliContext {
   out: (text: string) => void;
   err: (text: string) => void;
   fetch: typeof fetch;
+  /** The daemon's one clock: the channel, the job runtime and the agent's timers all run on it. */
+  clock: Clock;
   now: () => Date;
   sleep: (ms: number) => Promise<void>;
   /** `destination` is where log lines go: the daemon logs to stdout, interactive commands to stderr. */

@@ -38,6 +38,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
         // A heartbeat as soon as the channel is up: a waiting machine goes live without waiting a full interval.
         onConnected: () => void agent?.heartbeat().catch((error: unknown) => logger.warn({ error: String(error) }, 'heartbeat failed')),
         logger,
+        clock: ctx.clock,
       }),
     gpu,
     host,
@@ -46,10 +47,13 @@ export async function runCommand(ctx: CliContext): Promise<number> {
     telemetryBatchIntervalMs: config.telemetryBatchIntervalMs,
     telemetryBufferSamples: config.telemetryBufferSamples,
     nettestBounds: config.nettest,
-    ...(createJobs === undefined ? {} : { createJobs: (channel) => createJobs({ config, channel, gpuInventory: gpu, logger }) }),
+    ...(createJobs === undefined
+      ? {}
+      : { createJobs: (channel) => createJobs({ config, channel, gpuInventory: gpu, logger, clock: ctx.clock }) }),
     checkHealth: () => checkHealth({ docker: config.docker, diskPath: config.stateDir, minDiskFreeBytes: config.minDiskFreeBytes }),
     writeStatus: (report) => writeStatus(config.stateDir, report),
-    now: ctx.now,
+    now: () => ctx.clock.now(),
+    timers: ctx.clock,
     logger,
   });
 
