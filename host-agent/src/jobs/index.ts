@@ -23,7 +23,7 @@ export {
   type JobSupervisorOptions,
   type RunningJob,
 } from './job-supervisor.js';
-export { type JobContext, type JobSettings, type LiveJob, liveJob, resolveJobSettings } from './job-context.js';
+export { createJobContext, type JobContext, type JobSettings, type LiveJob, liveJob, resolveJobSettings } from './job-context.js';
 export { enterPhase, type JobPhaseEvent, JobPhaseRefusedError, nextPhase, type PhaseTransition, statusOfPhase } from './job-phase.js';
 export { nextMeterDelayMs, nextReceipt, type ReceiptInput, type RunInterval, runtimeInPeriodMs } from './meter.js';
 export { checkReadiness, type HttpAnswer, NotReadyError, probeHttp, probeTcp, type ReadinessPlan } from './readiness.js';

@@ -3,12 +3,12 @@
 // a RecordedContainerRuntime and a ManualClock and drives a single part.
 import type { GpuInventorySource } from '../collectors/types.js';
 import type { AccessMode, JobSshServer } from '../access/job-ssh-server.js';
-import type { Clock, ClockTimer } from '../clock/clock.js';
+import { type Clock, type ClockTimer, systemClock } from '../clock/clock.js';
 import type { ContainerRuntime, NetworkMode } from '../runtime/container-runtime.js';
 import type { PortRange } from '../runtime/port-allocator.js';
 import type { JobChannelPort, JobRecord } from './job-record.js';
-import type { JobStore } from './job-store.js';
-import type { JobOutbox } from './job-outbox.js';
+import { JobOutbox } from './job-outbox.js';
+import { JobStore } from './job-store.js';
 import { errorText } from './text.js';
 
 export type { AccessMode };
@@ -148,6 +148,24 @@ export type JobContext = {
   /** Set once close() began: nothing new is started, timers are not re-armed. */
   lifecycle: { closing: boolean };
 };
+
+/** The context the JobSupervisor gives its parts; tests build one to drive a single part. */
+export function createJobContext(options: JobSupervisorOptions): JobContext {
+  const logger = options.logger ?? silentLogger;
+  const clock = options.clock ?? systemClock;
+  const settings = resolveJobSettings(options);
+  const store = new JobStore(options.stateDir, logger);
+  const lifecycle = { closing: false };
+  const outbox = new JobOutbox({
+    store,
+    channel: options.channel,
+    clock,
+    logger,
+    retryMs: settings.channelRetryMs,
+    isClosing: () => lifecycle.closing,
+  });
+  return { settings, runtime: options.runtime, store, outbox, clock, logger, jobs: new Map(), lifecycle };
+}
 
 /** Runs `work` after the job's previous stop, clean or meter tick; a failure is logged, never thrown. */
 export function serial(context: Pick<JobContext, 'logger'>, job: LiveJob, work: () => Promise<void>): Promise<void> {

@@ -10,27 +10,17 @@
 // (job-retrieval.ts), recovery after a restart (job-recovery.ts), the SSH listener (job-access.ts) and
 // the record-then-send outbox (job-outbox.ts).
 import type { CleanJobBody, CommandMessage, LaunchJobBody, StopJobBody } from '@ark/shared';
-import { systemClock } from '../clock/clock.js';
 import { JobAccessListener } from './job-access.js';
-import {
-  type JobContext,
-  type JobSupervisorLogger,
-  type JobSupervisorOptions,
-  type LiveJob,
-  liveJob,
-  resolveJobSettings,
-  serial,
-  silentLogger,
-} from './job-context.js';
+import { createJobContext, type JobContext, type JobSupervisorOptions, type LiveJob, liveJob, serial } from './job-context.js';
 import { JobLaunch } from './job-launch.js';
 import { JobMetering } from './job-metering.js';
-import { JobOutbox, jobAccess } from './job-outbox.js';
+import { jobAccess } from './job-outbox.js';
 import { statusOfPhase } from './job-phase.js';
 import { ACTIVE_PHASES, JOB_RECORD_VERSION, type JobRecord, type JobStatusBody } from './job-record.js';
 import { JobRecovery } from './job-recovery.js';
 import { JobRetrieval } from './job-retrieval.js';
 import { JobStopper } from './job-stop.js';
-import { isJobId, JobStore } from './job-store.js';
+import { isJobId } from './job-store.js';
 import { boundedText } from './text.js';
 
 export { JOB_LABEL, type JobSupervisorLogger, type JobSupervisorOptions } from './job-context.js';
@@ -45,6 +35,7 @@ export type RunningJob = { job_id: string; fence: string; container_state: strin
 
 const CLOSE_WAIT_MS = 30_000;
 const RUNNING_JOBS_MAX = 64;
+const SETTLE_ROUNDS_MAX = 1_000;
 
 function fenceOrder(a: string, b: string): number {
   const left = BigInt(a);
@@ -58,24 +49,12 @@ export class JobSupervisor {
   private readonly launch: JobLaunch;
   private readonly stopper: JobStopper;
   private readonly recovery: JobRecovery;
-  private readonly jobs = new Map<string, LiveJob>();
+  private readonly jobs: Map<string, LiveJob>;
   private started = false;
 
   constructor(options: JobSupervisorOptions) {
-    const logger: JobSupervisorLogger = options.logger ?? silentLogger;
-    const clock = options.clock ?? systemClock;
-    const settings = resolveJobSettings(options);
-    const store = new JobStore(options.stateDir, logger);
-    const lifecycle = { closing: false };
-    const outbox = new JobOutbox({
-      store,
-      channel: options.channel,
-      clock,
-      logger,
-      retryMs: settings.channelRetryMs,
-      isClosing: () => lifecycle.closing,
-    });
-    this.context = { settings, runtime: options.runtime, store, outbox, clock, logger, jobs: this.jobs, lifecycle };
+    this.context = createJobContext(options);
+    this.jobs = this.context.jobs;
     this.access = new JobAccessListener(this.context);
     const metering = new JobMetering(this.context, this.access);
     const retrieval = new JobRetrieval(this.context, this.access);
@@ -198,6 +177,22 @@ export class JobSupervisor {
   job(jobId: string): JobRecord | undefined {
     const job = this.jobs.get(jobId);
     return job === undefined ? undefined : (JSON.parse(JSON.stringify(job.record)) as JobRecord);
+  }
+
+  /**
+   * Resolves once the work in flight has finished: launches, queued stops, cleans and meter ticks, and
+   * hand-overs to the channel, including work they started. For tests on a manual clock: work that waits
+   * on the clock (a readiness retry, a backoff) is finished only by advancing it.
+   */
+  async settled(): Promise<void> {
+    const inFlight = () => [...this.jobs.values()].flatMap((job) => [job.chain, job.flushing, ...(job.launch ? [job.launch.done] : [])]);
+    for (let round = 0; round < SETTLE_ROUNDS_MAX; round += 1) {
+      const before = inFlight();
+      await Promise.allSettled(before);
+      const after = inFlight();
+      if (after.length === before.length && after.every((promise, index) => promise === before[index])) return;
+    }
+    throw new Error(`JobSupervisor.settled: work still starting more work after ${SETTLE_ROUNDS_MAX} rounds`);
   }
 
   /**
