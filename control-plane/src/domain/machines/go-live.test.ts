@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { initialLiveState, livenessAt, onHeartbeat, readinessOf } from './go-live.js';
+import { changesOnlyLastSeen, initialLiveState, livenessAt, onHeartbeat, readinessOf } from './go-live.js';
 
 describe('go-live', () => {
   it('starts waiting with go-live, off without', () => {
@@ -40,5 +40,19 @@ describe('go-live', () => {
     expect(readinessOf('waiting', 'offline', null)).toBe('provisioning');
     expect(readinessOf('failed', 'online', false)).toBe('unavailable');
     expect(readinessOf('off', 'online', true)).toBe('unavailable');
+  });
+});
+
+describe('heartbeats that change nothing but last-seen', () => {
+  const machine = { seenBefore: true, live: 'live' as const, error: null, healthy: true, problems: ['a'] };
+  const beat = { healthy: true, problems: ['a'] };
+  it('are those of a machine seen before, with the same health and problems and no go-live move', () => {
+    expect(changesOnlyLastSeen(machine, beat, onHeartbeat('live', null, beat))).toBe(true);
+    expect(changesOnlyLastSeen({ ...machine, seenBefore: false }, beat, onHeartbeat('live', null, beat))).toBe(false);
+    expect(changesOnlyLastSeen(machine, { ...beat, healthy: false }, onHeartbeat('live', null, beat))).toBe(false);
+    expect(changesOnlyLastSeen(machine, { ...beat, problems: ['b'] }, onHeartbeat('live', null, beat))).toBe(false);
+    expect(changesOnlyLastSeen(machine, { ...beat, problems: [] }, onHeartbeat('live', null, beat))).toBe(false);
+    const waiting = { ...machine, live: 'waiting' as const };
+    expect(changesOnlyLastSeen(waiting, beat, onHeartbeat('waiting', null, beat))).toBe(false);
   });
 });

@@ -62,3 +62,34 @@ export function readinessOf(live: MachineLiveState, liveness: MachineLiveness, h
   if (live === 'waiting') return 'provisioning';
   return 'unavailable';
 }
+
+/** What the machine row says now, as the heartbeat rules need it. */
+export interface MachineLiveFacts {
+  /** Whether any heartbeat was recorded before. */
+  seenBefore: boolean;
+  live: MachineLiveState;
+  error: string | null;
+  healthy: boolean | null;
+  problems: readonly string[];
+}
+
+/**
+ * A heartbeat that changes nothing but last-seen: the machine was seen before, its go-live state stays put, and
+ * health and problems are the same. Those are written behind, in bulk (store/heartbeats.ts); any other is applied at
+ * once.
+ */
+export function changesOnlyLastSeen(
+  machine: MachineLiveFacts,
+  heartbeat: { healthy: boolean; problems: readonly string[] },
+  next: GoLiveUpdate,
+): boolean {
+  return (
+    machine.seenBefore &&
+    !next.wentLive &&
+    next.live === machine.live &&
+    next.error === machine.error &&
+    machine.healthy === heartbeat.healthy &&
+    machine.problems.length === heartbeat.problems.length &&
+    machine.problems.every((p, i) => p === heartbeat.problems[i])
+  );
+}

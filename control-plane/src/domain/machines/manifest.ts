@@ -46,3 +46,8 @@ export function manifestFacts(manifest: MachineManifest): ManifestFacts {
 export function manifestHash(manifest: MachineManifest): string {
   return `sha256:${createHash('sha256').update(canonicalJson(manifest)).digest('hex')}`;
 }
+
+/** Measured VRAM of the given GPUs, in manifest order (none when the job takes no GPU: a machine rented whole). */
+export function deviceVramOf(manifest: MachineManifest, pciAddresses: readonly string[]): bigint[] {
+  return manifest.gpus.filter((g) => pciAddresses.includes(g.pci_address)).map((g) => BigInt(g.vram_bytes));
+}
