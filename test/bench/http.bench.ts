@@ -213,8 +213,8 @@ async function serveControlPlane(
     );
     return (reply as Reply).code(201).send(view(result));
   };
-  app.post(BENCH_ROUTE_PLAIN, { config: {} }, plain as never);
-  app.post(BENCH_ROUTE_IDEMPOTENT, { config: { idempotent: true } }, idempotent as never);
+  app.post(BENCH_ROUTE_PLAIN, { config: { auth: {} } }, plain as never);
+  app.post(BENCH_ROUTE_IDEMPOTENT, { config: { auth: {}, idempotent: true } }, idempotent as never);
   await app.listen({ host: '127.0.0.1', port: 0 });
   // seedAccount reads only the store, clock and config of the context.
   const seeded = await seedAccount(

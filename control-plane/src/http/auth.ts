@@ -1,4 +1,4 @@
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
 import type { Authenticator, AuthRequirement, Principal } from './principal.js';
@@ -8,7 +8,10 @@ declare module 'fastify' {
     principal: Principal | null;
   }
   interface FastifyContextConfig {
-    /** Default: any authenticated caller. */
+    /**
+     * Who may call the route: 'public', or what the caller needs (`{}`: any authenticated caller). Every route
+     * declares it, reads included: a route without it fails at registration (assertAuthDeclared).
+     */
     auth?: AuthRequirement;
     /** Requires an Idempotency-Key header and replays repeats. */
     idempotent?: boolean;
@@ -19,9 +22,20 @@ declare module 'fastify' {
 
 const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
 
+/** A route that says neither who may call it nor that it is public is a mistake caught at startup, not in production. */
+export function assertAuthDeclared(route: RouteOptions): void {
+  const auth = (route.config as FastifyContextConfig | undefined)?.auth;
+  if (auth === 'public' || (typeof auth === 'object' && auth !== null)) return;
+  throw new Error(
+    `${String(route.method)} ${route.url} declares no config.auth: give its requirement (scope, admin, session...) or 'public'`,
+  );
+}
+
 /** Resolves the bearer credential and enforces each route's declared requirement. */
 export function installAuth(app: FastifyInstance, authenticator: Authenticator, clock: Clock): void {
   app.decorateRequest('principal', null);
+  // Routes registered from here on (all of them) must declare their requirement.
+  app.addHook('onRoute', assertAuthDeclared);
   // onRequest: credentials are checked before the body is even read. Callback style, so a credential verified
   // without a promise (the SQLite authenticator's cache) lets the request go on in the same turn.
   app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {

@@ -23,7 +23,7 @@ describe.each(DIALECTS)('concurrent idempotent requests on %s', (dialect) => {
   beforeAll(async () => {
     t = await createTestApp(dialect, {
       extraRoutes: (app, ctx) => {
-        app.post('/test/idempotency/count', { config: { idempotent: true } }, async (_request, reply) => {
+        app.post('/test/idempotency/count', { config: { auth: {}, idempotent: true } }, async (_request, reply) => {
           await holdTheStore(ctx);
           return reply.code(201).send({ served: ++served });
         });
@@ -67,13 +67,13 @@ describe('a failing answer among concurrent ones on sqlite', () => {
   beforeAll(async () => {
     t = await createTestApp('sqlite', {
       extraRoutes: (app, ctx) => {
-        app.post('/test/idempotency/plain', { config: { idempotent: true } }, async (_request, reply) => {
+        app.post('/test/idempotency/plain', { config: { auth: {}, idempotent: true } }, async (_request, reply) => {
           await holdTheStore(ctx);
           return reply.code(201).send({ ok: true });
         });
         // Writes a row under its own key behind the layer's back (as another process could), so storing its answer
         // fails with a unique violation.
-        app.post('/test/idempotency/sabotage', { config: { idempotent: true } }, async (request, reply) => {
+        app.post('/test/idempotency/sabotage', { config: { auth: {}, idempotent: true } }, async (request, reply) => {
           const now = new Date().toISOString();
           await ctx.store.db
             .insertInto('idempotency_keys')

@@ -1,6 +1,7 @@
 import { ErrorEnvelope } from '@ark/shared';
 import { type TSchema, Type } from '@sinclair/typebox';
 import type { RouteOptions } from 'fastify';
+import type { AuthRequirement } from './principal.js';
 
 const errorRef = Type.Ref(ErrorEnvelope);
 
@@ -13,13 +14,19 @@ export function withErrors<R extends Record<number, TSchema>>(responses: R, ...s
 
 /**
  * Completes each route's OpenAPI description from what the plumbing enforces, so no route can forget it:
- * public routes need no bearer, guarded ones may answer 401/403, routes with path ids 404, idempotent ones 409,
- * routes with bodies 413/415.
+ * public routes need no bearer, guarded ones name theirs and may answer 401/403, routes with path ids 404,
+ * idempotent ones 409, routes with bodies 413/415.
  */
 export function documentRoute(route: RouteOptions): void {
   const schema = (route.schema ?? {}) as Record<string, any>;
-  const config = (route.config ?? {}) as { auth?: unknown; idempotent?: boolean };
+  const config = (route.config ?? {}) as { auth?: AuthRequirement; idempotent?: boolean };
+  // Each operation states its own requirement: none for public ones, else the bearer with the scope it needs
+  // (OpenAPI 3.1 lets a bearer requirement list role names), the rest of the requirement in x-ark-auth.
   if (config.auth === 'public') schema.security = [];
+  else if (config.auth) {
+    schema.security = [{ bearer: config.auth.scope ? [config.auth.scope] : [] }];
+    schema['x-ark-auth'] = { ...config.auth };
+  }
   const response = schema.response as Record<string, TSchema> | undefined;
   if (!response || schema.hide) return;
   const statuses = [422, 429];

@@ -190,6 +190,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/account/email-verification/resend',
     {
+      config: { auth: {} },
       schema: {
         summary: 'Mail a fresh verification link (no-op once verified)',
         tags: ['account'],
@@ -271,7 +272,10 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
 
   app.get(
     '/api/v1/account',
-    { schema: { summary: 'Profile and security metadata of the caller', tags: ['account'], response: withErrors({ 200: Account }) } },
+    {
+      config: { auth: {} },
+      schema: { summary: 'Profile and security metadata of the caller', tags: ['account'], response: withErrors({ 200: Account }) },
+    },
     async (request) => {
       const principal = principalOf(request);
       // The row read while authenticating answers it: no second query, and no await when it is there.
@@ -282,6 +286,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/account/step-up',
     {
+      config: { auth: {} },
       schema: {
         summary: 'Step up this credential with the password, or a TOTP code once two-factor is enabled',
         tags: ['account'],
@@ -403,6 +408,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
   app.get(
     '/api/v1/account/api-keys',
     {
+      config: { auth: {} },
       schema: {
         summary: 'List the caller’s API keys that are not revoked (no secrets)',
         tags: ['account'],
@@ -422,6 +428,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
   app.delete(
     '/api/v1/account/api-keys/:id',
     {
+      config: { auth: {} },
       schema: {
         summary: 'Revoke one of the caller’s API keys',
         tags: ['account'],

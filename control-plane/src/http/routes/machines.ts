@@ -115,6 +115,7 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
   app.get(
     '/api/v1/hosts/machines',
     {
+      config: { auth: { scope: 'host' } },
       schema: {
         summary: 'List your machines',
         description:
@@ -145,6 +146,7 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
   app.get(
     '/api/v1/hosts/machines/:id',
     {
+      config: { auth: { scope: 'host' } },
       schema: {
         summary: 'Read a machine',
         description: 'Owner or admin; anyone else gets 404.',

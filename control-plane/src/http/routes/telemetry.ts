@@ -29,6 +29,7 @@ export function registerTelemetryRoutes(app: TypedApp, ctx: AppContext): void {
   app.get(
     '/api/v1/hosts/machines/:id/telemetry',
     {
+      config: { auth: { scope: 'host' } },
       schema: {
         summary: 'Machine telemetry',
         description:

@@ -74,6 +74,7 @@ export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext):
   app.get(
     '/api/v1/withdrawal-addresses',
     {
+      config: { auth: {} },
       schema: {
         summary: 'The caller’s live withdrawal addresses, newest first',
         tags: ['billing'],
@@ -93,6 +94,7 @@ export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext):
   app.delete(
     '/api/v1/withdrawal-addresses/:id',
     {
+      config: { auth: {} },
       schema: {
         summary: 'Remove a withdrawal address; its version is bumped so unsigned transfers to it are no longer paid automatically',
         tags: ['billing'],
