@@ -8,6 +8,7 @@ import type { Config } from './config.js';
 import { ChannelHandlers } from './gateway/handlers.js';
 import { type GatewayInput, installChannelGateway } from './gateway/install.js';
 import { installAuth } from './http/auth.js';
+import { edgeOptionsFrom, edgeServerOptions, installEdge } from './http/edge.js';
 import { envelope, installErrorHandling } from './http/errors.js';
 import { documentRoute } from './http/schemas.js';
 import { installIdempotency } from './http/idempotency.js';
@@ -62,8 +63,11 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
     paginator: input.paginator ?? new Paginator(input.config.secretKey),
     channel: input.channel ?? new ChannelHandlers(),
   };
+  const edge = edgeOptionsFrom(ctx.config);
   const app = Fastify({
     ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    // Timeouts, and the envelope for requests Node's parser refuses (http/edge.ts).
+    ...edgeServerOptions(edge),
     bodyLimit: ctx.config.bodyLimitBytes,
     // A fresh request id per request, never taken from the client.
     genReqId: () => randomUUID(),
@@ -74,7 +78,7 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
     // Malformed URLs and overlong path parameters fail before routing: they still get the envelope.
     frameworkErrors: (error, request, rawReply) => {
       const reply = rawReply as unknown as FastifyReply;
-      reply.header('x-request-id', request.id).header('cache-control', 'private, no-store');
+      reply.headers(edge.headers).header('x-request-id', request.id).header('cache-control', 'private, no-store');
       // No resource has an id that long: not found, like any other unknown id.
       const tooLong = error.code === 'FST_ERR_MAX_PARAM_LENGTH';
       return reply
@@ -91,6 +95,8 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
+  // Connection bound per address, security headers, the JSON body parser (depth; bodies of routes that take none).
+  installEdge(app, edge);
 
   // Callback style: an async hook costs a promise and a microtask turn on every request.
   app.addHook('onRequest', (request, reply, done) => {

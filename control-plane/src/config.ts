@@ -49,6 +49,17 @@ export interface Config {
   jobStartTimeoutMs: number;
   /** Renting: the host renters reach job endpoints at when the agent reports none; null: the public URL's host. */
   jobAccessHost: string | null;
+  /** HTTP: the whole request (headers and body) must arrive within this; a slower client gets 408 and is closed. */
+  httpRequestTimeoutMs: number;
+  /** HTTP: the request line and headers must arrive within this (at most the request timeout). */
+  httpHeadersTimeoutMs: number;
+  /** HTTP: connections one client address may hold open at once; 0: no bound (behind a proxy, which is one address). */
+  httpMaxConnectionsPerAddress: number;
+  /** Metrics: where a second listener serves /metrics; null port: /metrics is served on the API listener. */
+  metricsHost: string;
+  metricsPort: number | null;
+  /** Metrics: the bearer token /metrics requires, wherever it is served; null: none. */
+  metricsToken: string | null;
 }
 
 export class ConfigError extends Error {
@@ -95,6 +106,22 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('DATABASE_URL must be a postgres:// URL (leave it unset for the embedded SQLite store)');
   }
   const synchronous = (env.ARK_SQLITE_SYNCHRONOUS || 'FULL').toUpperCase();
+  const httpRequestTimeoutMs = int(env, 'ARK_HTTP_REQUEST_TIMEOUT_S', 60, 1, 3600) * 1000;
+  const httpHeadersTimeoutMs = int(env, 'ARK_HTTP_HEADERS_TIMEOUT_S', 15, 1, 3600) * 1000;
+  if (httpHeadersTimeoutMs > httpRequestTimeoutMs) {
+    throw new ConfigError(
+      'ARK_HTTP_HEADERS_TIMEOUT_S must not be longer than ARK_HTTP_REQUEST_TIMEOUT_S (the headers are part of the request)',
+    );
+  }
+  const metricsPort = env.ARK_METRICS_PORT ? int(env, 'ARK_METRICS_PORT', 0, 0, 65535) : null;
+  if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && (env.ARK_METRICS_HOST || host) === host) {
+    throw new ConfigError('ARK_METRICS_PORT must differ from PORT: the metrics listener is a second one');
+  }
+  if (env.ARK_METRICS_HOST && metricsPort === null) throw new ConfigError('ARK_METRICS_HOST needs ARK_METRICS_PORT');
+  const metricsToken = env.ARK_METRICS_TOKEN || null;
+  if (metricsToken !== null && !/^[\x21-\x7e]{16,512}$/.test(metricsToken)) {
+    throw new ConfigError('ARK_METRICS_TOKEN must be 16 to 512 printable characters without spaces');
+  }
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw new ConfigError('ARK_SQLITE_SYNCHRONOUS must be FULL or NORMAL');
   return {
     host,
@@ -129,5 +156,11 @@ export function loadConfig(env: Env = process.env): Config {
     jobReconcileTimeoutMs: int(env, 'ARK_JOB_RECONCILE_TIMEOUT_S', 600, 1, 7 * 86400) * 1000,
     jobStartTimeoutMs: int(env, 'ARK_JOB_START_TIMEOUT_S', 1800, 10, 7 * 86400) * 1000,
     jobAccessHost: env.ARK_JOB_ACCESS_HOST || null,
+    httpRequestTimeoutMs,
+    httpHeadersTimeoutMs,
+    httpMaxConnectionsPerAddress: int(env, 'ARK_HTTP_MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 1_000_000),
+    metricsHost: env.ARK_METRICS_HOST || host,
+    metricsPort,
+    metricsToken,
   };
 }

@@ -2,6 +2,7 @@ import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { runCli } from './cli/index.js';
 import { ConfigError, loadConfig } from './config.js';
+import { startMetricsListener } from './http/metrics.js';
 import { createRuntime } from './runtime.js';
 import { defaultWorkers, startWorkers } from './workers/index.js';
 
@@ -25,6 +26,16 @@ async function main(argv: string[]): Promise<number> {
       const runtime = await createRuntime(config, logger);
       const app = await buildApp(runtime, { logger });
       const address = await app.listen({ host: config.host, port: config.port });
+      // /metrics on its own address when configured (then the API listener does not serve it).
+      const metricsListener =
+        config.metricsPort === null
+          ? null
+          : await startMetricsListener(runtime.metrics, {
+              host: config.metricsHost,
+              port: config.metricsPort,
+              token: config.metricsToken,
+              publicBaseUrl: config.publicBaseUrl,
+            });
       const workers = startWorkers({ store: runtime.store, clock: runtime.clock, logger, workers: defaultWorkers(config) });
       process.stdout.write(
         `ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`,
@@ -36,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
       });
       await workers.stop();
       await app.close();
+      await metricsListener?.close();
       await runtime.close();
       return 0;
     },

@@ -15,6 +15,10 @@ export const ERROR_CATALOG = {
   BODY_TOO_LARGE: { status: 413, retryable: false, message: 'The request body is too large.' },
   NOT_FOUND: { status: 404, retryable: false, message: 'Not found.' },
   METHOD_NOT_ALLOWED: { status: 405, retryable: false, message: 'Method not allowed.' },
+  // Refused by the HTTP layer before any route sees the request: framing, request line, header size, slowness.
+  MALFORMED_REQUEST: { status: 400, retryable: false, message: 'The HTTP request is malformed.' },
+  HEADERS_TOO_LARGE: { status: 431, retryable: false, message: 'The request URL or headers are too large.' },
+  REQUEST_TIMEOUT: { status: 408, retryable: true, message: 'The request did not arrive in time.' },
   UNAUTHENTICATED: { status: 401, retryable: false, message: 'Authentication is required.' },
   FORBIDDEN: { status: 403, retryable: false, message: 'You are not allowed to do this.' },
   UNAVAILABLE: { status: 429, retryable: true, message: 'Too many requests; slow down and retry.' },

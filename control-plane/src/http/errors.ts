@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_CATALOG, type ErrorCode } from '@ark/shared';
 import { DomainError } from '../errors.js';
+import { RouteMethods } from './method-not-allowed.js';
 
 interface AjvIssue {
   instancePath?: string;
@@ -61,7 +62,16 @@ export function installErrorHandling(app: FastifyInstance): void {
     request.log.error({ err: error }, 'unhandled error');
     return sendError(request, reply, 'INTERNAL');
   });
-  app.setNotFoundHandler((request, reply) =>
-    sendError(request, reply, 'NOT_FOUND', `No route ${request.method} ${request.url.split('?')[0]}`),
-  );
+  const routeMethods = new RouteMethods();
+  app.addHook('onRoute', routeMethods.onRoute);
+  app.setNotFoundHandler((request, reply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    // A path that is served, with another method: 405 and the methods it takes.
+    const allowed = routeMethods.allowed(path);
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(request, reply, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}.`);
+    }
+    return sendError(request, reply, 'NOT_FOUND', `No route ${request.method} ${path}`);
+  });
 }

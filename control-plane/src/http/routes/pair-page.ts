@@ -8,13 +8,13 @@ const PAGE = `<!doctype html>
 <title>Ark: approve a machine</title>
 <style>body{font:16px system-ui,sans-serif;max-width:34rem;margin:3rem auto;padding:0 1rem}label{display:block;margin:.8rem 0 .2rem}
 input{width:100%;padding:.4rem;font:inherit;box-sizing:border-box}button{margin-top:1rem;padding:.5rem 1rem;font:inherit}
-pre{background:#f4f4f4;padding:.6rem;white-space:pre-wrap}.code{text-transform:uppercase;letter-spacing:.2em}</style></head>
+pre{background:#f4f4f4;padding:.6rem;white-space:pre-wrap}.code{text-transform:uppercase;letter-spacing:.2em}input.box{width:auto}</style></head>
 <body><h1>Approve a machine</h1>
 <p>Enter the code <code>ark-agent pair</code> printed on your rig, and a session token or an API key with the
 <code>host</code> scope (from <code>POST /api/v1/auth/sessions</code> or your account's API keys).</p>
 <form id="f"><label for="code">Pairing code</label><input id="code" class="code" maxlength="32" autocomplete="off" required>
 <label for="token">Session token or host API key</label><input id="token" type="password" autocomplete="off" required>
-<label><input id="live" type="checkbox" checked style="width:auto"> List the machine's offer as soon as it is healthy (go live)</label>
+<label><input id="live" class="box" type="checkbox" checked> List the machine's offer as soon as it is healthy (go live)</label>
 <button id="look" type="button">Look up</button> <button id="ok" type="submit" disabled>Approve</button></form>
 <pre id="out" aria-live="polite"></pre>
 <script>
@@ -41,13 +41,7 @@ $('f').onsubmit = async (event) => {
 
 export function registerPairPageRoutes(app: TypedApp, _ctx: AppContext): void {
   app.get('/pair', { config: { auth: 'public' }, schema: { hide: true } }, async (_request, reply) =>
-    reply
-      .type('text/html; charset=utf-8')
-      .header(
-        'content-security-policy',
-        "default-src 'none'; script-src 'unsafe-inline'; style-src 'unsafe-inline'; connect-src 'self'; form-action 'none'; frame-ancestors 'none'",
-      )
-      .header('x-frame-options', 'DENY')
-      .send(PAGE),
+    // Its strict content security policy (the page's own script and style by hash) comes from security-headers.ts.
+    reply.type('text/html; charset=utf-8').header('x-frame-options', 'DENY').send(PAGE),
   );
 }

@@ -1,6 +1,7 @@
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
 import type { AppContext } from '../../app.js';
+import { registerMetricsRoute } from '../metrics.js';
 import type { TypedApp } from '../typed-app.js';
 
 export function registerSystemRoutes(app: TypedApp, ctx: AppContext): void {
@@ -24,10 +25,8 @@ export function registerSystemRoutes(app: TypedApp, ctx: AppContext): void {
     }
   });
 
-  app.get('/metrics', { config: { auth: 'public', cache: 'public' }, schema: hide }, async (_request, reply) => {
-    reply.type(ctx.metrics.registry.contentType);
-    return ctx.metrics.registry.metrics();
-  });
+  // Here unless a second listener serves it (ARK_METRICS_PORT, main.ts).
+  if (ctx.config.metricsPort === null) registerMetricsRoute(app, ctx.metrics, ctx.config.metricsToken);
 
   app.get('/openapi.json', { config: { auth: 'public', cache: 'public' }, schema: hide }, async () => app.swagger());
 }

@@ -1,0 +1,56 @@
+// The HTTP edge and metrics variables (issue 7): defaults a production operator would pick, and refusals of values
+// that cannot work. Every other variable is exercised by the code that uses it.
+import { randomBytes } from 'node:crypto';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, loadConfig } from './config.js';
+
+const base = { ARK_SECRET_KEY: randomBytes(32).toString('hex'), ARK_DATA_DIR: '/nonexistent/ark-config-test' };
+const load = (env: Record<string, string> = {}) => loadConfig({ ...base, ...env });
+
+describe('edge and metrics configuration', () => {
+  it('defaults: 60 s per request, 15 s for headers, 256 connections per address, /metrics on the API listener without a token', () => {
+    const config = load();
+    expect(config).toMatchObject({
+      httpRequestTimeoutMs: 60_000,
+      httpHeadersTimeoutMs: 15_000,
+      httpMaxConnectionsPerAddress: 256,
+      metricsPort: null,
+      metricsToken: null,
+    });
+  });
+
+  it('reads the variables', () => {
+    const config = load({
+      ARK_HTTP_REQUEST_TIMEOUT_S: '30',
+      ARK_HTTP_HEADERS_TIMEOUT_S: '5',
+      ARK_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0',
+      ARK_METRICS_HOST: '10.0.0.5',
+      ARK_METRICS_PORT: '9464',
+      ARK_METRICS_TOKEN: 'a-long-enough-scrape-token',
+    });
+    expect(config).toMatchObject({
+      httpRequestTimeoutMs: 30_000,
+      httpHeadersTimeoutMs: 5_000,
+      httpMaxConnectionsPerAddress: 0,
+      metricsHost: '10.0.0.5',
+      metricsPort: 9464,
+      metricsToken: 'a-long-enough-scrape-token',
+    });
+    expect(load({ ARK_METRICS_PORT: '9464' }).metricsHost).toBe('127.0.0.1');
+  });
+
+  it.each([
+    [{ ARK_HTTP_REQUEST_TIMEOUT_S: '0' }, /ARK_HTTP_REQUEST_TIMEOUT_S must be between/],
+    [{ ARK_HTTP_REQUEST_TIMEOUT_S: '1.5' }, /must be an integer/],
+    [{ ARK_HTTP_HEADERS_TIMEOUT_S: '120' }, /must not be longer than ARK_HTTP_REQUEST_TIMEOUT_S/],
+    [{ ARK_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '-1' }, /ARK_HTTP_MAX_CONNECTIONS_PER_ADDRESS must be between/],
+    [{ ARK_METRICS_PORT: '8080' }, /ARK_METRICS_PORT must differ from PORT/],
+    [{ ARK_METRICS_PORT: '70000' }, /ARK_METRICS_PORT must be between/],
+    [{ ARK_METRICS_HOST: '0.0.0.0' }, /ARK_METRICS_HOST needs ARK_METRICS_PORT/],
+    [{ ARK_METRICS_TOKEN: 'short' }, /ARK_METRICS_TOKEN must be 16 to 512/],
+    [{ ARK_METRICS_TOKEN: 'has a space in the middle' }, /ARK_METRICS_TOKEN/],
+  ])('refuses %o', (env, message) => {
+    expect(() => load(env as Record<string, string>)).toThrow(ConfigError);
+    expect(() => load(env as Record<string, string>)).toThrow(message);
+  });
+});

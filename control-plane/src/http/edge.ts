@@ -1,0 +1,144 @@
+import { randomUUID } from 'node:crypto';
+import { STATUS_CODES, type Server, type ServerOptions, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
+import { ERROR_CATALOG, type ErrorCode } from '@ark/shared';
+import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { Config } from '../config.js';
+import { envelope } from './errors.js';
+import { installJsonBodyParser } from './json-body.js';
+import { installSecurityHeaders, securityHeaders } from './security-headers.js';
+
+// The edge of the HTTP server: what happens before a request reaches Fastify's routing. Node's parser refuses
+// malformed requests (both Content-Length and Transfer-Encoding, two lengths, obs-fold, a bad request line),
+// oversized URLs and headers (431) and requests that arrive too slowly (408); each gets the contract's envelope
+// here, with a fresh request id, like every other answer. Slow and greedy clients are bounded by time and by
+// open connections per address.
+
+export interface EdgeOptions {
+  /** The whole request, headers and body, must arrive within this (Node's requestTimeout). */
+  requestTimeoutMs: number;
+  /** The request line and headers must arrive within this (Node's headersTimeout). */
+  headersTimeoutMs: number;
+  /** Open connections one client address may hold; 0 for no bound. */
+  maxConnectionsPerAddress: number;
+  /** Headers every answer carries (security headers), added to the ones written here. */
+  headers: Readonly<Record<string, string>>;
+}
+
+/** Node checks the two timeouts on this period; never coarser than a second, so a cut lands close to its limit. */
+export function connectionsCheckingIntervalMs(options: Pick<EdgeOptions, 'requestTimeoutMs' | 'headersTimeoutMs'>): number {
+  return Math.max(50, Math.min(1000, Math.floor(Math.min(options.requestTimeoutMs, options.headersTimeoutMs) / 2)));
+}
+
+/**
+ * A complete HTTP/1.1 error answer with the envelope, for the places that write to the socket themselves. The
+ * connection is closed after it: after a framing error nothing more on it can be trusted.
+ */
+export function rawErrorAnswer(code: ErrorCode, headers: Readonly<Record<string, string>>): string {
+  const spec = ERROR_CATALOG[code];
+  const requestId = randomUUID();
+  const body = JSON.stringify(envelope(code, spec.message, spec.retryable, requestId));
+  const lines = [
+    `HTTP/1.1 ${spec.status} ${STATUS_CODES[spec.status] ?? 'Error'}`,
+    'content-type: application/json; charset=utf-8',
+    `content-length: ${Buffer.byteLength(body)}`,
+    `x-request-id: ${requestId}`,
+    'cache-control: private, no-store',
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value}`),
+    'connection: close',
+  ];
+  return `${lines.join('\r\n')}\r\n\r\n${body}`;
+}
+
+/**
+ * Writes `answer` and ends the connection. The socket is destroyed a second later at most, so a peer that neither
+ * reads nor closes cannot hold it; closing at once would reset a peer still sending before it reads the answer.
+ */
+function answerAndClose(socket: Socket, answer: string): void {
+  socket.end(answer);
+  setTimeout(() => socket.destroy(), 1000).unref();
+}
+
+/** Which catalog error a failure of Node's HTTP parser (or its timeouts) is. */
+export function clientErrorCode(error: { code?: string }): ErrorCode {
+  if (error.code === 'HPE_HEADER_OVERFLOW') return 'HEADERS_TOO_LARGE';
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') return 'REQUEST_TIMEOUT';
+  return 'MALFORMED_REQUEST';
+}
+
+/** Fastify's clientErrorHandler: the envelope instead of Fastify's own `{error, message, statusCode}`. */
+export function clientErrorHandler(
+  headers: Readonly<Record<string, string>>,
+): (this: { log: FastifyBaseLogger }, error: Error & { code?: string }, socket: Socket) => void {
+  return function answerClientError(error, socket) {
+    if (error.code === 'ECONNRESET' || socket.destroyed) return;
+    const code = clientErrorCode(error);
+    this.log.debug({ err: error, code }, 'client error');
+    // An answer already under way on this socket cannot be replaced by another one: the connection just ends.
+    const inFlight = (socket as Socket & { _httpMessage?: ServerResponse | null })._httpMessage;
+    if (!socket.writable || inFlight?.headersSent) {
+      socket.destroy();
+      return;
+    }
+    answerAndClose(socket, rawErrorAnswer(code, headers));
+  };
+}
+
+/** The Fastify options that set the timeouts and the client error answers. */
+export function edgeServerOptions(
+  options: EdgeOptions,
+): Pick<FastifyServerOptions, 'requestTimeout' | 'clientErrorHandler'> & { http: ServerOptions } {
+  return {
+    requestTimeout: options.requestTimeoutMs,
+    http: {
+      requestTimeout: options.requestTimeoutMs,
+      headersTimeout: options.headersTimeoutMs,
+      connectionsCheckingInterval: connectionsCheckingIntervalMs(options),
+    },
+    clientErrorHandler: clientErrorHandler(options.headers) as FastifyServerOptions['clientErrorHandler'],
+  };
+}
+
+/**
+ * Bounds the connections one address holds open at once. A browser opens a handful, an agent one, a CLI one or
+ * two; a slowloris opens hundreds. Over the bound the new connection gets 429 UNAVAILABLE and is closed.
+ */
+export function boundConnectionsPerAddress(server: Server, options: Pick<EdgeOptions, 'maxConnectionsPerAddress' | 'headers'>): void {
+  const max = options.maxConnectionsPerAddress;
+  if (max <= 0) return;
+  const open = new Map<string, number>();
+  // Before Node's own listener: a refused connection is closed before any request on it can be parsed.
+  server.prependListener('connection', (socket: Socket) => {
+    const address = socket.remoteAddress;
+    if (address === undefined) return; // Already gone.
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > max) {
+      socket.write(rawErrorAnswer('UNAVAILABLE', options.headers));
+      socket.destroy();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left > 0) open.set(address, left);
+      else open.delete(address);
+    });
+  });
+}
+
+/** The edge settings of a configuration. */
+export function edgeOptionsFrom(config: Config): EdgeOptions {
+  return {
+    requestTimeoutMs: config.httpRequestTimeoutMs,
+    headersTimeoutMs: config.httpHeadersTimeoutMs,
+    maxConnectionsPerAddress: config.httpMaxConnectionsPerAddress,
+    headers: securityHeaders(config.publicBaseUrl),
+  };
+}
+
+/** What the edge adds to an app built with edgeServerOptions: the connection bound, security headers, the body parser. */
+export function installEdge(app: FastifyInstance, options: EdgeOptions): void {
+  boundConnectionsPerAddress(app.server, options);
+  installSecurityHeaders(app, options.headers);
+  installJsonBodyParser(app);
+}

@@ -1,0 +1,70 @@
+import { createHash } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+
+/** JSON answers are never a document: nothing may load, nothing may frame them. */
+const API_CSP = "default-src 'none'; frame-ancestors 'none'";
+const HSTS = 'max-age=31536000; includeSubDomains';
+
+/**
+ * The headers every answer carries, whichever layer writes it: no MIME sniffing, no referrer, no framing, and HSTS
+ * when the public URL is https (a plain-http deployment must not pin browsers to https it does not serve).
+ */
+export function securityHeaders(publicBaseUrl: string): Readonly<Record<string, string>> {
+  return Object.freeze({
+    'x-content-type-options': 'nosniff',
+    'referrer-policy': 'no-referrer',
+    'content-security-policy': API_CSP,
+    ...(publicBaseUrl.startsWith('https:') ? { 'strict-transport-security': HSTS } : {}),
+  });
+}
+
+const INLINE = /<(script|style)(?:\s[^>]*)?>([\s\S]*?)<\/\1\s*>/gi;
+const sha256 = (text: string) => `'sha256-${createHash('sha256').update(text, 'utf8').digest('base64')}'`;
+
+/**
+ * A strict policy for one HTML page: its own inline scripts and styles are allowed by hash, nothing else runs, it
+ * may call back only to this origin, and no other site may frame it. (Inline event handlers and style attributes
+ * are refused: a page keeps them in its script and style elements.)
+ */
+export function htmlPagePolicy(html: string): string {
+  const scripts: string[] = [];
+  const styles: string[] = [];
+  for (const [, tag, body] of html.matchAll(INLINE)) (tag?.toLowerCase() === 'script' ? scripts : styles).push(sha256(body ?? ''));
+  return [
+    "default-src 'none'",
+    `script-src ${scripts.length > 0 ? scripts.join(' ') : "'none'"}`,
+    `style-src ${styles.length > 0 ? styles.join(' ') : "'none'"}`,
+    "img-src 'self'",
+    "connect-src 'self'",
+    "form-action 'none'",
+    "frame-ancestors 'none'",
+    "base-uri 'none'",
+  ].join('; ');
+}
+
+/** Policies of the pages served so far, by page text: pages are a few constants, the map stays this small. */
+const MAX_POLICIES = 32;
+
+export function installSecurityHeaders(app: FastifyInstance, headers: Readonly<Record<string, string>>): void {
+  // onRequest, so every answer of a route (errors and 404s included) has them before anything is written.
+  app.addHook('onRequest', (_request, reply, done) => {
+    reply.headers(headers);
+    done();
+  });
+  const policies = new Map<string, string>();
+  // Every HTML page, whichever route serves it, gets the strict policy computed from what it actually contains.
+  app.addHook('onSend', (_request, reply, payload, done) => {
+    const type = reply.getHeader('content-type');
+    if (typeof type === 'string' && type.startsWith('text/html')) {
+      // A streamed page cannot be hashed: it gets the policy of a page with no script or style at all.
+      const page = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '';
+      let policy = policies.get(page);
+      if (policy === undefined) {
+        policy = htmlPagePolicy(page);
+        if (policies.size < MAX_POLICIES) policies.set(page, policy);
+      }
+      reply.header('content-security-policy', policy);
+    }
+    done(null, payload);
+  });
+}
