@@ -3,19 +3,18 @@ import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ErrorEnvelope } from '@ark/shared';
 import Fastify, { type FastifyBaseLogger, type FastifyReply } from 'fastify';
-import type { Clock } from './clock.js';
-import type { Config } from './config.js';
 import { ChannelHandlers } from './gateway/handlers.js';
-import { type GatewayInput, installChannelGateway } from './gateway/install.js';
+import { fillChannelHandlers } from './gateway/handlers-table.js';
+import { identityLoader } from './gateway/identity.js';
+import { installChannelGateway } from './gateway/install.js';
+import type { ChannelGateway } from './gateway/server.js';
 import { installAuth } from './http/auth.js';
 import { edgeOptionsFrom, edgeServerOptions, installEdge } from './http/edge.js';
 import { envelope, installErrorHandling } from './http/errors.js';
 import { documentRoute } from './http/schemas.js';
 import { installIdempotency } from './http/idempotency.js';
-import { installMetrics, type Metrics } from './http/metrics.js';
+import { installMetrics } from './http/metrics.js';
 import { Paginator } from './http/pagination.js';
-import type { Authenticator } from './http/principal.js';
-import type { RateLimiter } from './http/rate-limit.js';
 import { registerAccountRoutes } from './http/routes/accounts.js';
 import { registerBillingRoutes } from './http/routes/billing.js';
 import { registerJobRoutes } from './http/routes/jobs.js';
@@ -29,39 +28,36 @@ import { registerTelemetryRoutes } from './http/routes/telemetry.js';
 import { registerSystemRoutes } from './http/routes/system.js';
 import { registerTemplateRoutes } from './http/routes/templates.js';
 import { registerWithdrawalAddressRoutes } from './http/routes/withdrawal-addresses.js';
+import type { AppContext, AppContextInput } from './http/context.js';
 import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
-import type { Mailer } from './mail.js';
-import type { Store } from './store/db.js';
-
-/** Everything a route may use. Built in main.ts (or a test) and passed down; nothing reads the environment below. */
-export interface AppContext {
-  config: Config;
-  store: Store;
-  clock: Clock;
-  mailer: Mailer;
-  rateLimiter: RateLimiter;
-  authenticator: Authenticator;
-  metrics: Metrics;
-  paginator: Paginator;
-  /** The agent channel's handler registry: areas register with `ctx.channel.on('telemetry', ...)`. */
-  channel: ChannelHandlers;
-}
-
-export type AppContextInput = Omit<AppContext, 'paginator' | 'channel'> & {
-  paginator?: Paginator;
-  channel?: ChannelHandlers;
-  /** Agent gateway tunables and machine directory (default: the machines table). */
-  gateway?: GatewayInput;
-};
+import { buildServices } from './services/index.js';
 
 /** Builds the HTTP app; never listens (main.ts does, tests use inject or listen themselves). */
 export async function buildApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<TypedApp> {
-  const { gateway: gatewayInput, ...contextInput } = input;
+  return (await assembleApp(input, options)).app;
+}
+
+export interface AssembledApp {
+  app: TypedApp;
+  /** The context every route was given. */
+  ctx: AppContext;
+  /** The agent gateway on the app's server (tests look at its connections). */
+  gateway: ChannelGateway;
+}
+
+/** buildApp, answering also the context and the gateway it built. */
+export async function assembleApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<AssembledApp> {
+  const { gateway: gatewayInput, services: givenServices, ...contextInput } = input;
+  const services =
+    givenServices ??
+    buildServices({ store: input.store, clock: input.clock, config: input.config, mailer: input.mailer, logger: options.logger });
   const ctx: AppContext = {
     ...contextInput,
     paginator: input.paginator ?? new Paginator(input.config.secretKey),
-    channel: input.channel ?? new ChannelHandlers(),
+    services,
+    channel: fillChannelHandlers(input.channel ?? new ChannelHandlers(), services),
+    channelIdentity: input.channelIdentity ?? identityLoader(input.store, input.config.secretKey),
   };
   const edge = edgeOptionsFrom(ctx.config);
   const app = Fastify({
@@ -124,10 +120,27 @@ export async function buildApp(input: AppContextInput, options: { logger?: Fasti
   installAuth(app, ctx.authenticator, ctx.clock);
   installIdempotency(app, { store: ctx.store, clock: ctx.clock, secretKey: ctx.config.secretKey, databaseUrl: ctx.config.databaseUrl });
 
-  installChannelGateway(app, ctx, gatewayInput);
+  const gateway = installChannelGateway(
+    app,
+    {
+      config: ctx.config,
+      store: ctx.store,
+      clock: ctx.clock,
+      registry: ctx.metrics.registry,
+      handlers: ctx.channel,
+      identity: ctx.channelIdentity,
+    },
+    gatewayInput,
+  );
+  if (!givenServices) {
+    // onClose runs after the gateway's preClose has closed the agent connections: nothing is buffered after it.
+    app.addHook('onClose', async () => {
+      await services.close().catch((error: unknown) => app.log.error({ err: error }, 'heartbeat flush on close failed'));
+    });
+  }
   registerSystemRoutes(app, ctx);
   for (const register of routeModules) await register(app, ctx);
-  return app;
+  return { app, ctx, gateway };
 }
 
 /** Each area's routes. Order does not matter. */

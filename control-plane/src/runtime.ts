@@ -1,13 +1,15 @@
 import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
-import type { AppContextInput } from './app.js';
+import type { AppContextInput } from './http/context.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
+import { type ControlPlaneIdentity, identityLoader } from './gateway/identity.js';
 import { createMetrics } from './http/metrics.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { logMailer, smtpMailer } from './mail.js';
-import { createAccountAuthenticator } from './store/accounts.js';
+import { buildServices, type Services } from './services/index.js';
+import { createAccountAuthenticator } from './store/accounts-authenticator.js';
 import { openStore, type Store } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 
@@ -24,18 +26,23 @@ export async function openConfiguredStore(config: Config): Promise<Store> {
   return store;
 }
 
-/** The real adapters behind every AppContext field. */
-export async function createRuntime(
-  config: Config,
-  logger: Logger,
-  clock: Clock = systemClock,
-): Promise<AppContextInput & { close(): Promise<void> }> {
+/** What createRuntime builds: the real adapters, and the services built once over them. */
+export type Runtime = AppContextInput & {
+  services: Services;
+  channelIdentity: () => Promise<ControlPlaneIdentity>;
+  /** After the app closed: flushes the services, then closes the adapters. */
+  close(): Promise<void>;
+};
+
+/** The real adapters behind every AppContext field, and the services every edge (routes, gateway, workers) shares. */
+export async function createRuntime(config: Config, logger: Logger, clock: Clock = systemClock): Promise<Runtime> {
   const store = await openConfiguredStore(config);
   const rateLimiter: RateLimiter = config.redisUrl
     ? new RedisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }))
     : new MemoryRateLimiter();
   const mailer = config.smtp.url ? smtpMailer(config.smtp.url, config.smtp.from) : logMailer((line) => logger.info(line));
   const authenticator = createAccountAuthenticator(store);
+  const services = buildServices({ store, clock, config, mailer, logger });
   return {
     config,
     store,
@@ -44,7 +51,10 @@ export async function createRuntime(
     rateLimiter,
     authenticator,
     metrics: createMetrics(),
+    services,
+    channelIdentity: identityLoader(store, config.secretKey),
     async close() {
+      await services.close().catch((error: unknown) => logger.error({ err: error }, 'heartbeat flush on close failed'));
       authenticator.close();
       await rateLimiter.close();
       await store.close();

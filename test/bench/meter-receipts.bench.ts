@@ -11,15 +11,13 @@
 //
 // Run: pnpm exec tsx test/bench/meter-receipts.bench.ts [--jobs 16] [--phase-s 3]
 import type { MeterReceiptMessage } from '@ark/shared';
-import type { AppContext } from '@ark/control-plane/app';
-import { buildApp } from '@ark/control-plane/app';
+import { assembleApp } from '@ark/control-plane/app';
 import { ManualClock } from '@ark/control-plane/clock';
 import { GroupApplier } from '@ark/control-plane/gateway/applier';
-import { ChannelHandlers } from '@ark/control-plane/gateway/handlers';
 import { createMetrics } from '@ark/control-plane/http/metrics';
 import { Paginator } from '@ark/control-plane/http/pagination';
 import { MemoryRateLimiter } from '@ark/control-plane/http/rate-limit';
-import { createAccountAuthenticator } from '@ark/control-plane/store/accounts';
+import { createAccountAuthenticator } from '@ark/control-plane/store/accounts-authenticator';
 import type { Dialect } from '@ark/control-plane/store/db';
 import { verifyLedger } from '@ark/control-plane/store/ledger';
 import { seedAccount, testConfig } from '@ark/control-plane/testing/app';
@@ -85,7 +83,8 @@ async function measureDialect(
   const config = testConfig({ databaseUrl: dialect === 'postgres' ? store.location : null, newHostMachineCap: 100_000 });
   const authenticator = createAccountAuthenticator(store);
   const rateLimiter = new MemoryRateLimiter();
-  const ctx: AppContext = {
+  // The app builds the services and fills ctx.channel, the handler table the gateway's applier runs below.
+  const { app, ctx } = await assembleApp({
     config,
     store,
     clock,
@@ -94,9 +93,7 @@ async function measureDialect(
     authenticator,
     metrics: createMetrics(),
     paginator: new Paginator(config.secretKey),
-    channel: new ChannelHandlers(),
-  };
-  const app = await buildApp(ctx);
+  });
   await app.ready();
   try {
     const renter = await seedAccount(ctx);

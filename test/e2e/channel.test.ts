@@ -6,7 +6,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket, connect as tcpConnect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { enqueueCommand } from '@ark/control-plane/gateway/outbox';
+import { outboxWriter } from '@ark/control-plane/store/outbox';
 import { counterValue, type GatewayTestApp, openReplicaStore, startGatewayApp } from '@ark/control-plane/gateway/testing/gateway-app';
 import { TestDirectory } from '@ark/control-plane/gateway/testing/raw-agent';
 import { DIALECTS } from '@ark/control-plane/testing/stores';
@@ -247,7 +247,9 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
     const now = new Date();
     const queued = [];
     for (let i = 0; i < 5; i++) {
-      queued.push(await enqueueCommand(a.store.db, { machineId, kind: 'update_go_live', body: { go_live: i % 2 === 0 }, now }));
+      queued.push(
+        await outboxWriter(a.store.dialect).enqueue(a.store.db, { machineId, kind: 'update_go_live', body: { go_live: i % 2 === 0 }, now }),
+      );
     }
     const client = agent();
     await client.start();
@@ -267,7 +269,12 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
     const restarted = agent();
     await restarted.start();
     await restarted.connected();
-    const sixth = await enqueueCommand(a.store.db, { machineId, kind: 'update_go_live', body: { go_live: true }, now });
+    const sixth = await outboxWriter(a.store.dialect).enqueue(a.store.db, {
+      machineId,
+      kind: 'update_go_live',
+      body: { go_live: true },
+      now,
+    });
     await waitUntil(() => restarted.status().commandsAppliedUpto === 6);
     expect(commands.map((c) => c.command_seq)).toEqual([1, 2, 3, 4, 5, 6]);
     expect(commands.at(-1)?.command_id).toBe(sixth.commandId);
@@ -285,7 +292,7 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
     const started = Date.now();
     // Queued through replica A's store, inside a transaction as a route would.
     const queued = await a.store.db.transaction().execute((trx) =>
-      enqueueCommand(trx, {
+      outboxWriter(a.store.dialect).enqueue(trx, {
         machineId,
         kind: 'run_nettest',
         body: { endpoint: 'http://127.0.0.1:1', timeout_ms: 5_000, download_bytes: 1, upload_bytes: 1 },
@@ -333,7 +340,12 @@ describe('agent channel across replicas on sqlite (one process, polling fallback
       await client.start();
       await client.connected();
       // Written through A's own connection: B's in-process wake-up fires too early to see it, or not at all.
-      await enqueueCommand(a.store.db, { machineId, kind: 'update_go_live', body: { go_live: false }, now: new Date() });
+      await outboxWriter(a.store.dialect).enqueue(a.store.db, {
+        machineId,
+        kind: 'update_go_live',
+        body: { go_live: false },
+        now: new Date(),
+      });
       await waitUntil(() => received.length === 1);
       expect(received).toEqual([1]);
     } finally {

@@ -1,6 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../clock.js';
-import { jobSettingsOf } from '../store/job-lifecycle.js';
 import { createTestApp, seedAccount, type TestApp } from '../testing/app.js';
 import { deliver, fund, getJob, jobStatus, liveMachine, reserveJob, runJob } from '../testing/renting.js';
 import { DIALECTS } from '../testing/stores.js';
@@ -29,7 +28,7 @@ describe.each(DIALECTS)('ark-cp jobs sweep on %s', (dialect) => {
     });
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'stopped', t.clock.now()));
     t.clock.advance(60_000);
-    const report = await sweepCommand(t.store, jobSettingsOf(t.ctx.config), t.clock.now());
+    const report = await sweepCommand(t.ctx.services.jobs.sweeps, t.clock.now());
     expect(report).toEqual({ funding: 0, liveness: 0, start_timeout: 0, retrieval: 1, quotes: 0 });
     expect((await getJob(t.app, renter, jobId)).state).toBe('CLEANING');
   });

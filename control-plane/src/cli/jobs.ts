@@ -1,14 +1,10 @@
 import { UUID_PATTERN } from '@ark/shared';
-import { systemClock } from '../clock.js';
 import { jobView } from '../domain/jobs/job.js';
-import { openConfiguredStore } from '../runtime.js';
-import type { Store } from '../store/db.js';
-import { jobSettingsOf } from '../store/job-lifecycle.js';
-import { findJob } from '../store/jobs.js';
-import { jobSweeps } from '../workers/jobs.js';
-import { registerCliCommands } from './index.js';
+import type { JobSweeps } from '../services/jobs/index.js';
+import { type CliCommand, printJson } from './context.js';
 
-// Operator commands for jobs: run the sweeps once (what `serve` runs every few seconds), and show a job.
+// Operator commands for jobs: run the sweeps once (what `serve` runs every few seconds), and show a job. Both go
+// through the job services the CLI builds over the configured store, the same use cases `serve` runs.
 
 export interface SweepReport {
   funding: number;
@@ -19,31 +15,25 @@ export interface SweepReport {
 }
 
 /** `jobs sweep`: every job sweep once at `now`; how many jobs (or quotes) each moved. */
-export async function sweepCommand(store: Store, settings: ReturnType<typeof jobSettingsOf>, now: Date): Promise<SweepReport> {
-  const steps = jobSweeps(settings);
+export async function sweepCommand(sweeps: JobSweeps, now: Date): Promise<SweepReport> {
   return {
-    funding: await steps.funding(store, now),
-    liveness: await steps.liveness(store, now),
-    start_timeout: await steps.startTimeout(store, now),
-    retrieval: await steps.retrieval(store, now),
-    quotes: await steps.quotes(store, now),
+    funding: await sweeps.funding(now),
+    liveness: await sweeps.liveness(now),
+    start_timeout: await sweeps.startTimeout(now),
+    retrieval: await sweeps.retrieval(now),
+    quotes: await sweeps.quotes(now),
   };
 }
 
-registerCliCommands([
+export const jobCommands: CliCommand[] = [
   {
     name: 'jobs sweep',
     usage: 'jobs sweep    (stop jobs past funding, reconcile silent machines, cancel stuck launches, clean after retrieval)',
     options: {},
     async run(_values, ctx) {
-      const store = await openConfiguredStore(ctx.config);
-      try {
-        const report = await sweepCommand(store, jobSettingsOf(ctx.config), systemClock.now());
-        process.stdout.write(`${JSON.stringify(report)}\n`);
-        return 0;
-      } finally {
-        await store.close();
-      }
+      const report = await sweepCommand(ctx.services.jobs.sweeps, ctx.clock.now());
+      ctx.out(`${JSON.stringify(report)}\n`);
+      return 0;
     },
   },
   {
@@ -53,24 +43,16 @@ registerCliCommands([
     async run(values, ctx) {
       const id = typeof values.id === 'string' ? values.id : '';
       if (!UUID_PATTERN.test(id)) {
-        process.stderr.write('ark-cp jobs show: --id must be a job UUID\n');
+        ctx.err('ark-cp jobs show: --id must be a job UUID\n');
         return 2;
       }
-      const store = await openConfiguredStore(ctx.config);
-      try {
-        const job = await findJob(store.db, id);
-        if (!job) {
-          process.stderr.write(`ark-cp jobs show: no job ${id}\n`);
-          return 1;
-        }
-        const view = jobView(job, systemClock.now());
-        process.stdout.write(
-          `${JSON.stringify({ ...view, renter_account_id: job.accountId, host_account_id: job.hostAccountId }, null, 2)}\n`,
-        );
-        return 0;
-      } finally {
-        await store.close();
+      const job = await ctx.services.jobs.reads.find(id);
+      if (!job) {
+        ctx.err(`ark-cp jobs show: no job ${id}\n`);
+        return 1;
       }
+      printJson(ctx, { ...jobView(job, ctx.clock.now()), renter_account_id: job.accountId, host_account_id: job.hostAccountId });
+      return 0;
     },
   },
-]);
+];

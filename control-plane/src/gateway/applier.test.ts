@@ -4,7 +4,7 @@ import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { systemClock } from '../clock.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import { GroupApplier } from './applier.js';
-import { openChannelState } from './channel-state.js';
+import { openChannelState } from '../store/channel-state.js';
 import { ChannelHandlers } from './handlers.js';
 
 const telemetry = (id: number): TelemetryMessage => ({

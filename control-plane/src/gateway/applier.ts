@@ -1,7 +1,7 @@
 import type { ReliableAgentMessage } from '@ark/shared';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/db.js';
-import { markMessageApplied } from './channel-state.js';
+import { markMessageApplied } from '../store/channel-state.js';
 import type { ChannelHandlers } from './handlers.js';
 
 interface Job {

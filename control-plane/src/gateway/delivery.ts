@@ -1,7 +1,7 @@
 import pg from 'pg';
 import type { Store } from '../store/db.js';
 import type { GatewayLogger } from './logger.js';
-import { machinesWithPendingCommands, OUTBOX_NOTIFY_CHANNEL, outboxWakeups } from './outbox.js';
+import { machinesWithPendingCommands, OUTBOX_NOTIFY_CHANNEL, outboxWakeups } from '../store/outbox.js';
 
 export interface OutboxWatchOptions {
   store: Store;

@@ -24,8 +24,9 @@ export type HeartbeatHandler = (machineId: string, msg: HeartbeatMessage, now: D
 export type ConnectionHook = (machineId: string, now: Date) => Promise<void>;
 
 /**
- * Where areas plug into the agent channel: `ctx.channel.on('telemetry', handler)` from a route module's register
- * function. Several handlers per type run in registration order (reliable ones in the same transaction).
+ * The agent channel's handler registry. The real table is filled in one place, gateway/handlers-table.ts, from the
+ * services; tests add their own spies. Several handlers per type run in registration order (reliable ones in the
+ * same transaction).
  */
 export class ChannelHandlers {
   readonly #reliable = new Map<ReliableType, Array<ReliableHandler<any>>>();

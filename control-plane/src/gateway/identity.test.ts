@@ -3,7 +3,7 @@ import { ed25519PublicKeyFromBase64 } from '@ark/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { openStore, type Store } from '../store/db.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import { IDENTITY_SETTING_KEY, loadControlPlaneIdentity } from './identity.js';
+import { IDENTITY_SETTING_KEY, identityLoader, loadControlPlaneIdentity } from './identity.js';
 
 describe.each(DIALECTS)('control-plane channel identity on %s', (dialect) => {
   let store: TestStore;
@@ -22,7 +22,8 @@ describe.each(DIALECTS)('control-plane channel identity on %s', (dialect) => {
       : openStore({ databaseUrl: store.location, sqlitePath: '' });
 
   it('creates one key pair, stores the private key sealed, and signs with it', async () => {
-    const identity = await loadControlPlaneIdentity(store, secretKey);
+    const load = identityLoader(store, secretKey);
+    const identity = await load();
     expect(Buffer.from(identity.publicKeyBase64, 'base64')).toHaveLength(32);
     const message = Buffer.from('frame bytes');
     expect(verify(null, message, ed25519PublicKeyFromBase64(identity.publicKeyBase64), identity.sign(message))).toBe(true);
@@ -31,7 +32,9 @@ describe.each(DIALECTS)('control-plane channel identity on %s', (dialect) => {
     expect(stored.public_key).toBe(identity.publicKeyBase64);
     expect(stored.private_key_sealed).toMatch(/^v1\./);
     expect(row.value).not.toContain('PRIVATE');
-    expect(await loadControlPlaneIdentity(store, secretKey)).toBe(identity);
+    // Loaded once: every later call answers the same pair.
+    expect(await load()).toBe(identity);
+    expect((await loadControlPlaneIdentity(store, secretKey)).publicKeyBase64).toBe(identity.publicKeyBase64);
   });
 
   it('gives every replica the same key, even when they start together', async () => {

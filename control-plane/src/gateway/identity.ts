@@ -25,25 +25,31 @@ interface StoredIdentity {
   private_key_sealed: string;
 }
 
-// One load per store: the gateway and the enrollment route share it, and the key never changes under a running process.
-const loaded = new WeakMap<Store, Promise<ControlPlaneIdentity>>();
+/**
+ * The identity loaded once, for the composition root to hand to everything that signs or announces it (the gateway,
+ * enrollment): every call answers the same pair, since the key never changes under a running process. A failed load
+ * (store down at boot) is retried by the next call instead of being kept.
+ */
+export function identityLoader(store: Store, secretKey: Buffer): () => Promise<ControlPlaneIdentity> {
+  let pending: Promise<ControlPlaneIdentity> | null = null;
+  return () => {
+    if (!pending) {
+      const loading = loadControlPlaneIdentity(store, secretKey);
+      pending = loading;
+      loading.catch(() => {
+        if (pending === loading) pending = null;
+      });
+    }
+    return pending;
+  };
+}
 
 /**
  * Loads the control plane's ed25519 key pair from the settings table, creating it on first use. Replicas starting
- * together race on the insert; the loser reads the winner's key, so all replicas sign with one key.
+ * together race on the insert; the loser reads the winner's key, so all replicas sign with one key. Each call reads
+ * the store: hold on to the result, or use identityLoader.
  */
-export function loadControlPlaneIdentity(store: Store, secretKey: Buffer): Promise<ControlPlaneIdentity> {
-  let pending = loaded.get(store);
-  if (!pending) {
-    pending = loadOrCreate(store, secretKey);
-    loaded.set(store, pending);
-    // A failed load (store down at boot) is retried by the next caller instead of being cached.
-    pending.catch(() => loaded.delete(store));
-  }
-  return pending;
-}
-
-async function loadOrCreate(store: Store, secretKey: Buffer): Promise<ControlPlaneIdentity> {
+export async function loadControlPlaneIdentity(store: Store, secretKey: Buffer): Promise<ControlPlaneIdentity> {
   const existing = await readStored(store);
   if (existing) return open(existing, secretKey);
   const { privateKey } = generateKeyPairSync('ed25519');

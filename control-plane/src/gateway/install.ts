@@ -1,11 +1,11 @@
 import type { FastifyInstance } from 'fastify';
+import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
-import type { Metrics } from '../http/metrics.js';
 import type { Store } from '../store/db.js';
-import { machineDirectory } from '../store/machines.js';
+import { machinesTableDirectory } from './directory.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';
-import { loadControlPlaneIdentity } from './identity.js';
+import type { ControlPlaneIdentity } from './identity.js';
 import { ChannelGateway, type GatewaySettings } from './server.js';
 
 /** What buildApp's caller may pass for the gateway: tunables, and a directory other than the machines table. */
@@ -13,40 +13,40 @@ export interface GatewayInput extends GatewaySettings {
   directory?: MachineDirectory;
 }
 
-const gateways = new WeakMap<FastifyInstance, ChannelGateway>();
-
-/** The gateway installed on an app (tests use it to look at connections). */
-export function channelGatewayOf(app: FastifyInstance): ChannelGateway | undefined {
-  return gateways.get(app);
+/** What the gateway is built from: the composition root's store, clock and registry, the handler table, the key. */
+export interface GatewayDeps {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  registry: Registry;
+  handlers: ChannelHandlers;
+  /** The control plane's channel key, loaded once (gateway/identity.ts). */
+  identity: () => Promise<ControlPlaneIdentity>;
 }
 
 /**
  * Puts the agent gateway on the app's HTTP server: upgrades on the channel path go to it, it starts on the first
  * one (so apps that are only injected into hold no LISTEN connection or timers), and it closes before the server.
+ * Returns the gateway (tests look at its connections).
  */
-export function installChannelGateway(
-  app: FastifyInstance,
-  ctx: { config: Config; store: Store; clock: Clock; metrics: Metrics; channel: ChannelHandlers },
-  input: GatewayInput = {},
-): ChannelGateway {
+export function installChannelGateway(app: FastifyInstance, deps: GatewayDeps, input: GatewayInput = {}): ChannelGateway {
   const { directory, ...settings } = input;
   const gateway = new ChannelGateway({
-    store: ctx.store,
-    handlers: ctx.channel,
-    directory: directory ?? machineDirectory(ctx.store),
-    identity: () => loadControlPlaneIdentity(ctx.store, ctx.config.secretKey),
-    clock: ctx.clock,
+    store: deps.store,
+    handlers: deps.handlers,
+    directory: directory ?? machinesTableDirectory(deps.store),
+    identity: deps.identity,
+    clock: deps.clock,
     logger: app.log.child({ component: 'agent-gateway' }),
-    registry: ctx.metrics.registry,
+    registry: deps.registry,
     // The interval agents are told in welcome is the one liveness and job grace are judged by.
-    heartbeatIntervalS: Math.max(1, Math.round(ctx.config.heartbeatIntervalMs / 1000)),
+    heartbeatIntervalS: Math.max(1, Math.round(deps.config.heartbeatIntervalMs / 1000)),
     ...settings,
-    listenUrl: settings.listenUrl !== undefined ? settings.listenUrl : ctx.store.dialect === 'postgres' ? ctx.config.databaseUrl : null,
+    listenUrl: settings.listenUrl !== undefined ? settings.listenUrl : deps.store.dialect === 'postgres' ? deps.config.databaseUrl : null,
   });
   gateway.attach(app.server);
   app.addHook('preClose', async () => {
     await gateway.close();
   });
-  gateways.set(app, gateway);
   return gateway;
 }

@@ -11,7 +11,7 @@ import {
 } from '@ark/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../testing/stores.js';
-import { enqueueCommand } from './outbox.js';
+import { outboxWriter } from '../store/outbox.js';
 import { counterValue, type GatewayTestApp, startGatewayApp } from './testing/gateway-app.js';
 import { RawAgent, type TestMachine, telemetryBody, testMachine } from './testing/raw-agent.js';
 
@@ -346,7 +346,12 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
   it('delivers commands queued while the agent was offline after it connects, each once, in order', async () => {
     const now = new Date();
     for (let i = 0; i < 3; i++)
-      await enqueueCommand(cp.store.db, { machineId: machine.id, kind: 'update_go_live', body: { go_live: i % 2 === 0 }, now });
+      await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+        machineId: machine.id,
+        kind: 'update_go_live',
+        body: { go_live: i % 2 === 0 },
+        now,
+      });
     const agent = await connect();
     await agent.handshake();
     const first = await agent.next('command');
@@ -370,7 +375,12 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
     expect(resent).toMatchObject({ command_seq: 3, command_id: third.command_id });
 
     // Queued while connected: the in-process wake-up delivers it at once (the poll is a minute away).
-    const queued = await enqueueCommand(cp.store.db, { machineId: machine.id, kind: 'run_nettest', body: nettest, now });
+    const queued = await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+      machineId: machine.id,
+      kind: 'run_nettest',
+      body: nettest,
+      now,
+    });
     expect(queued.commandSeq).toBe(4);
     expect(await again.next('command')).toMatchObject({ command_seq: 4, command_id: queued.commandId, kind: 'run_nettest', body: nettest });
     again.send({ t: 'command_ack', upto: 4 });
@@ -384,8 +394,18 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
 
   it('resumes commands from what the agent says it applied when the acknowledgement was lost', async () => {
     const now = new Date();
-    await enqueueCommand(cp.store.db, { machineId: machine.id, kind: 'update_go_live', body: { go_live: true }, now });
-    await enqueueCommand(cp.store.db, { machineId: machine.id, kind: 'update_go_live', body: { go_live: false }, now });
+    await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+      machineId: machine.id,
+      kind: 'update_go_live',
+      body: { go_live: true },
+      now,
+    });
+    await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+      machineId: machine.id,
+      kind: 'update_go_live',
+      body: { go_live: false },
+      now,
+    });
     const agent = await connect();
     // Claims more than was ever queued: clamped, so later commands are not skipped.
     await agent.handshake({ commands_applied_upto: 1 });
@@ -394,7 +414,12 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
     await agent.closed;
     const again = await connect();
     await again.handshake({ commands_applied_upto: 50 });
-    await enqueueCommand(cp.store.db, { machineId: machine.id, kind: 'update_go_live', body: { go_live: true }, now });
+    await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+      machineId: machine.id,
+      kind: 'update_go_live',
+      body: { go_live: true },
+      now,
+    });
     expect(await again.next('command')).toMatchObject({ command_seq: 3 });
   });
 

@@ -21,13 +21,13 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/db.js';
 import { GroupApplier } from './applier.js';
-import { openChannelState } from './channel-state.js';
+import { openChannelState } from '../store/channel-state.js';
 import { OutboxWatch } from './delivery.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';
 import type { ControlPlaneIdentity } from './identity.js';
 import type { GatewayLogger } from './logger.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
-import { acknowledgeCommands, commandsAfter } from './outbox.js';
+import { acknowledgeCommands, commandsAfter } from '../store/outbox.js';
 
 /** Tunables, each with a default that suits production; tests shorten the timeouts. */
 export interface GatewaySettings {

@@ -1,6 +1,7 @@
-import type { Executor } from '../store/db.js';
+import { iso } from '../clock.js';
+import type { Executor } from './db.js';
 
-// Queries on agent_channel_state: the gateway's per-machine dedupe marks. (The outbox's live in outbox.ts.)
+// Queries on agent_channel_state: the gateway's per-machine dedupe marks. (The outbox's live in store/outbox.ts.)
 
 export interface ChannelState {
   /** Highest reliable message id applied. */
@@ -35,7 +36,7 @@ export async function openChannelState(db: Executor, machineId: string): Promise
  * commit and then sees the new mark.
  */
 export async function markMessageApplied(trx: Executor, machineId: string, messageId: number, now: Date): Promise<boolean> {
-  const at = now.toISOString();
+  const at = iso(now);
   const result = await trx
     .insertInto('agent_channel_state')
     .values({

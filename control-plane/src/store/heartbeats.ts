@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { iso } from '../clock.js';
 import type { Store } from './db.js';
 
 // Write-behind of heartbeats that change nothing but last-seen (last_heartbeat_at, uptime_s).
@@ -8,7 +9,8 @@ import type { Store } from './db.js';
 // flip, new problems) are still applied at once by recordHeartbeat; only the plain "still here" ones wait here and
 // are written together, one transaction per flush interval.
 //
-// Readers in this process see buffered heartbeats through lastHeartbeatAtOf(). Other replicas read the table,
+// Readers in this process see buffered heartbeats through the buffer's lastHeartbeatAt() (the composition root builds
+// one buffer per process and injects it: services/hosting reads and writes it). Other replicas read the table,
 // which lags by at most one flush interval (1 s): far below the liveness grace (3 heartbeat intervals, 45 s), so a
 // machine never looks offline because of it. A crash loses at most one interval of last-seen timestamps, which only
 // makes a machine look up to 1 s staler than it is; its next heartbeat (15 s) repairs that.
@@ -29,11 +31,17 @@ export interface HeartbeatBufferOptions {
   onError?: (error: unknown) => void;
 }
 
+/** What readers of last-seen need: a machine's last heartbeat as this process knows it. */
+export interface HeartbeatReader {
+  /** The stored last heartbeat, or a newer one still buffered in this process. */
+  lastHeartbeatAt(machineId: string, stored: string | null): string | null;
+}
+
 export const HEARTBEAT_FLUSH_INTERVAL_MS = 1000;
 const CHUNK_ROWS = 1000;
 const MAX_PENDING = 50_000;
 
-export class HeartbeatBuffer {
+export class HeartbeatBuffer implements HeartbeatReader {
   readonly #store: Store;
   readonly #flushIntervalMs: number;
   readonly #chunkRows: number;
@@ -61,7 +69,7 @@ export class HeartbeatBuffer {
   /** Buffers a last-seen update; the latest one per machine wins. */
   async add(machineId: string, at: Date, uptimeS: bigint): Promise<void> {
     if (!this.#pending.has(machineId) && this.#pending.size >= this.#maxPending) await this.flush();
-    const entry = { at: at.toISOString(), uptimeS };
+    const entry = { at: iso(at), uptimeS };
     const previous = this.#pending.get(machineId);
     if (!previous || previous.at <= entry.at) this.#pending.set(machineId, entry);
     // After close nothing flushes later: write now.
@@ -77,6 +85,12 @@ export class HeartbeatBuffer {
   /** The latest buffered heartbeat of a machine, if any. */
   pendingAt(machineId: string): string | undefined {
     return this.#pending.get(machineId)?.at ?? this.#writing.get(machineId)?.at;
+  }
+
+  lastHeartbeatAt(machineId: string, stored: string | null): string | null {
+    const pending = this.pendingAt(machineId);
+    if (pending === undefined) return stored;
+    return stored === null || pending > stored ? pending : stored;
   }
 
   /** Writes everything buffered in one transaction; returns the rows written. Concurrent calls queue. */
@@ -141,23 +155,4 @@ export class HeartbeatBuffer {
     });
     return written;
   }
-}
-
-const buffers = new WeakMap<Store, HeartbeatBuffer>();
-
-/** The store's heartbeat buffer in this process, created on first use. */
-export function heartbeatBufferOf(store: Store, options?: HeartbeatBufferOptions): HeartbeatBuffer {
-  let buffer = buffers.get(store);
-  if (!buffer) {
-    buffer = new HeartbeatBuffer(store, options);
-    buffers.set(store, buffer);
-  }
-  return buffer;
-}
-
-/** A machine's last heartbeat as this process knows it: the stored one or a newer buffered one. */
-export function lastHeartbeatAtOf(store: Store, machineId: string, stored: string | null): string | null {
-  const pending = buffers.get(store)?.pendingAt(machineId);
-  if (pending === undefined) return stored;
-  return stored === null || pending > stored ? pending : stored;
 }

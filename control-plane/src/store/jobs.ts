@@ -2,7 +2,7 @@ import type { JobState, TemplateKind } from '@ark/shared';
 import type { Selectable, Updateable } from 'kysely';
 import type { JobAccessReport, JobRecord } from '../domain/jobs/job.js';
 import { OCCUPYING_STATES, type CloseReason } from '../domain/jobs/states.js';
-import { type Executor, fromJson, toJson, type Tx } from './db.js';
+import { type Dialect, type Executor, fromJson, toJson, type Tx } from './db.js';
 import type { JobsTable } from './tables/jobs.js';
 
 // Jobs: one row per reservation. Every change runs with the row held (FOR UPDATE on Postgres; SQLite
@@ -166,11 +166,23 @@ export async function insertJob(db: Executor, job: NewJob): Promise<void> {
     .execute();
 }
 
-/** The job row, held for the caller's transaction (FOR UPDATE on Postgres). */
-export async function lockJob(trx: Tx, id: string, postgres: boolean): Promise<JobRow | undefined> {
+/** The job row, held for the caller's transaction (FOR UPDATE on Postgres; SQLite serialises writers). */
+export async function lockJob(trx: Tx, dialect: Dialect, id: string): Promise<JobRow | undefined> {
   let query = trx.selectFrom('jobs').selectAll().where('id', '=', id);
-  if (postgres) query = query.forUpdate();
+  if (dialect === 'postgres') query = query.forUpdate();
   return query.executeTakeFirst();
+}
+
+/** The machine a job runs on (read before its row is held, to take the machine's channel row first). */
+export async function machineIdOfJob(db: Executor, id: string): Promise<string | null> {
+  const row = await db.selectFrom('jobs').select('machine_id').where('id', '=', id).executeTakeFirst();
+  return row?.machine_id ?? null;
+}
+
+/** The renter a job belongs to, or null for an unknown id. */
+export async function accountIdOfJob(db: Executor, id: string): Promise<string | null> {
+  const row = await db.selectFrom('jobs').select('account_id').where('id', '=', id).executeTakeFirst();
+  return row?.account_id ?? null;
 }
 
 export async function findJobRow(db: Executor, id: string): Promise<JobRow | undefined> {
@@ -232,6 +244,24 @@ export async function jobIdsInStates(
   if (options.fundedThroughAtOrBefore) query = query.where('funded_through', '<=', options.fundedThroughAtOrBefore.toISOString());
   if (options.retrievalEndedAt) query = query.where('retrieval_until', '<=', options.retrievalEndedAt.toISOString());
   const rows = await query.orderBy('state_changed_at').limit(options.limit).execute();
+  return rows.map((r) => r.id);
+}
+
+/** Ids of jobs in `states` reserved before `createdBefore`, oldest first (the start-timeout sweep). */
+export async function jobIdsCreatedBefore(
+  db: Executor,
+  states: readonly JobState[],
+  createdBefore: Date,
+  limit: number,
+): Promise<string[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select('id')
+    .where('state', 'in', [...states])
+    .where('created_at', '<', createdBefore.toISOString())
+    .orderBy('created_at')
+    .limit(limit)
+    .execute();
   return rows.map((r) => r.id);
 }
 

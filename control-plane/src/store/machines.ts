@@ -1,28 +1,21 @@
-import type { HeartbeatMessage, MachineManifest, NettestReceiptMessage, PairingMachine } from '@ark/shared';
+import type { MachineLiveState, MachineManifest, PairingMachine } from '@ark/shared';
 import type { Selectable } from 'kysely';
-import { initialLiveState, onHeartbeat } from '../domain/machines/go-live.js';
+import { iso } from '../clock.js';
+import { initialLiveState } from '../domain/machines/go-live.js';
 import { manifestFacts, manifestHash } from '../domain/machines/manifest.js';
-import { bandwidthMbpsOf } from '../domain/offers/offer.js';
-import type { MachineDirectory } from '../gateway/handlers.js';
-import { type Executor, fromBool, type Store, toJson } from './db.js';
-import type { HeartbeatBuffer } from './heartbeats.js';
-import { markOfferListed } from './offers.js';
+import type { MeasuredNetwork } from '../domain/machines/network.js';
+import { type Dialect, type Executor, fromBool, toJson, type Tx } from './db.js';
 import type { MachinesTable } from './tables/hosts.js';
 
-// Machines: enrolled rigs, their go-live state, last heartbeat and network facts.
+// Machines: enrolled rigs, their go-live state, last heartbeat and network facts. Queries and row mapping only: the
+// heartbeat and nettest use cases (services/hosting/) decide what to write.
 
 export type MachineRow = Selectable<MachinesTable>;
 
-const iso = (date: Date): string => date.toISOString();
-
-/** How the gateway finds the key a machine signs its frames with. */
-export function machineDirectory(store: Store): MachineDirectory {
-  return {
-    async publicKeyOf(machineId) {
-      const row = await store.db.selectFrom('machines').select('public_key').where('id', '=', machineId).executeTakeFirst();
-      return row?.public_key ?? null;
-    },
-  };
+/** The key a machine signs its channel frames with (the gateway's directory reads it). */
+export async function machinePublicKeyOf(db: Executor, machineId: string): Promise<string | null> {
+  const row = await db.selectFrom('machines').select('public_key').where('id', '=', machineId).executeTakeFirst();
+  return row?.public_key ?? null;
 }
 
 export interface NewMachine {
@@ -76,6 +69,28 @@ export async function findMachine(db: Executor, id: string): Promise<MachineRow 
   return db.selectFrom('machines').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
+/**
+ * The machine row, held for a reservation's transaction (Postgres FOR NO KEY UPDATE: reservations on one machine
+ * queue behind each other, and rows referencing the machine may still take their key-share locks).
+ */
+export async function lockMachineForReservation(trx: Tx, dialect: Dialect, id: string): Promise<MachineRow | undefined> {
+  let query = trx.selectFrom('machines').selectAll().where('id', '=', id);
+  if (dialect === 'postgres') query = query.forNoKeyUpdate();
+  return query.executeTakeFirst();
+}
+
+/** The stored last heartbeat of a machine (null: never seen), or undefined when there is no such machine. */
+export async function storedHeartbeatAtOf(db: Executor, id: string): Promise<string | null | undefined> {
+  const row = await db.selectFrom('machines').select('last_heartbeat_at').where('id', '=', id).executeTakeFirst();
+  return row ? row.last_heartbeat_at : undefined;
+}
+
+/** The machine an offer belongs to, or null for an unknown offer id. */
+export async function machineIdOfOffer(db: Executor, offerId: string): Promise<string | null> {
+  const row = await db.selectFrom('offers').select('machine_id').where('id', '=', offerId).executeTakeFirst();
+  return row?.machine_id ?? null;
+}
+
 /** The owner's machines, oldest first, after the (created_at, id) position. */
 export async function listMachinesOfOwner(
   db: Executor,
@@ -101,83 +116,59 @@ export async function machineOfPairing(db: Executor, pairingId: string): Promise
   return row ? { machine_id: row.id, live: row.live_state, error: row.live_error } : null;
 }
 
-/**
- * A heartbeat: liveness (last_heartbeat_at, at the control plane's clock, never the agent's) and the go-live
- * transition. The state moves by compare-and-set, so a racing heartbeat never moves it twice. When the machine
- * goes live its offer is listed (unverified) in the same transaction.
- */
-export async function recordHeartbeat(
-  db: Executor,
-  machineId: string,
-  heartbeat: HeartbeatMessage,
-  now: Date,
-): Promise<MachineRow | undefined> {
-  const machine = await findMachine(db, machineId);
-  if (!machine) return undefined;
-  const next = onHeartbeat(machine.live_state, machine.live_error, heartbeat);
-  const result = await db
-    .updateTable('machines')
-    .set({
-      last_heartbeat_at: iso(now),
-      healthy: fromBool(heartbeat.healthy),
-      problems: toJson(heartbeat.problems),
-      uptime_s: BigInt(heartbeat.uptime_s),
-      live_state: next.live,
-      live_error: next.error,
-      updated_at: iso(now),
-    })
-    .where('id', '=', machineId)
-    .where('live_state', '=', machine.live_state)
-    .executeTakeFirst();
-  if (Number(result.numUpdatedRows) !== 1) {
-    // The state moved under us: record liveness only; the winner applied the transition.
-    await db
-      .updateTable('machines')
-      .set({
-        last_heartbeat_at: iso(now),
-        healthy: fromBool(heartbeat.healthy),
-        problems: toJson(heartbeat.problems),
-        updated_at: iso(now),
-      })
-      .where('id', '=', machineId)
-      .execute();
-  } else if (next.wentLive) {
-    await markOfferListed(db, machineId, now);
-  }
-  return findMachine(db, machineId);
+/** What a heartbeat writes on the machine row (liveness at the control plane's clock, never the agent's). */
+export interface HeartbeatWrite {
+  at: Date;
+  healthy: boolean;
+  problems: string[];
+  uptimeS: bigint;
+  live: MachineLiveState;
+  liveError: string | null;
 }
 
 /**
- * A heartbeat as the channel delivers it: one that changes nothing but last-seen (same health, same problems, the
- * go-live state staying put, seen before) goes to the write-behind buffer; any other is applied at once in its own
- * transaction. The check is a read outside any transaction; a state change racing it (the host turning go-live
- * on) is picked up by the next heartbeat, as a heartbeat just before the change would have been.
- * Returns whether the heartbeat was applied at once.
+ * Writes a heartbeat and its go-live state by compare-and-set on the state read before (`expectedLiveState`), so a
+ * racing heartbeat never moves it twice. False: the state moved under us and nothing was written.
  */
-export async function recordHeartbeatCoalesced(
-  store: Store,
-  buffer: HeartbeatBuffer,
+export async function writeHeartbeat(
+  db: Executor,
   machineId: string,
-  heartbeat: HeartbeatMessage,
-  now: Date,
+  write: HeartbeatWrite,
+  expectedLiveState: MachineLiveState,
 ): Promise<boolean> {
-  const machine = await findMachine(store.db, machineId);
-  if (!machine) return false;
-  const next = onHeartbeat(machine.live_state, machine.live_error, heartbeat);
-  const unchanged =
-    machine.last_heartbeat_at !== null &&
-    !next.wentLive &&
-    next.live === machine.live_state &&
-    next.error === machine.live_error &&
-    machine.healthy === fromBool(heartbeat.healthy) &&
-    machine.problems === toJson(heartbeat.problems);
-  if (unchanged) {
-    await buffer.add(machineId, now, BigInt(heartbeat.uptime_s));
-    return false;
-  }
-  buffer.forget(machineId);
-  await store.db.transaction().execute((trx) => recordHeartbeat(trx, machineId, heartbeat, now));
-  return true;
+  const result = await db
+    .updateTable('machines')
+    .set({
+      last_heartbeat_at: iso(write.at),
+      healthy: fromBool(write.healthy),
+      problems: toJson(write.problems),
+      uptime_s: write.uptimeS,
+      live_state: write.live,
+      live_error: write.liveError,
+      updated_at: iso(write.at),
+    })
+    .where('id', '=', machineId)
+    .where('live_state', '=', expectedLiveState)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** Liveness and health only: the heartbeat of a machine whose go-live state another writer just moved. */
+export async function writeLiveness(
+  db: Executor,
+  machineId: string,
+  write: Pick<HeartbeatWrite, 'at' | 'healthy' | 'problems'>,
+): Promise<void> {
+  await db
+    .updateTable('machines')
+    .set({
+      last_heartbeat_at: iso(write.at),
+      healthy: fromBool(write.healthy),
+      problems: toJson(write.problems),
+      updated_at: iso(write.at),
+    })
+    .where('id', '=', machineId)
+    .execute();
 }
 
 /** The host turns go-live on or off. Turning it on again waits for the next healthy heartbeat. */
@@ -189,35 +180,30 @@ export async function setGoLive(db: Executor, machineId: string, goLive: boolean
     .execute();
 }
 
-/**
- * A network measurement receipt: the latest measurement replaces the machine's network facts and the bandwidth its
- * offer shows. An older measurement than the one stored (a late resend) changes nothing.
- */
-export async function recordNettestReceipt(db: Executor, machineId: string, receipt: NettestReceiptMessage, now: Date): Promise<boolean> {
-  const measuredAt = new Date(receipt.measured_at);
-  // Never trust a clock ahead of ours.
-  const at = iso(measuredAt.getTime() > now.getTime() ? now : measuredAt);
-  const download = receipt.download_mbps ?? null;
-  const upload = receipt.upload_mbps ?? null;
+/** Replaces the machine's network facts unless a later measurement is stored already (false then). */
+export async function writeNetworkFacts(db: Executor, machineId: string, facts: MeasuredNetwork, now: Date): Promise<boolean> {
+  const at = iso(facts.measuredAt);
   const result = await db
     .updateTable('machines')
     .set({
-      net_download_mbps: download,
-      net_upload_mbps: upload,
-      net_latency_ms: receipt.latency_ms ?? null,
+      net_download_mbps: facts.downloadMbps,
+      net_upload_mbps: facts.uploadMbps,
+      net_latency_ms: facts.latencyMs,
       net_measured_at: at,
-      net_error: receipt.error ?? null,
+      net_error: facts.error,
       updated_at: iso(now),
     })
     .where('id', '=', machineId)
     .where((eb) => eb.or([eb('net_measured_at', 'is', null), eb('net_measured_at', '<=', at)]))
     .executeTakeFirst();
-  if (Number(result.numUpdatedRows) !== 1) return false;
-  // The offer shows what the latest measurement found; a failed one shows nothing rather than a stale figure.
+  return Number(result.numUpdatedRows) === 1;
+}
+
+/** The bandwidth the machine's offer shows (null: nothing measured, or the latest measurement failed). */
+export async function writeOfferBandwidth(db: Executor, machineId: string, bandwidthMbps: bigint | null, now: Date): Promise<void> {
   await db
     .updateTable('offers')
-    .set({ measured_bandwidth_mbps: bandwidthMbpsOf(download, upload), updated_at: iso(now) })
+    .set({ measured_bandwidth_mbps: bandwidthMbps, updated_at: iso(now) })
     .where('machine_id', '=', machineId)
     .execute();
-  return true;
 }

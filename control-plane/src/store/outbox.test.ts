@@ -1,22 +1,31 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { openChannelState } from './channel-state.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import { markMessageApplied, openChannelState } from './channel-state.js';
-import { acknowledgeCommands, commandsAfter, enqueueCommand, machinesWithPendingCommands, outboxWakeups } from './outbox.js';
+import {
+  acknowledgeCommands,
+  commandsAfter,
+  machinesWithPendingCommands,
+  type OutboxWriter,
+  outboxWakeups,
+  outboxWriter,
+} from './outbox.js';
 
 const now = new Date('2026-01-01T00:00:00.000Z');
 
 describe.each(DIALECTS)('agent outbox on %s', (dialect) => {
   let store: TestStore;
+  let outbox: OutboxWriter;
   beforeEach(async () => {
     store = await createTestStore(dialect);
+    outbox = outboxWriter(dialect);
   });
   afterEach(async () => {
     await store.destroy();
   });
 
   const goLive = (machineId: string, go_live = true) =>
-    enqueueCommand(store.db, { machineId, kind: 'update_go_live', body: { go_live }, now });
+    outbox.enqueue(store.db, { machineId, kind: 'update_go_live', body: { go_live }, now });
 
   it('numbers commands per machine from 1 without gaps', async () => {
     const a = randomUUID();
@@ -39,7 +48,7 @@ describe.each(DIALECTS)('agent outbox on %s', (dialect) => {
     const machineId = randomUUID();
     await expect(
       store.db.transaction().execute(async (trx) => {
-        await enqueueCommand(trx, { machineId, kind: 'update_go_live', body: { go_live: true }, now });
+        await outbox.enqueue(trx, { machineId, kind: 'update_go_live', body: { go_live: true }, now });
         throw new Error('caller failed');
       }),
     ).rejects.toThrow('caller failed');
@@ -51,7 +60,7 @@ describe.each(DIALECTS)('agent outbox on %s', (dialect) => {
     const machineId = randomUUID();
     const results = await Promise.all(
       Array.from({ length: 20 }, () =>
-        store.db.transaction().execute((trx) => enqueueCommand(trx, { machineId, kind: 'update_go_live', body: { go_live: true }, now })),
+        store.db.transaction().execute((trx) => outbox.enqueue(trx, { machineId, kind: 'update_go_live', body: { go_live: true }, now })),
       ),
     );
     expect(results.map((r) => r.commandSeq).sort((x, y) => x - y)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
@@ -60,9 +69,9 @@ describe.each(DIALECTS)('agent outbox on %s', (dialect) => {
 
   it('refuses a body the agent would refuse', async () => {
     await expect(
-      enqueueCommand(store.db, { machineId: randomUUID(), kind: 'update_go_live', body: { go_live: 'yes' } as never, now }),
+      outbox.enqueue(store.db, { machineId: randomUUID(), kind: 'update_go_live', body: { go_live: 'yes' } as never, now }),
     ).rejects.toThrow(/invalid update_go_live command body/);
-    await expect(enqueueCommand(store.db, { machineId: randomUUID(), kind: 'nope' as never, body: {} as never, now })).rejects.toThrow(
+    await expect(outbox.enqueue(store.db, { machineId: randomUUID(), kind: 'nope' as never, body: {} as never, now })).rejects.toThrow(
       /unknown command kind/,
     );
   });
@@ -97,40 +106,5 @@ describe.each(DIALECTS)('agent outbox on %s', (dialect) => {
     await goLive(machineId);
     expect(await machinesWithPendingCommands(store.db)).toEqual([{ machineId, maxSeq: 4 }]);
     expect(await acknowledgeCommands(store.db, randomUUID(), 5, now)).toBe(0);
-  });
-});
-
-describe.each(DIALECTS)('agent channel state on %s', (dialect) => {
-  let store: TestStore;
-  beforeEach(async () => {
-    store = await createTestStore(dialect);
-  });
-  afterEach(async () => {
-    await store.destroy();
-  });
-
-  it('reads zeros before the first message, creates the row with it, and marks each message id applied once', async () => {
-    const machineId = randomUUID();
-    expect(await openChannelState(store.db, machineId)).toEqual({ lastAppliedMsgId: 0, commandsAckedUpto: 0, lastCommandSeq: 0 });
-    expect(await store.db.selectFrom('agent_channel_state').selectAll().execute()).toEqual([]);
-    expect(await markMessageApplied(store.db, machineId, 1, now)).toBe(true);
-    expect(await markMessageApplied(store.db, machineId, 1, now)).toBe(false);
-    expect(await markMessageApplied(store.db, machineId, 5, now)).toBe(true);
-    expect(await markMessageApplied(store.db, machineId, 3, now)).toBe(false);
-    expect((await openChannelState(store.db, machineId)).lastAppliedMsgId).toBe(5);
-  });
-
-  it('lets exactly one of two racing transactions apply the same id, also when the row does not exist yet', async () => {
-    const machineId = randomUUID();
-    const outcomes = await Promise.all(
-      [0, 1].map(() =>
-        store.db.transaction().execute(async (trx) => {
-          const fresh = await markMessageApplied(trx, machineId, 7, now);
-          await new Promise((resolve) => setTimeout(resolve, 20));
-          return fresh;
-        }),
-      ),
-    );
-    expect(outcomes.sort()).toEqual([false, true]);
   });
 });

@@ -1,12 +1,11 @@
 import { TELEMETRY_RETENTION_S, type TelemetryBucket } from '@ark/shared';
 import { sql } from 'kysely';
 import { type BucketContribution, bucketStartOf, bucketView, type FieldStats } from '../domain/telemetry/rollup.js';
+import { iso } from '../clock.js';
 import type { Dialect, Executor, Store } from './db.js';
 
 // Telemetry buckets: samples per (machine, bucket) and min/max/sum/count per (machine, bucket, device, field).
 // Upserts merge in the database, so batches (and replicas) never read-modify-write.
-
-const iso = (date: Date): string => date.toISOString();
 
 /** Merges a batch's contributions into the stored buckets. Call it inside the batch's transaction. */
 export async function mergeTelemetry(

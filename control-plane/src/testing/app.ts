@@ -1,20 +1,22 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { ApiKeyScope } from '@ark/shared';
-import { type AppContext, buildApp } from '../app.js';
+import { assembleApp } from '../app.js';
+import type { AppContext } from '../http/context.js';
 import { type Clock, ManualClock } from '../clock.js';
 import { type Config, loadConfig } from '../config.js';
 import { normalizeEmail } from '../domain/accounts/account.js';
-import { ChannelHandlers } from '../gateway/handlers.js';
 import { hashPassword } from '../domain/accounts/password.js';
 import { SecretBox, totpContext } from '../domain/accounts/secret-box.js';
 import { newTotpSecret, totpCodeAt } from '../domain/accounts/totp.js';
 import { createMetrics } from '../http/metrics.js';
 import { Paginator } from '../http/pagination.js';
-import type { Role } from '../http/principal.js';
+import type { Role } from '../domain/accounts/principal.js';
 import { MemoryRateLimiter } from '../http/rate-limit.js';
 import type { TypedApp } from '../http/typed-app.js';
 import type { MailMessage, Mailer } from '../mail.js';
-import { createAccountAuthenticator, insertAccount, issueApiKey, issueSession, recordStepUp } from '../store/accounts.js';
+import { insertAccount } from '../store/accounts.js';
+import { createAccountAuthenticator } from '../store/accounts-authenticator.js';
+import { issueApiKey, issueSession, recordStepUp } from '../store/accounts-credentials.js';
 import type { Dialect } from '../store/db.js';
 import { createTestStore, type TestStore } from './stores.js';
 
@@ -61,7 +63,8 @@ export async function createTestApp<C extends Clock = ManualClock>(dialect: Dial
   const config = testConfig({ databaseUrl: dialect === 'postgres' ? store.location : null, ...options.configOverrides });
   const rateLimiter = new MemoryRateLimiter();
   const authenticator = createAccountAuthenticator(store);
-  const ctx: AppContext = {
+  // The app builds the services (closed with it) and fills the channel's handler table from them.
+  const { app, ctx } = await assembleApp({
     config,
     store,
     clock,
@@ -70,9 +73,7 @@ export async function createTestApp<C extends Clock = ManualClock>(dialect: Dial
     authenticator,
     metrics: createMetrics(),
     paginator: new Paginator(config.secretKey),
-    channel: new ChannelHandlers(),
-  };
-  const app = await buildApp(ctx);
+  });
   options.extraRoutes?.(app, ctx);
   await app.ready();
   return {

@@ -1,8 +1,7 @@
 import { generateKeyPairSync, randomInt, randomUUID } from 'node:crypto';
 import type { HeartbeatMessage, MachineManifest, NettestReceiptMessage, TelemetryMessage, TelemetrySample } from '@ark/shared';
-import type { AppContext } from '../app.js';
+import type { AppContext } from '../http/context.js';
 import type { TypedApp } from '../http/typed-app.js';
-import { recordHeartbeat } from '../store/machines.js';
 import { bearer, type SeededAccount } from './app.js';
 
 // Host-side test fixtures: a manifest, the pairing flow over HTTP, and agent messages as the gateway hands them over.
@@ -111,14 +110,15 @@ export function heartbeatMessage(healthy: boolean, problems: string[] = []): Hea
   return { v: 1, t: 'heartbeat', sid: 's1', seq: 1, at: new Date().toISOString(), uptime_s: 100, healthy, problems, running_jobs: [] };
 }
 
-/** Delivers a heartbeat the way the gateway's heartbeat handler does. */
+/** Applies a heartbeat at once, in its own transaction (never written behind), as the hosting service does for state changes. */
 export async function sendHeartbeat(
-  ctx: Pick<AppContext, 'store' | 'clock'>,
+  ctx: Pick<AppContext, 'store' | 'clock' | 'services'>,
   machineId: string,
   healthy = true,
   problems: string[] = [],
 ): Promise<void> {
-  await ctx.store.db.transaction().execute((trx) => recordHeartbeat(trx, machineId, heartbeatMessage(healthy, problems), ctx.clock.now()));
+  const heartbeat = heartbeatMessage(healthy, problems);
+  await ctx.store.db.transaction().execute((trx) => ctx.services.hosting.applyHeartbeat(trx, machineId, heartbeat, ctx.clock.now()));
 }
 
 let nextId = 1;

@@ -1,11 +1,11 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
 import type { HeartbeatMessage, JobStatusMessage, MachineManifest, MeterReceiptMessage, ReliableAgentMessage } from '@ark/shared';
-import type { AppContext } from '../app.js';
+import type { AppContext } from '../http/context.js';
 import type { ManualClock } from '../clock.js';
 import { ledgerAccounts } from '../domain/ledger/accounts.js';
 import { validateTemplateImport } from '../domain/templates/import.js';
 import type { TypedApp } from '../http/typed-app.js';
-import { commandsAfter, type OutboxCommand } from '../gateway/outbox.js';
+import { commandsAfter, type OutboxCommand } from '../store/outbox.js';
 import { runTransfer } from '../store/ledger.js';
 import { importTemplates } from '../store/templates.js';
 import { bearer, type SeededAccount, seedAccount } from './app.js';

@@ -1,4 +1,5 @@
 import type { Config } from '../config.js';
+import type { Services } from '../services/index.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { purgePairings } from '../store/pairings.js';
 import type { Worker } from './runner.js';
@@ -8,11 +9,10 @@ import { telemetryRetentionWorker } from './telemetry-retention.js';
 export { startWorkers, type Worker, type WorkerLogger, type WorkerRunner } from './runner.js';
 export { purgeTelemetry, telemetryRetentionWorker } from './telemetry-retention.js';
 
-/** Every background worker `ark-cp serve` runs. Areas add theirs here. */
-export function defaultWorkers(config?: Config): Worker[] {
+/** Every background worker `ark-cp serve` runs, over the services the composition root built. Areas add theirs here. */
+export function defaultWorkers(services: Services, config: Config): Worker[] {
   return [
-    // Job sweeps need the configuration (grace, timeouts, retrieval window).
-    ...(config ? jobWorkers(config) : []),
+    ...jobWorkers(services.jobs.sweeps, config),
     telemetryRetentionWorker,
     { name: 'pairing-purge', intervalMs: 10 * 60_000, step: (store, now) => purgePairings(store.db, now) },
     { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: purgeIdempotencyKeys },

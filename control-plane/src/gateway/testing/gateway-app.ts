@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
-import { buildApp } from '../../app.js';
+import { assembleApp } from '../../app.js';
 import { type Clock, systemClock } from '../../clock.js';
 import { type Config, loadConfig } from '../../config.js';
 import { createMetrics, type Metrics } from '../../http/metrics.js';
@@ -10,8 +10,6 @@ import type { TypedApp } from '../../http/typed-app.js';
 import { type Dialect, openStore } from '../../store/db.js';
 import { createTestStore, type TestStore } from '../../testing/stores.js';
 import { ChannelHandlers } from '../handlers.js';
-import { loadControlPlaneIdentity } from '../identity.js';
-import { channelGatewayOf } from '../install.js';
 import type { ChannelGateway, GatewaySettings } from '../server.js';
 import { TestDirectory } from './raw-agent.js';
 
@@ -61,7 +59,7 @@ export async function startGatewayApp(dialect: Dialect, options: GatewayTestAppO
   const directory = options.directory ?? new TestDirectory();
   const metrics = createMetrics();
   const rateLimiter = new MemoryRateLimiter();
-  const app = await buildApp(
+  const { app, gateway, ctx } = await assembleApp(
     {
       config,
       store,
@@ -76,9 +74,7 @@ export async function startGatewayApp(dialect: Dialect, options: GatewayTestAppO
     { logger },
   );
   const baseUrl = await app.listen({ host: '127.0.0.1', port: 0 });
-  const identity = await loadControlPlaneIdentity(store, config.secretKey);
-  const gateway = channelGatewayOf(app);
-  if (!gateway) throw new Error('buildApp installed no gateway');
+  const identity = await ctx.channelIdentity();
   return {
     app,
     gateway,

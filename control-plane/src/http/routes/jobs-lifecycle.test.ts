@@ -4,7 +4,6 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
 import { chargesFor } from '../../domain/metering/charges.js';
-import { jobSettingsOf } from '../../store/job-lifecycle.js';
 import { balanceOf, verifyLedger } from '../../store/ledger.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import {
@@ -22,7 +21,6 @@ import {
   runJob,
 } from '../../testing/renting.js';
 import { DIALECTS } from '../../testing/stores.js';
-import { runJobSweeps } from '../../workers/jobs.js';
 
 type Json = Record<string, any>;
 const RATE = { machineRateMicroPerHour: 500_000n, platformFeeBps: 1000n };
@@ -49,7 +47,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     await fund(t.ctx, renter.accountId, depositMicro);
     return { renter, machine: await liveMachine(t.ctx, t.app) };
   };
-  const sweep = () => runJobSweeps(t.store, jobSettingsOf(t.ctx.config), t.clock.now());
+  const sweep = () => t.ctx.services.jobs.sweeps.runOnce(t.clock.now());
   const events = async (account: SeededAccount, jobId: string, query = '') => {
     const res = await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events${query}`, headers: bearer(account.apiKey) });
     expect(res.statusCode, res.body).toBe(200);

@@ -367,9 +367,7 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
       expect((await getJob(t.app, r, jobId)).state).toBe('STOPPED');
       // No meter ran: no retrieval window, and the sweep cleans at once.
       expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/access`, headers: bearer(r.apiKey) })).statusCode).toBe(403);
-      const { runJobSweeps } = await import('../../workers/jobs.js');
-      const { jobSettingsOf } = await import('../../store/job-lifecycle.js');
-      await runJobSweeps(t.store, jobSettingsOf(t.ctx.config), t.clock.now());
+      await t.ctx.services.jobs.sweeps.runOnce(t.clock.now());
       expect((await getJob(t.app, r, jobId)).state).toBe('CLEANING');
       expect((await queuedCommands(t.ctx, machine.machineId)).map((c) => c.kind)).toEqual(['launch_job', 'stop_job', 'clean_job']);
       await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'cleaned', t.clock.now()));
@@ -455,6 +453,28 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
         409,
         'HOST_CEILING_EXCEEDED',
       );
+      // An extension must change something: nothing added under the same limit is refused, naming the field, and
+      // moves no version.
+      const unchanged = await extend(r, jobId, {
+        additional_budget_micro: '0',
+        new_duration_limit_s: 3600,
+        expected_job_version: '4',
+        expected_budget_version: '2',
+      });
+      expectError(unchanged, 422, 'VALIDATION_FAILED');
+      expect(unchanged.json().error.message).toMatch(/^body\/additional_budget_micro /);
+      expect(await getJob(t.app, r, jobId)).toMatchObject({ budget_version: '2', job_version: '4', funded_budget_micro: '550000' });
+      expect(await amendmentsOf(t.store.db, jobId)).toHaveLength(1);
+      // Nothing added but a longer limit is an extension of the duration alone.
+      const longer = await extend(r, jobId, {
+        additional_budget_micro: '0',
+        new_duration_limit_s: 4000,
+        expected_job_version: '4',
+        expected_budget_version: '2',
+      });
+      expect(longer.statusCode, longer.body).toBe(202);
+      expect(longer.json()).toEqual({ job_id: jobId, budget_version: '3', funded_budget_micro: '550000' });
+      expect(await balance(r)).toEqual({ available_micro: '9450000', held_micro: '550000', currency: 'USDC' });
       await post(r, `/api/v1/jobs/${jobId}/stop`, { reason: 'done' });
       expectError(
         await extend(r, jobId, {

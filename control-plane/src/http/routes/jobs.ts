@@ -14,42 +14,23 @@ import {
   Page,
   PageQuery,
 } from '@ark/shared';
-import type { AppContext } from '../../app.js';
-import { accessView, jobView } from '../../domain/jobs/job.js';
+import type { AppContext } from '../context.js';
+import { jobView } from '../../domain/jobs/job.js';
+import type { StopAnswerState } from '../../domain/jobs/states.js';
 import { DomainError } from '../../errors.js';
-import type { ChannelHandlers } from '../../gateway/handlers.js';
-import { listJobEvents } from '../../store/job-events.js';
-import { JobLifecycle, jobSettingsOf } from '../../store/job-lifecycle.js';
-import { findJobRow, listJobsOfAccount, toJobRecord } from '../../store/jobs.js';
-import { assertOwnerOrAdmin } from '../auth.js';
+import type { BudgetExtended, Reservation } from '../../services/jobs/index.js';
+import { assertOwnerOrAdmin, principalOf } from '../auth.js';
+import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
-import type { Principal } from '../principal.js';
+import type { Principal } from '../../domain/accounts/principal.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
-function principalOf(request: { principal: Principal | null }): Principal {
-  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
-  return request.principal;
-}
-
 const isAdmin = (p: Principal): boolean => p.role === 'admin' && p.authMethod === 'session';
 
-/**
- * Agent messages that drive jobs: status (lifecycle), meter receipts (charges) and heartbeats (a reconciling job
- * comes back). The gateway applies each reliable message once, inside one transaction with its dedupe mark.
- */
-export function registerJobChannelHandlers(channel: ChannelHandlers, lifecycle: JobLifecycle): void {
-  channel.on('job_status', (trx, machineId, msg, now) => lifecycle.applyJobStatus(trx, machineId, msg, now));
-  channel.on('meter_receipt', (trx, machineId, msg, now) => lifecycle.applyMeterReceipt(trx, machineId, msg, now));
-  channel.onHeartbeat(async (machineId, msg, now) => {
-    await lifecycle.onHeartbeat(machineId, msg, now);
-  });
-}
-
 export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
-  const { store, clock } = ctx;
-  const lifecycle = new JobLifecycle(store, jobSettingsOf(ctx.config));
-  registerJobChannelHandlers(ctx.channel, lifecycle);
+  const { clock } = ctx;
+  const jobs = ctx.services.jobs;
 
   app.post(
     '/api/v1/jobs',
@@ -69,8 +50,9 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const { jobId } = await lifecycle.reserve(principal.accountId, request.body, clock.now());
-      return reply.code(202).send({ job_id: jobId, state: 'RESERVED' as const });
+      const toBody = (reserved: Reservation) => ({ job_id: reserved.jobId, state: 'RESERVED' as const });
+      const reserved = await jobs.reserve(principal.accountId, request.body, answerInTransaction(request, reply, 202, toBody));
+      return reply.code(202).send(toBody(reserved));
     },
   );
 
@@ -91,11 +73,11 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
       const scope = `jobs:${principal.accountId}:${request.query.state ?? ''}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
       const filter = request.query.state !== undefined ? { state: request.query.state } : {};
-      const jobs = await listJobsOfAccount(store.db, principal.accountId, filter, after, fetchSize(request.query.limit));
+      const page = await jobs.reads.listOfAccount(principal.accountId, filter, after, fetchSize(request.query.limit));
       const now = clock.now();
       return ctx.paginator.page(
         scope,
-        jobs,
+        page,
         request.query.limit,
         (job) => [job.createdAt.toISOString(), job.id],
         (job) => jobView(job, now),
@@ -119,10 +101,10 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       const principal = principalOf(request);
-      const row = await findJobRow(store.db, request.params.id);
-      if (!row) throw new DomainError('NOT_FOUND');
-      assertOwnerOrAdmin(principal, row.account_id);
-      return jobView(toJobRecord(row), clock.now());
+      const job = await jobs.reads.find(request.params.id);
+      if (!job) throw new DomainError('NOT_FOUND');
+      assertOwnerOrAdmin(principal, job.accountId);
+      return jobView(job, clock.now());
     },
   );
 
@@ -143,14 +125,7 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       const principal = principalOf(request);
-      const row = await findJobRow(store.db, request.params.id);
-      if (!row || row.account_id !== principal.accountId) throw new DomainError('NOT_FOUND');
-      const job = toJobRecord(row);
-      const engineApiKey =
-        job.state === 'RUNNING' && job.template?.kind === 'model' ? lifecycle.engineApiKeyOf(job.id, row.engine_key_sealed) : null;
-      const view = accessView(job, clock.now(), { defaultHost: lifecycle.settings.accessHost, engineApiKey });
-      if (view === null) throw new DomainError('JOB_ACCESS_UNAVAILABLE', `Access is not available while the job is ${job.state}.`);
-      return view;
+      return jobs.reads.access(request.params.id, principal.accountId);
     },
   );
 
@@ -173,13 +148,14 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const state = await lifecycle.stop(
+      const toBody = (state: StopAnswerState) => ({ job_id: request.params.id, state });
+      const state = await jobs.stop(
         request.params.id,
         { accountId: principal.accountId, admin: isAdmin(principal) },
         request.body.reason,
-        clock.now(),
+        answerInTransaction(request, reply, 202, toBody),
       );
-      return reply.code(202).send({ job_id: request.params.id, state });
+      return reply.code(202).send(toBody(state));
     },
   );
 
@@ -194,7 +170,8 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
           'Renter owner. Compare-and-set on expected_job_version (JOB_VERSION_MISMATCH) and expected_budget_version (BUDGET_VERSION_MISMATCH); ' +
           'appends one immutable amendment and holds additional_budget_micro from the available balance atomically, bumps budget_version. The ' +
           'rate and the host-availability ceiling stay as reserved (HOST_CEILING_EXCEEDED); the duration limit never shrinks ' +
-          '(DURATION_LIMIT_DECREASE). Rejected once STOPPING begins (JOB_NOT_EXTENDABLE).',
+          '(DURATION_LIMIT_DECREASE). An extension must change something: additional_budget_micro "0" is refused (422 VALIDATION_FAILED, ' +
+          'naming the field) unless new_duration_limit_s is longer than the current limit. Rejected once STOPPING begins (JOB_NOT_EXTENDABLE).',
         params: IdParams,
         headers: IdempotencyHeaders,
         body: BudgetExtensionRequest,
@@ -203,12 +180,18 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const result = await lifecycle.extendBudget(request.params.id, principal.accountId, request.body, clock.now());
-      return reply.code(202).send({
+      const toBody = (extended: BudgetExtended) => ({
         job_id: request.params.id,
-        budget_version: result.budgetVersion.toString(),
-        funded_budget_micro: result.fundedBudgetMicro.toString(),
+        budget_version: extended.budgetVersion.toString(),
+        funded_budget_micro: extended.fundedBudgetMicro.toString(),
       });
+      const extended = await jobs.extendBudget(
+        request.params.id,
+        principal.accountId,
+        request.body,
+        answerInTransaction(request, reply, 202, toBody),
+      );
+      return reply.code(202).send(toBody(extended));
     },
   );
 
@@ -229,12 +212,13 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       const principal = principalOf(request);
-      const row = await store.db.selectFrom('jobs').select(['id', 'account_id']).where('id', '=', request.params.id).executeTakeFirst();
-      if (!row) throw new DomainError('NOT_FOUND');
-      assertOwnerOrAdmin(principal, row.account_id);
-      const scope = `job-events:${row.id}`;
+      const jobId = request.params.id;
+      const owner = await jobs.reads.ownerOf(jobId);
+      if (owner === null) throw new DomainError('NOT_FOUND');
+      assertOwnerOrAdmin(principal, owner);
+      const scope = `job-events:${jobId}`;
       const after = ctx.paginator.decode<string>(scope, request.query.cursor);
-      const events = await listJobEvents(store.db, row.id, after === null ? 0n : BigInt(after), fetchSize(request.query.limit));
+      const events = await jobs.reads.events(jobId, after === null ? 0n : BigInt(after), fetchSize(request.query.limit));
       return ctx.paginator.page(
         scope,
         events,

@@ -3,12 +3,10 @@ import { Machine } from '@ark/shared';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
-import { ChannelHandlers } from '../../gateway/handlers.js';
-import { machineDirectory } from '../../store/machines.js';
+import { machinesTableDirectory } from '../../gateway/directory.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import { enrollDirect, heartbeatMessage, machinePublicKey, sampleManifest } from '../../testing/hosting.js';
 import { DIALECTS } from '../../testing/stores.js';
-import { registerMachineChannelHandlers } from './machines.js';
 
 type Json = Record<string, any>;
 const machineSchema = TypeCompiler.Compile(Machine);
@@ -16,13 +14,10 @@ const machineSchema = TypeCompiler.Compile(Machine);
 describe.each(DIALECTS)('machines on %s', (dialect) => {
   let t: TestApp<ManualClock>;
   let owner: SeededAccount;
-  const channel = new ChannelHandlers();
 
   beforeAll(async () => {
     t = await createTestApp(dialect, { configOverrides: { newHostMachineCap: 100, heartbeatIntervalMs: 15_000 } });
     owner = await seedAccount(t.ctx);
-    // The heartbeat handler as the gateway calls it.
-    registerMachineChannelHandlers(channel, t.ctx);
   });
   afterAll(async () => {
     await t.destroy();
@@ -30,7 +25,8 @@ describe.each(DIALECTS)('machines on %s', (dialect) => {
 
   const get = (url: string, token = owner.sessionToken) => t.app.inject({ method: 'GET', url, headers: bearer(token) });
   const beat = (machineId: string, healthy: boolean, problems: string[] = []) =>
-    channel.heartbeat(machineId, heartbeatMessage(healthy, problems), t.clock.now());
+    // The heartbeat handlers as the gateway calls them.
+    t.ctx.channel.heartbeat(machineId, heartbeatMessage(healthy, problems), t.clock.now());
 
   it('shows the owner its machine: manifest, go-live, liveness, heartbeat, network facts, offer', async () => {
     const manifest = sampleManifest({ hostname: 'view-rig' });
@@ -187,7 +183,7 @@ describe.each(DIALECTS)('machines on %s', (dialect) => {
       url: '/api/v1/agents/enroll',
       payload: { enrollment_token: created.json().enrollment_token, public_key: publicKey, manifest: sampleManifest() },
     });
-    const directory = machineDirectory(t.store);
+    const directory = machinesTableDirectory(t.store);
     expect(await directory.publicKeyOf(enrolled.json().machine_id)).toBe(publicKey);
     expect(await directory.publicKeyOf(randomUUID())).toBeNull();
   });

@@ -10,30 +10,19 @@ import {
   Page,
   PageQuery,
 } from '@ark/shared';
-import type { AppContext } from '../../app.js';
+import type { AppContext } from '../context.js';
 import type { Config } from '../../config.js';
 import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
 import { totalRateMicroPerHour } from '../../domain/pricing.js';
 import { DomainError } from '../../errors.js';
-import type { ChannelHandlers } from '../../gateway/handlers.js';
 import { fromJson, toBool } from '../../store/db.js';
-import { heartbeatBufferOf, lastHeartbeatAtOf } from '../../store/heartbeats.js';
-import { findMachine, listMachinesOfOwner, type MachineRow, recordHeartbeatCoalesced, setGoLive } from '../../store/machines.js';
-import { currentOfferOf, type OfferVersionView, seedOffer } from '../../store/offers.js';
-import { seedOfferTerms } from '../../domain/offers/offer.js';
-import { enqueueCommand } from '../../gateway/outbox.js';
-import { appendAudit } from '../../store/audit.js';
-import { isHostingBlocked } from '../../store/hosts.js';
-import { assertOwnerOrAdmin } from '../auth.js';
+import type { MachineRow } from '../../store/machines.js';
+import type { OfferVersionView } from '../../store/offers.js';
+import { assertOwnerOrAdmin, principalOf } from '../auth.js';
+import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
-import type { Principal } from '../principal.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
-
-function principalOf(request: { principal: Principal | null }): Principal {
-  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
-  return request.principal;
-}
 
 /** The host's view of its machine: manifest, go-live, liveness (computed now), network facts, current offer. */
 export function machineView(
@@ -90,27 +79,11 @@ export function machineView(
   };
 }
 
-/**
- * Heartbeats drive liveness and the go-live state (waiting -> live on the first healthy one). Those that change
- * nothing but last-seen are written behind, together, once a second (store/heartbeats.ts).
- */
-export function registerMachineChannelHandlers(channel: ChannelHandlers, ctx: Pick<AppContext, 'store'>): void {
-  const buffer = heartbeatBufferOf(ctx.store);
-  channel.onHeartbeat(async (machineId, msg, now) => {
-    await recordHeartbeatCoalesced(ctx.store, buffer, machineId, msg, now);
-  });
-}
-
 export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
-  const { store, clock, config } = ctx;
-  const heartbeats = heartbeatBufferOf(store, { onError: (error) => app.log.error({ err: error }, 'heartbeat flush failed') });
-  registerMachineChannelHandlers(ctx.channel, ctx);
-  // onClose runs after the gateway's preClose has closed the agent connections: nothing is buffered after it.
-  app.addHook('onClose', async () => {
-    await heartbeats.close().catch((error) => app.log.error({ err: error }, 'heartbeat flush on close failed'));
-  });
-  // A buffered heartbeat is newer than the stored one: the view shows it.
-  const current = (row: MachineRow): MachineRow => ({ ...row, last_heartbeat_at: lastHeartbeatAtOf(store, row.id, row.last_heartbeat_at) });
+  const { clock, config } = ctx;
+  const hosting = ctx.services.hosting;
+  // Rows come with a heartbeat still buffered in this process applied: the view shows the newest.
+  const machines = hosting.machines;
 
   app.get(
     '/api/v1/hosts/machines',
@@ -128,17 +101,17 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
       const principal = principalOf(request);
       const scope = `machines:${principal.accountId}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await listMachinesOfOwner(store.db, principal.accountId, after, fetchSize(request.query.limit));
+      const rows = await machines.listOfOwner(principal.accountId, after, fetchSize(request.query.limit));
       const now = clock.now();
       const visible = rows.slice(0, request.query.limit ?? PAGE_LIMIT_DEFAULT);
       const offers = new Map<string, OfferVersionView | undefined>();
-      for (const row of visible) offers.set(row.id, await currentOfferOf(store.db, row.id));
+      for (const row of visible) offers.set(row.id, await machines.currentOffer(row.id));
       return ctx.paginator.page(
         scope,
         rows,
         request.query.limit,
         (row) => [row.created_at, row.id],
-        (row) => machineView(current(row), offers.get(row.id), now, config),
+        (row) => machineView(row, offers.get(row.id), now, config),
       );
     },
   );
@@ -156,10 +129,10 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       const principal = principalOf(request);
-      const row = await findMachine(store.db, request.params.id);
+      const row = await machines.find(request.params.id);
       if (!row) throw new DomainError('NOT_FOUND');
       assertOwnerOrAdmin(principal, row.owner_account_id);
-      return machineView(current(row), await currentOfferOf(store.db, row.id), clock.now(), config);
+      return machineView(row, await machines.currentOffer(row.id), clock.now(), config);
     },
   );
 
@@ -178,30 +151,16 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
         response: withErrors({ 200: MachineGoLive }, 403, 404, 409),
       },
     },
-    async (request) => {
+    async (request, reply) => {
       const principal = principalOf(request);
-      const goLive = request.body.go_live;
-      const now = clock.now();
-      return store.db.transaction().execute(async (trx) => {
-        const machine = await findMachine(trx, request.params.id);
-        if (!machine || machine.owner_account_id !== principal.accountId) throw new DomainError('NOT_FOUND');
-        if (goLive && (await isHostingBlocked(trx, principal.accountId))) throw new DomainError('HOSTING_BLOCKED');
-        // Repeating the current choice changes nothing (a live machine stays live).
-        if (toBool(machine.go_live) === goLive) return { machine_id: machine.id, go_live: goLive, live: machine.live_state };
-        await setGoLive(trx, machine.id, goLive, now);
-        if (goLive && !(await currentOfferOf(trx, machine.id))) {
-          await seedOffer(trx, { machineId: machine.id, terms: seedOfferTerms(config.seedRateMicroPerHour, now), now });
-        }
-        await enqueueCommand(trx, { machineId: machine.id, kind: 'update_go_live', body: { go_live: goLive }, now });
-        await appendAudit(trx, {
-          at: now,
-          actorAccountId: principal.accountId,
-          action: goLive ? 'hosting.go_live.on' : 'hosting.go_live.off',
-          subject: machine.id,
-        });
-        const updated = (await findMachine(trx, machine.id))!;
-        return { machine_id: machine.id, go_live: goLive, live: updated.live_state };
-      });
+      const toBody = (result: MachineGoLive) => result;
+      const result = await hosting.setGoLive(
+        principal.accountId,
+        request.params.id,
+        request.body.go_live,
+        answerInTransaction(request, reply, 200, toBody),
+      );
+      return reply.code(200).send(toBody(result));
     },
   );
 }

@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
-import { ChannelHandlers } from '../../gateway/handlers.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import { enrollDirect, nettestReceipt, randomAddress, sendHeartbeat } from '../../testing/hosting.js';
 import { DIALECTS } from '../../testing/stores.js';
-import { registerNettestChannelHandlers } from './nettest.js';
 
 type Json = Record<string, any>;
 
@@ -13,13 +11,11 @@ describe.each(DIALECTS)('network test on %s', (dialect) => {
   let t: TestApp<ManualClock>;
   let owner: SeededAccount;
   let renter: SeededAccount;
-  const channel = new ChannelHandlers();
 
   beforeAll(async () => {
     t = await createTestApp(dialect, { configOverrides: { newHostMachineCap: 100, publicBaseUrl: 'https://cp.example.test' } });
     owner = await seedAccount(t.ctx);
     renter = await seedAccount(t.ctx, { scopes: ['renter'] });
-    registerNettestChannelHandlers(channel);
   });
   afterAll(async () => {
     await t.destroy();
@@ -32,7 +28,7 @@ describe.each(DIALECTS)('network test on %s', (dialect) => {
       headers: { ...bearer(token), 'idempotency-key': key },
     });
   const receive = (machineId: string, receipt: ReturnType<typeof nettestReceipt>) =>
-    t.store.db.transaction().execute((trx) => channel.apply(trx, machineId, receipt, t.clock.now()));
+    t.store.db.transaction().execute((trx) => t.ctx.channel.apply(trx, machineId, receipt, t.clock.now()));
   const machine = async (machineId: string) =>
     (await t.app.inject({ method: 'GET', url: `/api/v1/hosts/machines/${machineId}`, headers: bearer(owner.apiKey) })).json();
 

@@ -9,14 +9,12 @@ import {
   NettestUploadResult,
 } from '@ark/shared';
 import type { FastifyRequest } from 'fastify';
-import type { AppContext } from '../../app.js';
-import { nettestCommandBody } from '../../domain/machines/nettest.js';
+import type { AppContext } from '../context.js';
 import { DomainError } from '../../errors.js';
-import type { ChannelHandlers } from '../../gateway/handlers.js';
-import { enqueueCommand } from '../../gateway/outbox.js';
-import { findMachine, recordNettestReceipt } from '../../store/machines.js';
-import { assertOwnerOrAdmin } from '../auth.js';
-import type { Principal } from '../principal.js';
+import type { QueuedCommand } from '../../store/outbox.js';
+import type { Principal } from '../../domain/accounts/principal.js';
+import { principalOf } from '../auth.js';
+import { answerInTransaction } from '../idempotency.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -27,6 +25,9 @@ import type { TypedApp } from '../typed-app.js';
 const PINGS_PER_MIN = 300;
 const TRANSFERS_PER_MIN = 20;
 const CHUNK = Buffer.alloc(64 * 1024);
+
+/** Admins act on any machine, signed in with a session (as assertOwnerOrAdmin judges). */
+const isAdmin = (p: Principal): boolean => p.role === 'admin' && p.authMethod === 'session';
 
 /** What the octet-stream parser produces; a JSON body can never pass for it. */
 class UploadCount {
@@ -49,16 +50,9 @@ function zeroBytes(total: number): Readable {
   });
 }
 
-/** A machine's network measurement receipt updates its network facts and its offer's bandwidth. */
-export function registerNettestChannelHandlers(channel: ChannelHandlers): void {
-  channel.on('nettest_receipt', async (trx, machineId, msg, now) => {
-    await recordNettestReceipt(trx, machineId, msg, now);
-  });
-}
-
 export async function registerNettestRoutes(app: TypedApp, ctx: AppContext): Promise<void> {
-  const { store, clock, config } = ctx;
-  registerNettestChannelHandlers(ctx.channel);
+  const { clock } = ctx;
+  const hosting = ctx.services.hosting;
 
   app.post(
     '/api/v1/hosts/machines/:id/nettest',
@@ -75,21 +69,14 @@ export async function registerNettestRoutes(app: TypedApp, ctx: AppContext): Pro
       },
     },
     async (request, reply) => {
-      const principal: Principal | null = request.principal;
-      if (!principal) throw new DomainError('UNAUTHENTICATED');
-      const now = clock.now();
-      const queued = await store.db.transaction().execute(async (trx) => {
-        const machine = await findMachine(trx, request.params.id);
-        if (!machine) throw new DomainError('NOT_FOUND');
-        assertOwnerOrAdmin(principal, machine.owner_account_id);
-        return enqueueCommand(trx, {
-          machineId: machine.id,
-          kind: 'run_nettest',
-          body: nettestCommandBody(config.nettestEndpoint ?? `${config.publicBaseUrl}/api/v1/nettest`),
-          now,
-        });
-      });
-      return reply.code(202).send({ machine_id: request.params.id, command_id: queued.commandId, state: 'QUEUED' as const });
+      const principal = principalOf(request);
+      const toBody = (queued: QueuedCommand) => ({ machine_id: request.params.id, command_id: queued.commandId, state: 'QUEUED' as const });
+      const queued = await hosting.queueNettest(
+        { accountId: principal.accountId, admin: isAdmin(principal) },
+        request.params.id,
+        answerInTransaction(request, reply, 202, toBody),
+      );
+      return reply.code(202).send(toBody(queued));
     },
   );
 

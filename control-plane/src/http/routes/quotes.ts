@@ -1,13 +1,13 @@
 import { IdempotencyHeaders, Quote, QuoteRequest } from '@ark/shared';
-import type { AppContext } from '../../app.js';
+import type { AppContext } from '../context.js';
 import { quoteView } from '../../domain/quotes/quote.js';
-import { DomainError } from '../../errors.js';
-import { JobLifecycle, jobSettingsOf } from '../../store/job-lifecycle.js';
+import { principalOf } from '../auth.js';
+import { answerInTransaction } from '../idempotency.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
 export function registerQuoteRoutes(app: TypedApp, ctx: AppContext): void {
-  const lifecycle = new JobLifecycle(ctx.store, jobSettingsOf(ctx.config));
+  const jobs = ctx.services.jobs;
 
   app.post(
     '/api/v1/quotes',
@@ -28,9 +28,8 @@ export function registerQuoteRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const principal = request.principal;
-      if (!principal) throw new DomainError('UNAUTHENTICATED');
-      const quote = await lifecycle.createQuote(principal.accountId, request.body, ctx.clock.now());
+      const principal = principalOf(request);
+      const quote = await jobs.createQuote(principal.accountId, request.body, answerInTransaction(request, reply, 201, quoteView));
       return reply.code(201).send(quoteView(quote));
     },
   );

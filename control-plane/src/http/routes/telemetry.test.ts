@@ -3,12 +3,10 @@ import { TelemetryResponse, type TelemetrySample } from '@ark/shared';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
-import { ChannelHandlers } from '../../gateway/handlers.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import { enrollDirect, telemetryMessage } from '../../testing/hosting.js';
 import { DIALECTS } from '../../testing/stores.js';
 import { purgeTelemetry, startWorkers, telemetryRetentionWorker } from '../../workers/index.js';
-import { registerTelemetryChannelHandlers } from './telemetry.js';
 
 type Json = Record<string, any>;
 const responseSchema = TypeCompiler.Compile(TelemetryResponse);
@@ -18,14 +16,12 @@ const GPU1 = '00000000:02:00.0';
 describe.each(DIALECTS)('telemetry on %s', (dialect) => {
   let t: TestApp<ManualClock>;
   let owner: SeededAccount;
-  const channel = new ChannelHandlers();
 
   beforeAll(async () => {
     // 12:02:30, inside the 12:00 bucket.
     t = await createTestApp(dialect, { configOverrides: { newHostMachineCap: 100 } });
     t.clock.set('2026-03-01T12:02:30.000Z');
     owner = await seedAccount(t.ctx);
-    registerTelemetryChannelHandlers(channel);
   });
   afterAll(async () => {
     await t.destroy();
@@ -33,7 +29,7 @@ describe.each(DIALECTS)('telemetry on %s', (dialect) => {
 
   /** A batch applied as the gateway applies reliable messages: in one transaction. */
   const apply = (machineId: string, samples: TelemetrySample[]) =>
-    t.store.db.transaction().execute((trx) => channel.apply(trx, machineId, telemetryMessage(samples), t.clock.now()));
+    t.store.db.transaction().execute((trx) => t.ctx.channel.apply(trx, machineId, telemetryMessage(samples), t.clock.now()));
   const read = (machineId: string, query = '', token = owner.apiKey) =>
     t.app.inject({ method: 'GET', url: `/api/v1/hosts/machines/${machineId}/telemetry${query}`, headers: bearer(token) });
 

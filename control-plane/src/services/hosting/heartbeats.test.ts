@@ -1,23 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from '../clock.js';
-import { ChannelHandlers } from '../gateway/handlers.js';
-import { registerMachineChannelHandlers } from '../http/routes/machines.js';
-import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../testing/app.js';
-import { enrollDirect, heartbeatMessage } from '../testing/hosting.js';
-import { DIALECTS } from '../testing/stores.js';
-import { heartbeatBufferOf } from './heartbeats.js';
+import type { ManualClock } from '../../clock.js';
+import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
+import { enrollDirect, heartbeatMessage } from '../../testing/hosting.js';
+import { DIALECTS } from '../../testing/stores.js';
 
 describe.each(DIALECTS)('heartbeat write-behind on %s', (dialect) => {
   let t: TestApp<ManualClock>;
   let owner: SeededAccount;
-  const channel = new ChannelHandlers();
   let transactions = 0;
 
   beforeAll(async () => {
     t = await createTestApp(dialect, { configOverrides: { newHostMachineCap: 100, heartbeatIntervalMs: 15_000 } });
     owner = await seedAccount(t.ctx);
-    registerMachineChannelHandlers(channel, t.ctx);
     // Count write transactions: every heartbeat write, direct or flushed, opens one.
     const db = t.ctx.store.db;
     const transaction = db.transaction.bind(db);
@@ -30,8 +25,9 @@ describe.each(DIALECTS)('heartbeat write-behind on %s', (dialect) => {
     await t.destroy();
   });
 
+  // Through the gateway's handler table: liveness, then reconciliation (which writes nothing without running jobs).
   const beat = (machineId: string, healthy = true, problems: string[] = []) =>
-    channel.heartbeat(machineId, heartbeatMessage(healthy, problems), t.clock.now());
+    t.ctx.channel.heartbeat(machineId, heartbeatMessage(healthy, problems), t.clock.now());
   const stored = async (machineId: string) =>
     t.ctx.store.db
       .selectFrom('machines')
@@ -45,7 +41,7 @@ describe.each(DIALECTS)('heartbeat write-behind on %s', (dialect) => {
   };
 
   it('writes heartbeats that change nothing in one transaction per flush; the API sees them at once', async () => {
-    const buffer = heartbeatBufferOf(t.ctx.store);
+    const buffer = t.ctx.services.hosting.heartbeats;
     const machines: string[] = [];
     for (let i = 0; i < 3; i++) machines.push(await enrollDirect(t.app, owner));
     // First heartbeats go live: applied at once, one transaction each.
@@ -79,7 +75,7 @@ describe.each(DIALECTS)('heartbeat write-behind on %s', (dialect) => {
   });
 
   it('applies a heartbeat that changes state at once, and never moves last-seen backwards', async () => {
-    const buffer = heartbeatBufferOf(t.ctx.store);
+    const buffer = t.ctx.services.hosting.heartbeats;
     const id = await enrollDirect(t.app, owner);
     await beat(id);
     t.clock.advance(15_000);

@@ -1,0 +1,36 @@
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import type { Store } from '../../store/db.js';
+import type { HeartbeatBuffer } from '../../store/heartbeats.js';
+import type { OutboxWriter } from '../../store/outbox.js';
+
+/** What the hosting use cases read from the configuration. */
+export interface HostingSettings {
+  /** The machine rate of the offer seeded when a host turns go-live on, micro-USDC per hour. */
+  seedRateMicroPerHour: bigint;
+  /** The base URL agents measure their network against. */
+  nettestEndpoint: string;
+}
+
+export function hostingSettingsOf(config: Config): HostingSettings {
+  return {
+    seedRateMicroPerHour: config.seedRateMicroPerHour,
+    nettestEndpoint: config.nettestEndpoint ?? `${config.publicBaseUrl}/api/v1/nettest`,
+  };
+}
+
+/** Everything a hosting use case is given: built once by services/index.ts. */
+export interface HostingDeps {
+  store: Store;
+  clock: Clock;
+  settings: HostingSettings;
+  outbox: OutboxWriter;
+  /** The process's write-behind buffer of plain heartbeats, and what readers of last-seen consult. */
+  heartbeats: HeartbeatBuffer;
+}
+
+/** Who acts on a machine: its owner, or an administrator (signed in with a session). */
+export interface MachineCaller {
+  accountId: string;
+  admin: boolean;
+}

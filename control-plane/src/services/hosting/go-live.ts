@@ -1,0 +1,48 @@
+import type { MachineGoLive } from '@ark/shared';
+import { seedOfferTerms } from '../../domain/offers/offer.js';
+import { DomainError } from '../../errors.js';
+import { appendAudit } from '../../store/audit.js';
+import { toBool } from '../../store/db.js';
+import { isHostingBlocked } from '../../store/hosts.js';
+import { findMachine, setGoLive as writeGoLive } from '../../store/machines.js';
+import { currentOfferOf, seedOffer } from '../../store/offers.js';
+import { type CommitHook, transact } from '../../store/transaction.js';
+import type { HostingDeps } from './deps.js';
+
+/**
+ * POST /api/v1/hosts/machines/{id}/go-live (owner only). Off takes the machine out of the listing at once; on waits
+ * for its next healthy heartbeat, seeding an offer at the default rate when it has none. The agent is told with an
+ * update_go_live command. Repeating the current choice changes nothing (a live machine stays live).
+ */
+export async function setGoLive(
+  deps: HostingDeps,
+  accountId: string,
+  machineId: string,
+  goLive: boolean,
+  commit?: CommitHook<MachineGoLive>,
+): Promise<MachineGoLive> {
+  const now = deps.clock.now();
+  return transact(
+    deps.store,
+    async (trx) => {
+      const machine = await findMachine(trx, machineId);
+      if (!machine || machine.owner_account_id !== accountId) throw new DomainError('NOT_FOUND');
+      if (goLive && (await isHostingBlocked(trx, accountId))) throw new DomainError('HOSTING_BLOCKED');
+      if (toBool(machine.go_live) === goLive) return { machine_id: machine.id, go_live: goLive, live: machine.live_state };
+      await writeGoLive(trx, machine.id, goLive, now);
+      if (goLive && !(await currentOfferOf(trx, machine.id))) {
+        await seedOffer(trx, { machineId: machine.id, terms: seedOfferTerms(deps.settings.seedRateMicroPerHour, now), now });
+      }
+      await deps.outbox.enqueue(trx, { machineId: machine.id, kind: 'update_go_live', body: { go_live: goLive }, now });
+      await appendAudit(trx, {
+        at: now,
+        actorAccountId: accountId,
+        action: goLive ? 'hosting.go_live.on' : 'hosting.go_live.off',
+        subject: machine.id,
+      });
+      const updated = await findMachine(trx, machine.id);
+      return { machine_id: machine.id, go_live: goLive, live: (updated as NonNullable<typeof updated>).live_state };
+    },
+    commit,
+  );
+}

@@ -1,0 +1,63 @@
+import type { HeartbeatMessage } from '@ark/shared';
+import { changesOnlyLastSeen, onHeartbeat } from '../../domain/machines/go-live.js';
+import { type Executor, fromJson, toBool } from '../../store/db.js';
+import { findMachine, type MachineRow, writeHeartbeat, writeLiveness } from '../../store/machines.js';
+import { markOfferListed } from '../../store/offers.js';
+import { inTransactionWithRetry } from '../../store/transaction.js';
+import type { HostingDeps } from './deps.js';
+
+// Heartbeats drive liveness and the go-live state (waiting -> live on the first healthy one, which lists the offer).
+
+/**
+ * A heartbeat as the channel delivers it: one that changes nothing but last-seen goes to the write-behind buffer;
+ * any other is applied at once in its own transaction. The check is a read outside any transaction; a state change
+ * racing it (the host turning go-live on) is picked up by the next heartbeat, as a heartbeat just before the change
+ * would have been. Returns whether the heartbeat was applied at once.
+ */
+export async function recordHeartbeat(deps: HostingDeps, machineId: string, heartbeat: HeartbeatMessage, now: Date): Promise<boolean> {
+  const machine = await findMachine(deps.store.db, machineId);
+  if (!machine) return false;
+  const next = onHeartbeat(machine.live_state, machine.live_error, heartbeat);
+  if (changesOnlyLastSeen(liveFactsOf(machine), heartbeat, next)) {
+    await deps.heartbeats.add(machineId, now, BigInt(heartbeat.uptime_s));
+    return false;
+  }
+  deps.heartbeats.forget(machineId);
+  await inTransactionWithRetry(deps.store, (trx) => applyHeartbeat(trx, machineId, heartbeat, now));
+  return true;
+}
+
+/**
+ * Applies a heartbeat inside the caller's transaction: liveness (last_heartbeat_at, at the control plane's clock,
+ * never the agent's) and the go-live transition by compare-and-set, so a racing heartbeat never moves it twice. When
+ * the machine goes live its offer is listed (unverified) in the same transaction.
+ */
+export async function applyHeartbeat(db: Executor, machineId: string, heartbeat: HeartbeatMessage, now: Date): Promise<void> {
+  const machine = await findMachine(db, machineId);
+  if (!machine) return;
+  const next = onHeartbeat(machine.live_state, machine.live_error, heartbeat);
+  const write = {
+    at: now,
+    healthy: heartbeat.healthy,
+    problems: heartbeat.problems,
+    uptimeS: BigInt(heartbeat.uptime_s),
+    live: next.live,
+    liveError: next.error,
+  };
+  if (!(await writeHeartbeat(db, machineId, write, machine.live_state))) {
+    // The state moved under us: record liveness only; the winner applied the transition.
+    await writeLiveness(db, machineId, write);
+  } else if (next.wentLive) {
+    await markOfferListed(db, machineId, now);
+  }
+}
+
+function liveFactsOf(machine: MachineRow) {
+  return {
+    seenBefore: machine.last_heartbeat_at !== null,
+    live: machine.live_state,
+    error: machine.live_error,
+    healthy: machine.healthy === null ? null : toBool(machine.healthy),
+    problems: fromJson<string[]>(machine.problems) ?? [],
+  };
+}

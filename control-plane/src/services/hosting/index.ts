@@ -1,0 +1,55 @@
+import type { HeartbeatMessage, MachineGoLive, NettestReceiptMessage, TelemetryBucket, TelemetryMessage } from '@ark/shared';
+import type { Executor, Tx } from '../../store/db.js';
+import type { HeartbeatBuffer } from '../../store/heartbeats.js';
+import type { QueuedCommand } from '../../store/outbox.js';
+import type { CommitHook } from '../../store/transaction.js';
+import type { HostingDeps, MachineCaller } from './deps.js';
+import { setGoLive } from './go-live.js';
+import { applyHeartbeat, recordHeartbeat } from './heartbeats.js';
+import { applyNettestReceipt, queueNettest } from './nettest.js';
+import { type MachineReads, machineReads } from './reads.js';
+import { ingestTelemetry, machineTelemetry } from './telemetry.js';
+
+export { type HostingDeps, type HostingSettings, hostingSettingsOf, type MachineCaller } from './deps.js';
+export type { MachineReads } from './reads.js';
+
+/**
+ * The channel side of hosting (heartbeats and go-live, telemetry, network measurements) and the host's own actions on
+ * a machine. Pairing, enrollment and offers live with their own area.
+ */
+export interface HostingServices {
+  /** The heartbeat handler: liveness and go-live; plain heartbeats are written behind. Returns whether written at once. */
+  recordHeartbeat(machineId: string, msg: HeartbeatMessage, now: Date): Promise<boolean>;
+  /** A heartbeat applied at once inside the caller's transaction (what recordHeartbeat does for state changes). */
+  applyHeartbeat(db: Executor, machineId: string, msg: HeartbeatMessage, now: Date): Promise<void>;
+  /** The 'telemetry' channel handler (inside the gateway's apply-once transaction). */
+  ingestTelemetry(trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<void>;
+  /** The 'nettest_receipt' channel handler (inside the gateway's apply-once transaction). */
+  applyNettestReceipt(trx: Tx, machineId: string, msg: NettestReceiptMessage, now: Date): Promise<void>;
+  queueNettest(caller: MachineCaller, machineId: string, commit?: CommitHook<QueuedCommand>): Promise<QueuedCommand>;
+  setGoLive(accountId: string, machineId: string, goLive: boolean, commit?: CommitHook<MachineGoLive>): Promise<MachineGoLive>;
+  telemetry(machineId: string, windowS: number): Promise<TelemetryBucket[]>;
+  readonly machines: MachineReads;
+  /**
+   * The process's heartbeat write-behind buffer. Readers ask it for last-seen (`lastHeartbeatAt`: stored, or newer
+   * and still buffered); tests flush it.
+   */
+  readonly heartbeats: HeartbeatBuffer;
+  /** Writes the buffered heartbeats (the flush a clean shutdown runs after the gateway closed). */
+  close(): Promise<void>;
+}
+
+export function buildHostingServices(deps: HostingDeps): HostingServices {
+  return {
+    recordHeartbeat: (machineId, msg, now) => recordHeartbeat(deps, machineId, msg, now),
+    applyHeartbeat: (db, machineId, msg, now) => applyHeartbeat(db, machineId, msg, now),
+    ingestTelemetry: (trx, machineId, msg, now) => ingestTelemetry(deps, trx, machineId, msg, now),
+    applyNettestReceipt: (trx, machineId, msg, now) => applyNettestReceipt(deps, trx, machineId, msg, now),
+    queueNettest: (caller, machineId, commit) => queueNettest(deps, caller, machineId, commit),
+    setGoLive: (accountId, machineId, goLive, commit) => setGoLive(deps, accountId, machineId, goLive, commit),
+    telemetry: (machineId, windowS) => machineTelemetry(deps, machineId, windowS),
+    machines: machineReads(deps),
+    heartbeats: deps.heartbeats,
+    close: () => deps.heartbeats.close(),
+  };
+}

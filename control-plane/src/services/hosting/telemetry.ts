@@ -1,0 +1,15 @@
+import type { TelemetryBucket, TelemetryMessage } from '@ark/shared';
+import { rollUp } from '../../domain/telemetry/rollup.js';
+import type { Tx } from '../../store/db.js';
+import { mergeTelemetry, readTelemetry } from '../../store/telemetry.js';
+import type { HostingDeps } from './deps.js';
+
+/** The 'telemetry' handler: a batch merges into the 300-second buckets, in the gateway's apply-once transaction. */
+export async function ingestTelemetry(deps: HostingDeps, trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<void> {
+  await mergeTelemetry(trx, deps.store.dialect, machineId, rollUp(msg.samples, now));
+}
+
+/** Buckets overlapping the last `windowS` seconds, oldest first. */
+export function machineTelemetry(deps: HostingDeps, machineId: string, windowS: number): Promise<TelemetryBucket[]> {
+  return readTelemetry(deps.store.db, machineId, windowS, deps.clock.now());
+}

@@ -1,0 +1,76 @@
+import type { Clock } from '../clock.js';
+import type { Config } from '../config.js';
+import type { Mailer } from '../mail.js';
+import { JobSecrets } from '../domain/jobs/secrets.js';
+import type { Store } from '../store/db.js';
+import { HeartbeatBuffer } from '../store/heartbeats.js';
+import { outboxWriter } from '../store/outbox.js';
+import { type AccountServices, buildAccountServices } from './accounts/index.js';
+import { type BillingServices, buildBillingServices } from './billing/index.js';
+import { buildDepositServices, type DepositServices } from './billing/deposits-index.js';
+import { buildHostingServices, type HostingServices, hostingSettingsOf } from './hosting/index.js';
+import { buildOfferServices, type OfferServices } from './hosting/offers.js';
+import { buildPairingServices, type PairingServices } from './hosting/pairing.js';
+import { buildJobServices, type JobServices, jobSettingsOf } from './jobs/index.js';
+import { buildTemplateServices, type TemplateServices } from './templates/index.js';
+
+// The composition of the use cases: built once per process by the composition root (runtime.ts for `ark-cp serve`,
+// buildApp when a test gives none, the CLI for one command) and handed to every edge: routes, the gateway's handler
+// table (gateway/handlers-table.ts), workers and CLI commands.
+
+export interface ServiceDeps {
+  store: Store;
+  clock: Clock;
+  config: Config;
+  /** Sends account mail (verification links). */
+  mailer: Mailer;
+  /** Where failures of background work (the heartbeat flush) are reported. */
+  logger?: { error(obj: object, msg: string): void };
+}
+
+/** One area per key. */
+export interface Services {
+  jobs: JobServices;
+  hosting: HostingServices;
+  /** Pairing by code, enrollment tokens and enrollment (the HTTP side of bringing a machine in). */
+  pairing: PairingServices;
+  /** Offer commits and the renters' offer list. */
+  offers: OfferServices;
+  accounts: AccountServices;
+  templates: TemplateServices;
+  billing: BillingServices;
+  /** Money in by deposit: addresses, history, the chain watchers (issue 8). */
+  deposits: DepositServices;
+  /** Flushes what the services buffer (heartbeats): after the gateway closed, before the store closes. */
+  close(): Promise<void>;
+}
+
+export function buildServices(deps: ServiceDeps): Services {
+  const { store, clock, config } = deps;
+  const outbox = outboxWriter(store.dialect);
+  const heartbeats = new HeartbeatBuffer(store, {
+    onError: (error) => deps.logger?.error({ err: error }, 'heartbeat flush failed'),
+  });
+  const hosting = buildHostingServices({ store, clock, settings: hostingSettingsOf(config), outbox, heartbeats });
+  const jobs = buildJobServices({
+    store,
+    clock,
+    settings: jobSettingsOf(config),
+    outbox,
+    heartbeats,
+    secrets: new JobSecrets(config.secretKey),
+  });
+  return {
+    jobs,
+    hosting,
+    pairing: buildPairingServices({ store, clock, settings: config }),
+    offers: buildOfferServices({ store, clock, heartbeats }),
+    accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config }),
+    templates: buildTemplateServices({ store, clock }),
+    billing: buildBillingServices({ store, clock }),
+    deposits: buildDepositServices({ store, clock, payments: config.payments }),
+    async close() {
+      await hosting.close();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import type { JobSecrets } from '../../domain/jobs/secrets.js';
+import type { Store } from '../../store/db.js';
+import type { HeartbeatReader } from '../../store/heartbeats.js';
+import type { OutboxWriter } from '../../store/outbox.js';
+
+/** What the job use cases read from the configuration. */
+export interface JobSettings {
+  platformFeeBps: number;
+  termsVersion: string;
+  heartbeatIntervalMs: number;
+  meterIntervalS: number;
+  meterSkewMs: number;
+  retrievalWindowS: number;
+  agentGraceMs: number;
+  reconcileTimeoutMs: number;
+  startTimeoutMs: number;
+  /** Where renters reach a machine whose agent reported no public address. */
+  accessHost: string;
+}
+
+export function jobSettingsOf(config: Config): JobSettings {
+  return {
+    platformFeeBps: config.platformFeeBps,
+    termsVersion: config.termsVersion,
+    heartbeatIntervalMs: config.heartbeatIntervalMs,
+    meterIntervalS: config.meterIntervalS,
+    meterSkewMs: config.meterSkewMs,
+    retrievalWindowS: config.retrievalWindowS,
+    agentGraceMs: config.jobAgentGraceMs,
+    reconcileTimeoutMs: config.jobReconcileTimeoutMs,
+    startTimeoutMs: config.jobStartTimeoutMs,
+    accessHost: config.jobAccessHost ?? hostOfUrl(config.publicBaseUrl),
+  };
+}
+
+function hostOfUrl(url: string): string {
+  try {
+    return new URL(url).hostname.replace(/^\[|\]$/g, '') || '127.0.0.1';
+  } catch {
+    return '127.0.0.1';
+  }
+}
+
+/** Everything a job use case is given: built once by services/index.ts. */
+export interface JobDeps {
+  store: Store;
+  clock: Clock;
+  settings: JobSettings;
+  /** Queues agent commands inside the use case's transaction. */
+  outbox: OutboxWriter;
+  /** Last-seen as this process knows it (heartbeats may be buffered: store/heartbeats.ts). */
+  heartbeats: HeartbeatReader;
+  secrets: JobSecrets;
+}

@@ -1,0 +1,69 @@
+import type {
+  BudgetExtensionRequest,
+  HeartbeatMessage,
+  JobCreateRequest,
+  JobStatusMessage,
+  MeterReceiptMessage,
+  QuoteRequest,
+} from '@ark/shared';
+import type { StopCaller } from '../../domain/jobs/ending.js';
+import type { StopAnswerState } from '../../domain/jobs/states.js';
+import type { QuoteRecord } from '../../domain/quotes/quote.js';
+import type { Tx } from '../../store/db.js';
+import type { CommitHook } from '../../store/transaction.js';
+import { applyJobStatus } from './agent-status.js';
+import type { JobDeps, JobSettings } from './deps.js';
+import { type BudgetExtended, extendBudget, stopJob } from './funding.js';
+import { applyMeterReceipt } from './metering.js';
+import { createQuote } from './quote.js';
+import { type JobReads, jobReads } from './reads.js';
+import { reconcileFromHeartbeat } from './reconcile.js';
+import { type Reservation, reserve } from './reserve.js';
+import { type JobSweeps, jobSweeps } from './sweeps.js';
+
+export { type JobDeps, type JobSettings, jobSettingsOf } from './deps.js';
+export type { BudgetExtended } from './funding.js';
+export type { JobReads } from './reads.js';
+export type { Reservation } from './reserve.js';
+export { SWEEP_BATCH, type JobSweeps } from './sweeps.js';
+
+/**
+ * The renting use cases, one file each: quote, reserve, stop and budget extension (funding), the agent's job
+ * status and meter receipts, reconciliation from heartbeats, the sweeps, and the reads. Use cases called by an
+ * idempotent route take the route's commit hook last and run it inside their transaction.
+ */
+export interface JobServices {
+  readonly settings: JobSettings;
+  createQuote(accountId: string, body: QuoteRequest, commit?: CommitHook<QuoteRecord>): Promise<QuoteRecord>;
+  reserve(accountId: string, body: JobCreateRequest, commit?: CommitHook<Reservation>): Promise<Reservation>;
+  stop(jobId: string, caller: StopCaller, reasonText: string, commit?: CommitHook<StopAnswerState>): Promise<StopAnswerState>;
+  extendBudget(
+    jobId: string,
+    accountId: string,
+    body: BudgetExtensionRequest,
+    commit?: CommitHook<BudgetExtended>,
+  ): Promise<BudgetExtended>;
+  /** The 'job_status' channel handler (inside the gateway's apply-once transaction). */
+  applyJobStatus(trx: Tx, machineId: string, msg: JobStatusMessage, now: Date): Promise<void>;
+  /** The 'meter_receipt' channel handler (inside the gateway's apply-once transaction). */
+  applyMeterReceipt(trx: Tx, machineId: string, msg: MeterReceiptMessage, now: Date): Promise<void>;
+  /** The heartbeat hook: reconciling jobs the agent lists as running come back. Returns how many did. */
+  reconcileFromHeartbeat(machineId: string, msg: HeartbeatMessage, now: Date): Promise<number>;
+  readonly sweeps: JobSweeps;
+  readonly reads: JobReads;
+}
+
+export function buildJobServices(deps: JobDeps): JobServices {
+  return {
+    settings: deps.settings,
+    createQuote: (accountId, body, commit) => createQuote(deps, accountId, body, commit),
+    reserve: (accountId, body, commit) => reserve(deps, accountId, body, commit),
+    stop: (jobId, caller, reasonText, commit) => stopJob(deps, jobId, caller, reasonText, commit),
+    extendBudget: (jobId, accountId, body, commit) => extendBudget(deps, jobId, accountId, body, commit),
+    applyJobStatus: (trx, machineId, msg, now) => applyJobStatus(deps, trx, machineId, msg, now),
+    applyMeterReceipt: (trx, machineId, msg, now) => applyMeterReceipt(deps, trx, machineId, msg, now),
+    reconcileFromHeartbeat: (machineId, msg, now) => reconcileFromHeartbeat(deps, machineId, msg, now),
+    sweeps: jobSweeps(deps),
+    reads: jobReads(deps),
+  };
+}

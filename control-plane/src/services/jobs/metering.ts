@@ -1,0 +1,96 @@
+import type { MeterReceiptMessage } from '@ark/shared';
+import { iso } from '../../clock.js';
+import { stopAfterCharge } from '../../domain/jobs/ending.js';
+import { meterStateOf } from '../../domain/jobs/meter.js';
+import { chargeDelta, chargesFor } from '../../domain/metering/charges.js';
+import { describeReceiptVerdict, evaluateReceipt } from '../../domain/metering/receipts.js';
+import type { Tx } from '../../store/db.js';
+import { postMeteredCharge } from '../../store/job-charges.js';
+import { updateJob } from '../../store/jobs.js';
+import type { JobDeps } from './deps.js';
+import { holdJob } from './held-job.js';
+
+/**
+ * The 'meter_receipt' handler: applied once per message id inside the gateway's transaction. The receipt rules
+ * (domain/metering/receipts.ts) decide what counts; the charge delta is posted to the ledger; a job whose charge
+ * reached its budget, or whose funding ran out, is stopped in the same transaction.
+ */
+export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: string, msg: MeterReceiptMessage, now: Date): Promise<void> {
+  const held = await holdJob(deps, trx, msg.job_id);
+  if (!held || held.job.machineId !== machineId) return;
+  const job = held.job;
+  const verdict = evaluateReceipt(
+    meterStateOf(job),
+    {
+      fence: BigInt(msg.fence),
+      seq: BigInt(msg.meter_seq),
+      periodStart: new Date(msg.period_start),
+      periodEnd: new Date(msg.period_end),
+      runtimeMs: BigInt(msg.runtime_ms),
+    },
+    now,
+    deps.settings.meterSkewMs,
+  );
+  if (verdict.outcome === 'duplicate') return;
+  if (verdict.outcome !== 'accepted') {
+    // A rejected period uses up its seq (the meter moves on); a refused receipt leaves the sequence alone.
+    if (verdict.outcome === 'rejected') await updateJob(trx, job.id, { meter_seq: BigInt(msg.meter_seq), updated_at: iso(now) });
+    await held.events(
+      [
+        {
+          kind: 'receipt_refused',
+          message: describeReceiptVerdict(verdict),
+          data: { reason: verdict.reason, fence: msg.fence, meter_seq: msg.meter_seq, runtime_ms: msg.runtime_ms },
+        },
+      ],
+      now,
+    );
+    return;
+  }
+  const runtime = job.acceptedRuntimeMs + verdict.countedMs;
+  const charges = chargesFor(job.rate, job.fundedBudgetMicro, runtime);
+  const delta = chargeDelta({ hostMicro: job.chargedHostMicro, feeMicro: job.chargedFeeMicro }, charges);
+  await postMeteredCharge(trx, {
+    jobId: job.id,
+    renterAccountId: job.accountId,
+    hostAccountId: job.hostAccountId,
+    hostMicro: delta.hostMicro,
+    feeMicro: delta.feeMicro,
+    first: job.cumulativeChargeMicro === 0n,
+    at: now,
+  });
+  await updateJob(trx, job.id, {
+    accepted_runtime_ms: runtime,
+    cumulative_charge_micro: charges.cumulativeMicro,
+    charged_host_micro: charges.hostMicro,
+    charged_fee_micro: charges.feeMicro,
+    meter_seq: BigInt(msg.meter_seq),
+    metered_until: iso(verdict.meteredUntil),
+    last_meter_receipt_at: iso(now),
+    updated_at: iso(now),
+  });
+  held.job = {
+    ...job,
+    acceptedRuntimeMs: runtime,
+    cumulativeChargeMicro: charges.cumulativeMicro,
+    chargedHostMicro: charges.hostMicro,
+    chargedFeeMicro: charges.feeMicro,
+    meterSeq: BigInt(msg.meter_seq),
+    meteredUntil: verdict.meteredUntil,
+    lastMeterReceiptAt: now,
+  };
+  if (verdict.uncountedMs > 1000n) {
+    await held.events(
+      [
+        {
+          kind: 'receipt_partly_counted',
+          message: `Meter receipt ${msg.meter_seq}: ${verdict.uncountedMs} ms were not charged (before the meter floor, already metered, or past a limit).`,
+          data: { meter_seq: msg.meter_seq, counted_ms: verdict.countedMs.toString(), uncounted_ms: verdict.uncountedMs.toString() },
+        },
+      ],
+      now,
+    );
+  }
+  const stop = stopAfterCharge(held.job, now);
+  if (stop !== null) await held.beginStop(stop, now);
+}

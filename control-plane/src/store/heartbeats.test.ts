@@ -1,0 +1,92 @@
+import { randomUUID } from 'node:crypto';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
+import { insertAccount } from './accounts.js';
+import { HeartbeatBuffer } from './heartbeats.js';
+import { insertMachine } from './machines.js';
+import { issueEnrollmentToken } from './pairings.js';
+
+// The write-behind buffer on its own; services/hosting/heartbeats.test.ts covers which heartbeats go through it.
+
+const t0 = new Date('2026-01-01T00:00:00.000Z');
+const at = (s: number) => new Date(t0.getTime() + s * 1000);
+
+describe.each(DIALECTS)('heartbeat buffer on %s', (dialect) => {
+  let store: TestStore;
+  let buffer: HeartbeatBuffer;
+  let machines: string[];
+
+  beforeEach(async () => {
+    store = await createTestStore(dialect);
+    // Never flushed by its timer here: every write is the test's own flush.
+    buffer = new HeartbeatBuffer(store, { flushIntervalMs: 3_600_000, chunkRows: 2 });
+    const account = await insertAccount(store.db, {
+      email: `host-${randomUUID()}@example.test`,
+      passwordHash: null,
+      name: null,
+      role: 'host',
+      emailVerified: true,
+      now: t0,
+    });
+    machines = [];
+    for (let i = 0; i < 3; i++) {
+      const token = await issueEnrollmentToken(store.db, { accountId: account.id, pairingId: null, goLive: true, now: t0 });
+      const machine = await insertMachine(store.db, {
+        id: randomUUID(),
+        ownerAccountId: account.id,
+        publicKey: `key-${i}`,
+        manifest: {
+          hostname: `rig-${i}`,
+          gpus: [],
+          cpu: { model: 'cpu', cores: 1 },
+          ram_bytes: '1',
+          disk_bytes: '1',
+          os: 'linux',
+          agent_version: '0.1.0',
+        },
+        goLive: true,
+        enrollmentTokenId: token.id,
+        pairingId: null,
+        now: t0,
+      });
+      machines.push(machine.id);
+    }
+  });
+  afterEach(async () => {
+    await buffer.close();
+    await store.destroy();
+  });
+
+  const stored = async (id: string) =>
+    await store.db.selectFrom('machines').select(['last_heartbeat_at', 'uptime_s']).where('id', '=', id).executeTakeFirstOrThrow();
+
+  it('keeps the latest heartbeat per machine and writes them all in one flush, in chunks', async () => {
+    for (const id of machines) {
+      await buffer.add(id, at(15), 15n);
+      await buffer.add(id, at(30), 30n);
+      // An older one arriving late does not replace a newer one.
+      await buffer.add(id, at(20), 20n);
+    }
+    expect(buffer.size).toBe(3);
+    for (const id of machines) {
+      expect((await stored(id)).last_heartbeat_at).toBeNull();
+      expect(buffer.lastHeartbeatAt(id, null)).toBe(at(30).toISOString());
+    }
+    expect(await buffer.flush()).toBe(3);
+    expect(buffer.size).toBe(0);
+    for (const id of machines) expect(await stored(id)).toEqual({ last_heartbeat_at: at(30).toISOString(), uptime_s: 30n });
+    expect(await buffer.flush()).toBe(0);
+  });
+
+  it('never moves last-seen backwards, and reads the newer of stored and buffered', async () => {
+    const [id] = machines as [string];
+    await buffer.add(id, at(60), 60n);
+    await buffer.flush();
+    await buffer.add(id, at(45), 45n);
+    expect(buffer.lastHeartbeatAt(id, at(60).toISOString())).toBe(at(60).toISOString());
+    expect(await buffer.flush()).toBe(0);
+    expect((await stored(id)).last_heartbeat_at).toBe(at(60).toISOString());
+    buffer.forget(id);
+    expect(buffer.pendingAt(id)).toBeUndefined();
+  });
+});
