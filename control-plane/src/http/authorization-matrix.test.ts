@@ -1,0 +1,481 @@
+// The authorization matrix (issue 7): every operation of /openapi.json, times every kind of caller: anonymous, two
+// renters, two hosts, an admin session (TOTP step-up), an admin's API key, keys with the wrong scope, an expired key
+// and a revoked key. Each cell is either allowed (the handler's own answer, listed per operation) or refused exactly
+// as the contract says: 401 UNAUTHENTICATED without a valid credential, 403 ADMIN_SESSION_REQUIRED, FORBIDDEN
+// (session only), SCOPE_REQUIRED or STEP_UP_REQUIRED, and 404 NOT_FOUND for another account's resource, never 403
+// (telemetry of a non-owned machine included). For operations on a resource, the answer for a resource that does
+// not exist must be the same as the refusal: which ids exist never leaks. Every error answer is the exact envelope.
+//
+// The expected cells come from the table below, written from the contract, not from the routes' own config: a
+// route whose declared requirement drifts from it fails here. An operation missing from the table fails too.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { ErrorEnvelope } from '@ark/shared';
+import Ajv from 'ajv';
+import addFormats from 'ajv-formats';
+import type { InjectOptions } from 'fastify';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualClock } from '../clock.js';
+import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../testing/app.js';
+import { enrollDirect, machinePublicKey, randomAddress, sampleManifest } from '../testing/hosting.js';
+import { agentHeartbeat, customImage, fund, reserveJob, sshPublicKey } from '../testing/renting.js';
+import { DIALECTS } from '../testing/stores.js';
+
+type Json = Record<string, any>;
+type Scope = 'renter' | 'host';
+type Account = 'renterA' | 'renterB' | 'hostA' | 'hostB' | 'admin';
+const PRINCIPALS = [
+  'anonymous',
+  'renterA',
+  'renterB',
+  'hostA',
+  'hostB',
+  'adminSession',
+  'adminKey',
+  'renterKeyOfHostA',
+  'hostKeyOfRenterA',
+  'expiredKey',
+  'revokedKey',
+] as const;
+type Who = (typeof PRINCIPALS)[number];
+
+/** What each caller is: null for those with no valid credential. */
+interface Facts {
+  account: Account;
+  session: boolean;
+  /** An interactive admin session (an admin's API key is not one). */
+  admin: boolean;
+  scopes: Scope[];
+  /** A fresh step-up on this credential. */
+  stepUp: boolean;
+}
+const BOTH: Scope[] = ['renter', 'host'];
+const FACTS: Record<Who, Facts | null> = {
+  anonymous: null,
+  renterA: { account: 'renterA', session: true, admin: false, scopes: BOTH, stepUp: true },
+  renterB: { account: 'renterB', session: false, admin: false, scopes: ['renter'], stepUp: true },
+  hostA: { account: 'hostA', session: false, admin: false, scopes: ['host'], stepUp: true },
+  hostB: { account: 'hostB', session: true, admin: false, scopes: BOTH, stepUp: true },
+  adminSession: { account: 'admin', session: true, admin: true, scopes: BOTH, stepUp: true },
+  adminKey: { account: 'admin', session: false, admin: false, scopes: BOTH, stepUp: true },
+  // Keys made over the API: one scope, never stepped up.
+  renterKeyOfHostA: { account: 'hostA', session: false, admin: false, scopes: ['renter'], stepUp: false },
+  hostKeyOfRenterA: { account: 'renterA', session: false, admin: false, scopes: ['host'], stepUp: false },
+  expiredKey: null,
+  revokedKey: null,
+};
+
+/** Built per cell: the ids of the fixtures, and `id` for the operation's path resource. */
+interface Cell {
+  who: Who;
+  id: string;
+  machineId: string;
+  jobId: string;
+  offerId: string;
+  now: Date;
+}
+type Request = Pick<InjectOptions, 'method' | 'url' | 'query' | 'payload' | 'headers'>;
+
+interface Rule {
+  need: 'public' | { scope?: Scope; admin?: true; session?: true; stepUp?: true };
+  /** The path resource's owner, and whether an admin session may act on it too. */
+  owner?: { account: Account; admin: boolean; resource: 'machine' | 'job' | 'fresh' };
+  /** For `fresh` resources: makes one owned by the owner for each cell. */
+  fresh?: () => Promise<string>;
+  request: (cell: Cell) => Request;
+  /** Statuses an allowed caller gets (the handler's answer to this well-formed request). */
+  ok: number[];
+}
+
+const REFUSALS = new Set([
+  'UNAUTHENTICATED',
+  'ADMIN_SESSION_REQUIRED',
+  'FORBIDDEN',
+  'SCOPE_REQUIRED',
+  'STEP_UP_REQUIRED',
+  'EMAIL_NOT_VERIFIED',
+]);
+type Expected = { allowed: true } | { allowed: false; status: number; code: string };
+const ALLOWED: Expected = { allowed: true };
+const refused = (status: number, code: string): Expected => ({ allowed: false, status, code });
+
+/** The contract's decision for one cell; the checks run in the order the plumbing runs them. */
+function expected(rule: Rule, who: Who): Expected {
+  if (rule.need === 'public') return ALLOWED;
+  const p = FACTS[who];
+  if (!p) return refused(401, 'UNAUTHENTICATED');
+  if (rule.need.admin && !p.admin) return refused(403, 'ADMIN_SESSION_REQUIRED');
+  if (rule.need.session && !p.session) return refused(403, 'FORBIDDEN');
+  if (rule.need.scope && !p.scopes.includes(rule.need.scope)) return refused(403, 'SCOPE_REQUIRED');
+  if (rule.need.stepUp && !p.stepUp) return refused(403, 'STEP_UP_REQUIRED');
+  if (rule.owner && p.account !== rule.owner.account && !(rule.owner.admin && p.admin)) return refused(404, 'NOT_FOUND');
+  return ALLOWED;
+}
+
+const ajv = new Ajv.default({ strict: false });
+addFormats.default(ajv);
+const isEnvelope = ajv.compile(ErrorEnvelope);
+const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+const evmAddress = () => `0x${randomBytes(20).toString('hex')}`;
+const later = (now: Date, ms: number) => new Date(now.getTime() + ms).toISOString();
+
+describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
+  let t: TestApp<ManualClock>;
+  let doc: Json;
+  const tokens = {} as Record<Who, string | null>;
+  const seeded = {} as Record<Account, SeededAccount>;
+  let fixtures: Omit<Cell, 'who' | 'id' | 'now'>;
+
+  /** A request as `who`, from a fresh address (per-address limits stay out of the way), with an Idempotency-Key when the operation takes one. */
+  async function send(who: Who, request: Request, idempotent: boolean) {
+    const token = tokens[who];
+    return t.app.inject({
+      ...request,
+      remoteAddress: randomAddress(),
+      headers: {
+        ...(request.headers as Record<string, string> | undefined),
+        ...(token ? bearer(token) : {}),
+        ...(idempotent ? { 'idempotency-key': randomUUID() } : {}),
+      },
+    } as InjectOptions);
+  }
+
+  async function postAs(token: string, url: string, payload: Json) {
+    const res = await t.app.inject({ method: 'POST', url, headers: { ...bearer(token), 'idempotency-key': randomUUID() }, payload });
+    if (res.statusCode !== 201) throw new Error(`${url}: ${res.statusCode} ${res.body}`);
+    return res.json() as Json;
+  }
+  const newKeyOf = (account: Account, scopes: Scope[], expiresAt?: string) =>
+    postAs(seeded[account].sessionToken, '/api/v1/account/api-keys', {
+      label: 'matrix',
+      scopes,
+      ...(expiresAt ? { expires_at: expiresAt } : {}),
+    });
+
+  // The table: every operation, in the order it runs (what ends a session or the account last).
+  const RULES: Record<string, Rule> = {
+    'POST /api/v1/hosts/pairings': { need: 'public', request: () => ({ payload: {} }), ok: [201] },
+    'POST /api/v1/hosts/pairings/lookup': { need: { session: true }, request: () => ({ payload: { user_code: 'ZZZZ-ZZZZ' } }), ok: [404] },
+    'POST /api/v1/hosts/pairings/approve': { need: { scope: 'host' }, request: () => ({ payload: { user_code: 'ZZZZ-ZZZZ' } }), ok: [404] },
+    'POST /api/v1/hosts/pairings/poll': {
+      need: 'public',
+      request: () => ({ payload: { pairing_id: randomUUID(), poll_secret: 'not-the-secret' } }),
+      ok: [404],
+    },
+    'POST /api/v1/hosts/enrollment-tokens': { need: { scope: 'host' }, request: () => ({}), ok: [201] },
+    'POST /api/v1/agents/enroll': {
+      need: 'public',
+      request: () => ({
+        payload: {
+          enrollment_token: `arkenr_${randomBytes(32).toString('base64url')}`,
+          public_key: machinePublicKey(),
+          manifest: sampleManifest(),
+        },
+      }),
+      ok: [401],
+    },
+    'GET /api/v1/hosts/machines': { need: { scope: 'host' }, request: () => ({}), ok: [200] },
+    'GET /api/v1/hosts/machines/{id}': {
+      need: { scope: 'host' },
+      owner: { account: 'hostA', admin: true, resource: 'machine' },
+      request: () => ({}),
+      ok: [200],
+    },
+    'POST /api/v1/hosts/machines/{id}/go-live': {
+      need: { scope: 'host' },
+      owner: { account: 'hostA', admin: false, resource: 'machine' },
+      request: () => ({ payload: { go_live: true } }),
+      ok: [200],
+    },
+    'POST /api/v1/hosts/machines/{id}/offer': {
+      need: { scope: 'host' },
+      owner: { account: 'hostA', admin: false, resource: 'machine' },
+      // Well-formed terms on a stale version: the owner gets as far as the compare-and-set.
+      request: (c) => ({
+        payload: {
+          rate_micro_per_hour: '1000000',
+          included_quotas: { included_disk_gib: 10, included_egress_gib: 10 },
+          available_from: later(c.now, 3600_000),
+          available_until: later(c.now, 30 * 86400_000),
+          expected_version: '999',
+        },
+      }),
+      ok: [409],
+    },
+    'GET /api/v1/offers': { need: { scope: 'renter' }, request: () => ({}), ok: [200] },
+    'GET /api/v1/hosts/machines/{id}/telemetry': {
+      need: { scope: 'host' },
+      owner: { account: 'hostA', admin: true, resource: 'machine' },
+      request: () => ({}),
+      ok: [200],
+    },
+    'POST /api/v1/hosts/machines/{id}/nettest': {
+      need: { scope: 'host' },
+      owner: { account: 'hostA', admin: true, resource: 'machine' },
+      request: () => ({}),
+      ok: [202],
+    },
+    'GET /api/v1/nettest/ping': { need: 'public', request: () => ({}), ok: [200] },
+    'GET /api/v1/nettest/download': { need: 'public', request: () => ({ query: { bytes: '16' } }), ok: [200] },
+    'POST /api/v1/nettest/upload': {
+      need: 'public',
+      request: () => ({ headers: { 'content-type': 'application/octet-stream' }, payload: Buffer.from('0123456789') }),
+      ok: [200],
+    },
+    'GET /api/v1/billing/balance': { need: { scope: 'renter' }, request: () => ({}), ok: [200] },
+    // 503 while the operator has not configured deposit addresses (as in these tests).
+    'GET /api/v1/billing/deposit-address': { need: { scope: 'renter' }, request: () => ({}), ok: [200, 503] },
+    // Sign-up and sign-in with a password too short to hash: admitted, refused by the schema (hashing is slow on purpose).
+    'POST /api/v1/accounts': {
+      need: 'public',
+      request: () => ({ payload: { email: `matrix-${randomUUID()}@example.test`, password: 'short' } }),
+      ok: [422],
+    },
+    'POST /api/v1/account/email-verification': { need: 'public', request: () => ({ payload: { token: 'not-a-token' } }), ok: [422] },
+    'POST /api/v1/account/email-verification/resend': { need: {}, request: () => ({}), ok: [200] },
+    'POST /api/v1/auth/sessions': { need: 'public', request: () => ({ payload: { email: 'someone@example.test' } }), ok: [422] },
+    'GET /api/v1/account': { need: {}, request: () => ({}), ok: [200] },
+    // An empty proof: refused by the schema once the caller is admitted, so no step-up is spent.
+    'POST /api/v1/account/step-up': { need: {}, request: () => ({ payload: {} }), ok: [422] },
+    'POST /api/v1/account/totp': { need: { session: true, stepUp: true }, request: () => ({}), ok: [200, 409] },
+    'POST /api/v1/account/totp/confirm': { need: { session: true }, request: () => ({ payload: { totp_code: '000000' } }), ok: [409, 422] },
+    'POST /api/v1/account/api-keys': {
+      need: { stepUp: true },
+      request: () => ({ payload: { label: 'matrix', scopes: ['renter'] } }),
+      ok: [201],
+    },
+    'GET /api/v1/account/api-keys': { need: {}, request: () => ({}), ok: [200] },
+    'DELETE /api/v1/account/api-keys/{id}': {
+      need: {},
+      owner: { account: 'renterA', admin: false, resource: 'fresh' },
+      fresh: async () => (await newKeyOf('renterA', ['renter'])).api_key_id,
+      request: () => ({}),
+      ok: [200],
+    },
+    'POST /api/v1/account/integrations/{provider}': {
+      need: { stepUp: true },
+      request: () => ({ url: '/api/v1/account/integrations/model-hub', payload: { token: 'hub-token-for-the-matrix' } }),
+      ok: [201],
+    },
+    'GET /api/v1/admin/audit': { need: { admin: true }, request: () => ({}), ok: [200] },
+    'POST /api/v1/withdrawal-addresses': { need: { stepUp: true }, request: () => ({ payload: { address: evmAddress() } }), ok: [201] },
+    'GET /api/v1/withdrawal-addresses': { need: {}, request: () => ({}), ok: [200] },
+    'DELETE /api/v1/withdrawal-addresses/{id}': {
+      need: {},
+      owner: { account: 'renterA', admin: false, resource: 'fresh' },
+      fresh: async () => (await postAs(seeded.renterA.sessionToken, '/api/v1/withdrawal-addresses', { address: evmAddress() })).id,
+      request: () => ({}),
+      ok: [200],
+    },
+    'GET /api/v1/templates': { need: 'public', request: () => ({}), ok: [200] },
+    'GET /api/v1/templates/{id}': { need: 'public', request: () => ({ url: `/api/v1/templates/${randomUUID()}` }), ok: [404] },
+    'POST /api/v1/admin/templates/{id}/qualifications': {
+      need: { admin: true },
+      request: (c) => ({
+        url: `/api/v1/admin/templates/${randomUUID()}/qualifications`,
+        payload: { machine_id: c.machineId, reason: 'matrix' },
+      }),
+      ok: [404],
+    },
+    'POST /api/v1/quotes': {
+      need: { scope: 'renter' },
+      request: (c) => ({ payload: { offer_id: c.offerId, gpu_count: 1, duration_limit_s: 3600, image_digest: customImage() } }),
+      ok: [201, 409],
+    },
+    'POST /api/v1/jobs': {
+      need: { scope: 'renter' },
+      request: () => ({ payload: { quote_id: randomUUID(), ssh_public_keys: [sshPublicKey()] } }),
+      ok: [404],
+    },
+    'GET /api/v1/jobs': { need: { scope: 'renter' }, request: () => ({}), ok: [200] },
+    'GET /api/v1/jobs/{id}': {
+      need: { scope: 'renter' },
+      owner: { account: 'renterA', admin: true, resource: 'job' },
+      request: () => ({}),
+      ok: [200],
+    },
+    // Reserved, not running: the owner is told access is not available yet (a state, not a refusal of the caller).
+    'GET /api/v1/jobs/{id}/access': {
+      need: { scope: 'renter' },
+      owner: { account: 'renterA', admin: false, resource: 'job' },
+      request: () => ({}),
+      ok: [403],
+    },
+    'GET /api/v1/jobs/{id}/events': {
+      need: { scope: 'renter' },
+      owner: { account: 'renterA', admin: true, resource: 'job' },
+      request: () => ({}),
+      ok: [200],
+    },
+    'POST /api/v1/jobs/{id}/budget-extension': {
+      need: { scope: 'renter' },
+      owner: { account: 'renterA', admin: false, resource: 'job' },
+      request: () => ({
+        payload: { additional_budget_micro: '1', new_duration_limit_s: 7200, expected_job_version: '999', expected_budget_version: '999' },
+      }),
+      ok: [409],
+    },
+    'POST /api/v1/jobs/{id}/stop': {
+      need: { scope: 'renter' },
+      owner: { account: 'renterA', admin: true, resource: 'job' },
+      request: () => ({ payload: { reason: 'matrix' } }),
+      ok: [202],
+    },
+    'POST /api/v1/account/deletion-request': { need: { stepUp: true }, request: () => ({}), ok: [202] },
+    'DELETE /api/v1/auth/sessions/current': { need: { session: true }, request: () => ({}), ok: [204] },
+  };
+
+  beforeAll(async () => {
+    t = await createTestApp(dialect, { configOverrides: { authAttemptsPerMinute: 100_000 } });
+    const { ctx, app, clock } = t;
+    seeded.renterA = await seedAccount(ctx, { role: 'renter', stepUp: true });
+    seeded.renterB = await seedAccount(ctx, { role: 'renter', scopes: ['renter'], stepUp: true });
+    seeded.hostA = await seedAccount(ctx, { role: 'host', scopes: ['host'], stepUp: true });
+    seeded.hostB = await seedAccount(ctx, { role: 'host', stepUp: true });
+    seeded.admin = await seedAccount(ctx, { role: 'admin', withTotp: true, stepUp: true });
+
+    // Host A's machine, live with its seeded offer; renter A's job on it.
+    const machineId = await enrollDirect(app, seeded.hostA);
+    await agentHeartbeat(ctx, machineId);
+    const offer = await ctx.store.db.selectFrom('offers').select('id').where('machine_id', '=', machineId).executeTakeFirstOrThrow();
+    await fund(ctx, seeded.renterA.accountId, 1_000_000_000n);
+    const { jobId } = await reserveJob(app, seeded.renterA, { host: seeded.hostA, machineId, offerId: offer.id });
+    fixtures = { machineId, jobId, offerId: offer.id };
+
+    // Keys made over the API: single-scope keys, one that expires in a minute and one revoked.
+    const renterKeyOfHostA = (await newKeyOf('hostA', ['renter'])).secret;
+    const hostKeyOfRenterA = (await newKeyOf('renterA', ['host'])).secret;
+    const expiring = (await newKeyOf('renterA', ['renter', 'host'], later(clock.now(), 60_000))).secret;
+    const revoked = await newKeyOf('renterA', ['renter', 'host']);
+    const revokedRes = await app.inject({
+      method: 'DELETE',
+      url: `/api/v1/account/api-keys/${revoked.api_key_id}`,
+      headers: bearer(seeded.renterA.sessionToken),
+    });
+    expect(revokedRes.statusCode).toBe(200);
+    // Both still work until they expire or are revoked (so the 401s below are about that, nothing else).
+    expect((await app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(expiring) })).statusCode).toBe(200);
+    clock.advance(61_000);
+    // The machine stays online across the minute.
+    await agentHeartbeat(ctx, machineId);
+
+    Object.assign(tokens, {
+      anonymous: null,
+      renterA: seeded.renterA.sessionToken,
+      renterB: seeded.renterB.apiKey,
+      hostA: seeded.hostA.apiKey,
+      hostB: seeded.hostB.sessionToken,
+      adminSession: seeded.admin.sessionToken,
+      adminKey: seeded.admin.apiKey,
+      renterKeyOfHostA,
+      hostKeyOfRenterA,
+      expiredKey: expiring,
+      revokedKey: revoked.secret,
+    } satisfies Record<Who, string | null>);
+    doc = (await app.inject({ method: 'GET', url: '/openapi.json' })).json() as Json;
+  });
+  afterAll(async () => {
+    await t?.destroy();
+  });
+
+  /** The document's operations, in the table's order (the last ones end sessions and accounts). */
+  const operations = () => {
+    const documented = Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
+      Object.entries<Json>(item)
+        .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+        .map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), path, op })),
+    );
+    const order = Object.keys(RULES);
+    return documented.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
+  };
+
+  it('has a row for every operation of the OpenAPI document, and the document states the same requirement', () => {
+    const documented = operations();
+    expect(documented.map((o) => o.key).sort()).toEqual(Object.keys(RULES).sort());
+    for (const { key, op } of documented) {
+      const need = RULES[key]?.need;
+      if (need === 'public') {
+        expect(op.security, key).toEqual([]);
+        continue;
+      }
+      expect(op.security, key).toEqual([{ bearer: need?.scope ? [need.scope] : [] }]);
+      const declared = op['x-ark-auth'] as Json;
+      expect(Boolean(declared.admin), `${key} admin`).toBe(Boolean(need?.admin));
+      expect(Boolean(declared.session), `${key} session`).toBe(Boolean(need?.session));
+      expect(Boolean(declared.stepUp), `${key} step-up`).toBe(Boolean(need?.stepUp));
+    }
+  });
+
+  it('allows and refuses each cell as the contract says, with the exact envelope, and never tells which ids exist', async () => {
+    const failures: string[] = [];
+    const check = (label: string, ok: boolean, detail: string) => {
+      if (!ok) failures.push(`${label}: ${detail}`);
+    };
+    const checkEnvelope = (label: string, res: { statusCode: number; headers: Json; body: string }) => {
+      if (res.statusCode < 400) return;
+      let body: Json | undefined;
+      try {
+        body = JSON.parse(res.body);
+      } catch {}
+      check(label, body !== undefined && isEnvelope(body) && Object.keys(body).length === 1, `not the envelope: ${res.body}`);
+      check(label, body?.error?.request_id === res.headers['x-request-id'] && UUID.test(String(body?.error?.request_id)), 'request id');
+      check(label, String(res.headers['cache-control']).includes('no-store'), 'cache-control');
+    };
+
+    for (const { key, method, path, op } of operations()) {
+      const rule = RULES[key];
+      if (!rule) {
+        failures.push(`${key}: no row in the matrix; add one from the contract`);
+        continue;
+      }
+      const idempotent = (op.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'idempotency-key');
+      for (const who of PRINCIPALS) {
+        const want = expected(rule, who);
+        const id =
+          rule.owner?.resource === 'machine'
+            ? fixtures.machineId
+            : rule.owner?.resource === 'job'
+              ? fixtures.jobId
+              : rule.fresh
+                ? await rule.fresh()
+                : randomUUID();
+        const cell: Cell = { ...fixtures, who, id, now: t.clock.now() };
+        const request = rule.request(cell);
+        const url = request.url ?? path.replace('{id}', id);
+        const res = await send(who, { method, ...request, url } as Request, idempotent);
+        const label = `${key} as ${who}`;
+        const code = res.statusCode >= 400 ? (JSON.parse(res.body)?.error?.code as string | undefined) : undefined;
+        checkEnvelope(label, res);
+        if (want.allowed) {
+          check(
+            label,
+            rule.ok.includes(res.statusCode) && !REFUSALS.has(code ?? ''),
+            `allowed: expected ${rule.ok.join('/')}, got ${res.statusCode} ${res.body.slice(0, 200)}`,
+          );
+        } else {
+          check(
+            label,
+            res.statusCode === want.status && code === want.code,
+            `expected ${want.status} ${want.code}, got ${res.statusCode} ${res.body.slice(0, 200)}`,
+          );
+        }
+        if (rule.owner) {
+          // The same request on an id nobody has: a refused caller gets the same refusal, anyone else 404.
+          const missing = await send(
+            who,
+            { method, ...rule.request({ ...cell, id: randomUUID() }), url: path.replace('{id}', randomUUID()) } as Request,
+            idempotent,
+          );
+          checkEnvelope(`${label} (missing id)`, missing);
+          const missingCode = JSON.parse(missing.body)?.error?.code;
+          const same = want.allowed || want.code === 'NOT_FOUND' ? { status: 404, code: 'NOT_FOUND' } : want;
+          check(
+            `${label} (missing id)`,
+            missing.statusCode === same.status && missingCode === same.code,
+            `expected ${same.status} ${same.code}, got ${missing.statusCode} ${missing.body.slice(0, 200)}`,
+          );
+        }
+      }
+    }
+    expect(failures).toEqual([]);
+  });
+});
