@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
 export interface Config {
@@ -60,6 +61,8 @@ export interface Config {
   metricsPort: number | null;
   /** Metrics: the bearer token /metrics requires, wherever it is served; null: none. */
   metricsToken: string | null;
+  /** Money in: watched networks, deposit addresses, balance cap and minimum (config-payments.ts). */
+  payments: PaymentsConfig;
 }
 
 export class ConfigError extends Error {
@@ -162,5 +165,6 @@ export function loadConfig(env: Env = process.env): Config {
     metricsHost: env.ARK_METRICS_HOST || host,
     metricsPort,
     metricsToken,
+    payments: paymentsConfigFrom(env, (message) => new ConfigError(message)),
   };
 }

@@ -1,4 +1,5 @@
 import type { AccountsTables } from './tables/accounts.js';
+import type { DepositsTables } from './tables/deposits.js';
 import type { FoundationTables } from './tables/foundation.js';
 import type { GatewayTables } from './tables/gateway.js';
 import type { HostsTables } from './tables/hosts.js';
@@ -7,4 +8,4 @@ import type { LedgerTables } from './tables/ledger.js';
 import type { TemplatesTables } from './tables/templates.js';
 
 // The whole database, as the union of each aggregate's tables.
-export interface Database extends FoundationTables, AccountsTables, LedgerTables, TemplatesTables, HostsTables, GatewayTables, JobsTables {}
+export interface Database extends FoundationTables, AccountsTables, LedgerTables, TemplatesTables, HostsTables, GatewayTables, JobsTables, DepositsTables {}

@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { MicroAmount } from '../formats.js';
+import { DepositPage } from './deposits.js';
 
 /** `GET /api/v1/billing/balance`: the caller's prepaid balance. */
 export const BillingBalance = Type.Object(
@@ -9,6 +10,8 @@ export const BillingBalance = Type.Object(
     /** Reserved by the caller's jobs (the sum of their holds); returns to available as jobs close. */
     held_micro: MicroAmount,
     currency: Type.Literal('USDC'),
+    /** The caller's deposits, newest first; `cursor` and `limit` in the query page them. */
+    deposits: DepositPage,
   },
   { additionalProperties: false },
 );

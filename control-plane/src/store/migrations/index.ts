@@ -6,6 +6,7 @@ import * as m0004 from './0004-templates.js';
 import * as m0005 from './0005-hosts.js';
 import * as m0006 from './0006-gateway.js';
 import * as m0007 from './0007-jobs.js';
+import * as m0008 from './0008-deposits.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -16,4 +17,5 @@ export const migrations: Record<string, Migration> = {
   '0005-hosts': m0005,
   '0006-gateway': m0006,
   '0007-jobs': m0007,
+  '0008-deposits': m0008,
 };

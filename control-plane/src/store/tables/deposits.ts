@@ -1,0 +1,62 @@
+import type { DepositState } from '../../domain/payments/deposits.js';
+
+/** One derived deposit address per account (child 0/derivation_index of the configured xpub); never changes. */
+export interface DepositAddressesTable {
+  account_id: string;
+  derivation_index: bigint;
+  /** Lower-case 0x address. */
+  address: string;
+  created_at: string;
+}
+
+export interface DepositAddressSequenceTable {
+  name: string;
+  next_index: bigint;
+}
+
+/** A transfer to a deposit address, from SEEN to CREDITED, HELD or BELOW_MINIMUM. */
+export interface ChainDepositsTable {
+  id: string;
+  chain_id: bigint;
+  network: string;
+  tx_hash: string;
+  log_index: bigint;
+  account_id: string;
+  address: string;
+  asset: string;
+  token_address: string | null;
+  amount_raw: string;
+  decimals: bigint;
+  amount_micro: bigint | null;
+  block_number: bigint;
+  block_hash: string;
+  state: DepositState;
+  reason: string | null;
+  price_answer: string | null;
+  price_decimals: bigint | null;
+  seen_at: string;
+  final_at: string | null;
+  credited_at: string | null;
+  posting_id: string | null;
+}
+
+/** Per watched network: the scan cursor, the last heads seen, and the lease that lets one replica work it. */
+export interface ChainWatchStateTable {
+  chain_id: bigint;
+  network: string;
+  cursor_block: bigint;
+  cursor_hash: string;
+  head_block: bigint | null;
+  finalized_block: bigint | null;
+  finalized_advanced_at: string | null;
+  lease_owner: string | null;
+  lease_until: string | null;
+  updated_at: string;
+}
+
+export interface DepositsTables {
+  deposit_addresses: DepositAddressesTable;
+  deposit_address_sequence: DepositAddressSequenceTable;
+  chain_deposits: ChainDepositsTable;
+  chain_watch_state: ChainWatchStateTable;
+}
