@@ -45,6 +45,12 @@ export const ERROR_CATALOG = {
   WITHDRAWAL_ADDRESS_EXISTS: { status: 409, retryable: false, message: 'This withdrawal address is already registered on this network.' },
   // Ledger
   INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
+  AMOUNT_TOO_LARGE: {
+    status: 422,
+    retryable: false,
+    message: 'The amount is more than one transfer may move (1000000000000000 micro, one billion USDC).',
+  },
+  BALANCE_LIMIT_EXCEEDED: { status: 409, retryable: false, message: 'The transfer would take a balance past its limit.' },
   LEDGER_REFERENCE_CONFLICT: {
     status: 409,
     retryable: false,
@@ -96,6 +102,11 @@ export const ERROR_CATALOG = {
     status: 409,
     retryable: false,
     message: 'The budget of a job cannot be extended once it is stopping, has ended or is reconciling.',
+  },
+  BUDGET_LIMIT_EXCEEDED: {
+    status: 409,
+    retryable: false,
+    message: "A job's funded budget may be at most 1000000000000000 micro (one billion USDC).",
   },
   DURATION_LIMIT_DECREASE: { status: 409, retryable: false, message: 'The new duration limit must not be shorter than the current one.' },
   HOST_CEILING_EXCEEDED: {

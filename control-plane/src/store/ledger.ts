@@ -1,7 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import { PostgresAdapter, sql } from 'kysely';
 import { type LedgerAccountRef, ledgerAccountKey } from '../domain/ledger/accounts.js';
-import { debitAllowed, type PostingKind, transferProblem } from '../domain/ledger/postings.js';
+import {
+  amountTooLarge,
+  balancesWithinLimit,
+  debitAllowed,
+  LEDGER_BALANCE_MAX_MICRO,
+  MAX_TRANSFER_MICRO,
+  type PostingKind,
+  transferProblem,
+} from '../domain/ledger/postings.js';
 import { DomainError } from '../errors.js';
 import type { Executor, Store, Tx } from './db.js';
 import { inTransactionWithRetry, type TransactionOptions } from './transaction.js';
@@ -42,6 +50,12 @@ interface LockedAccount {
 export async function transfer(trx: Tx, input: TransferInput): Promise<TransferResult> {
   const problem = transferProblem(input);
   if (problem) throw new RangeError(`invalid ledger transfer: ${problem}`);
+  if (amountTooLarge(input.amountMicro)) {
+    throw new DomainError(
+      'AMOUNT_TOO_LARGE',
+      `The amount ${input.amountMicro} micro is more than one transfer may move (${MAX_TRANSFER_MICRO}).`,
+    );
+  }
   const fromKey = ledgerAccountKey(input.from.owner, input.from.kind);
   const toKey = ledgerAccountKey(input.to.owner, input.to.kind);
   const at = input.at.toISOString();
@@ -61,14 +75,18 @@ export async function transfer(trx: Tx, input: TransferInput): Promise<TransferR
 
   const externalRef = input.externalRef ?? null;
   const debitOk = debitAllowed(input.from.kind, from.balance_micro, input.amountMicro);
-  if (!debitOk) {
+  const withinLimit = balancesWithinLimit(from.balance_micro - input.amountMicro, to.balance_micro + input.amountMicro);
+  if (!debitOk || !withinLimit) {
     // A repeat of an already-posted reference is answered even if the money has moved on since.
     const existing = externalRef === null ? undefined : await findByExternalRef(trx, externalRef);
     if (existing) return repeated(existing, input, fromKey, toKey, from, to);
-    throw new DomainError(
-      'INSUFFICIENT_BALANCE',
-      input.from.kind === 'available' ? 'The available balance is too low.' : `The ${input.from.kind} balance is too low.`,
-    );
+    if (!debitOk) {
+      throw new DomainError(
+        'INSUFFICIENT_BALANCE',
+        input.from.kind === 'available' ? 'The available balance is too low.' : `The ${input.from.kind} balance is too low.`,
+      );
+    }
+    throw new DomainError('BALANCE_LIMIT_EXCEEDED', `No ledger balance may pass ${LEDGER_BALANCE_MAX_MICRO} micro either way.`);
   }
 
   const postingId = randomUUID();

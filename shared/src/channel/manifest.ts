@@ -1,12 +1,12 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { DecimalString, Uuid } from '../formats.js';
+import { ByteCount, Uuid } from '../formats.js';
 
 /** What an agent reports about its machine at enrollment (and may refresh later). Self-reported: evidence, not authority. */
 export const GpuManifest = Type.Object(
   {
     pci_address: Type.String({ minLength: 1, maxLength: 32 }),
     model: Type.String({ minLength: 1, maxLength: 200 }),
-    vram_bytes: DecimalString,
+    vram_bytes: ByteCount,
     uuid: Type.Optional(Type.String({ maxLength: 100 })),
   },
   { additionalProperties: false },
@@ -21,8 +21,8 @@ export const MachineManifest = Type.Object(
       { model: Type.String({ maxLength: 200 }), cores: Type.Integer({ minimum: 1, maximum: 4096 }) },
       { additionalProperties: false },
     ),
-    ram_bytes: DecimalString,
-    disk_bytes: DecimalString,
+    ram_bytes: ByteCount,
+    disk_bytes: ByteCount,
     os: Type.String({ maxLength: 200 }),
     driver_version: Type.Optional(Type.String({ maxLength: 64 })),
     cuda_version: Type.Optional(Type.String({ maxLength: 64 })),

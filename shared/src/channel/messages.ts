@@ -1,5 +1,5 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { DecimalString, ImageDigest, Rfc3339Utc, Uuid } from '../formats.js';
+import { COUNTER_MAX, ImageDigest, Int64String, Rfc3339Utc, Uuid } from '../formats.js';
 
 /**
  * The agent channel, protocol version 1 (DESIGN.md "The agent channel").
@@ -31,15 +31,18 @@ export const Frame = Type.Object(
 );
 export type Frame = Static<typeof Frame>;
 
+/** A counter that ends up in a 64-bit column: bounded, so a peer's 1e300 is refused at the codec, not by the store. */
+const Counter = (minimum: number) => Type.Integer({ minimum, maximum: COUNTER_MAX });
+
 const base = <T extends string>(t: T) => ({
   v: Type.Literal(CHANNEL_PROTOCOL_VERSION),
   t: Type.Literal(t),
   sid: Type.String({ minLength: 1, maxLength: 64 }),
-  seq: Type.Integer({ minimum: 1 }),
+  seq: Counter(1),
 });
 
 /** Per-machine reliable message id, persisted by the agent; starts at 1. */
-const MessageId = Type.Integer({ minimum: 1 });
+const MessageId = Counter(1);
 
 // ---- control plane -> agent ----
 
@@ -55,7 +58,7 @@ export const WelcomeMessage = Type.Object(
     ...base('welcome'),
     machine_id: Uuid,
     /** Highest agent message id the control plane has applied: the agent drops these from its queue and resends the rest. */
-    acked_upto: Type.Integer({ minimum: 0 }),
+    acked_upto: Counter(0),
     heartbeat_interval_s: Type.Integer({ minimum: 1 }),
     telemetry_interval_s: Type.Integer({ minimum: 1 }),
     server_time: Rfc3339Utc,
@@ -64,13 +67,13 @@ export const WelcomeMessage = Type.Object(
 );
 export type WelcomeMessage = Static<typeof WelcomeMessage>;
 
-export const AckMessage = Type.Object({ ...base('ack'), upto: Type.Integer({ minimum: 0 }) }, { additionalProperties: false });
+export const AckMessage = Type.Object({ ...base('ack'), upto: Counter(0) }, { additionalProperties: false });
 export type AckMessage = Static<typeof AckMessage>;
 
 export const LaunchJobBody = Type.Object(
   {
     job_id: Uuid,
-    fence: DecimalString,
+    fence: Int64String,
     image_digest: ImageDigest,
     /** PCI addresses of the GPUs assigned; empty for no GPU. */
     gpu_pci_addresses: Type.Array(Type.String({ maxLength: 32 }), { maxItems: 64 }),
@@ -100,12 +103,12 @@ export const LaunchJobBody = Type.Object(
 export type LaunchJobBody = Static<typeof LaunchJobBody>;
 
 export const StopJobBody = Type.Object(
-  { job_id: Uuid, fence: DecimalString, reason: Type.String({ maxLength: 500 }), retrieval_window_s: Type.Integer({ minimum: 0 }) },
+  { job_id: Uuid, fence: Int64String, reason: Type.String({ maxLength: 500 }), retrieval_window_s: Type.Integer({ minimum: 0 }) },
   { additionalProperties: false },
 );
 export type StopJobBody = Static<typeof StopJobBody>;
 
-export const CleanJobBody = Type.Object({ job_id: Uuid, fence: DecimalString }, { additionalProperties: false });
+export const CleanJobBody = Type.Object({ job_id: Uuid, fence: Int64String }, { additionalProperties: false });
 export type CleanJobBody = Static<typeof CleanJobBody>;
 
 export const RunNettestBody = Type.Object(
@@ -129,7 +132,7 @@ export type RotateKeyBody = Static<typeof RotateKeyBody>;
 
 const command = <K extends string, B extends TSchema>(kind: K, body: B) =>
   Type.Object(
-    { ...base('command'), command_seq: Type.Integer({ minimum: 1 }), command_id: Uuid, kind: Type.Literal(kind), body },
+    { ...base('command'), command_seq: Counter(1), command_id: Uuid, kind: Type.Literal(kind), body },
     { additionalProperties: false },
   );
 
@@ -158,7 +161,7 @@ export const HelloMessage = Type.Object(
     agent_time: Rfc3339Utc,
     agent_version: Type.String({ maxLength: 64 }),
     /** Highest command_seq the agent has applied; the control plane resends what follows. */
-    commands_applied_upto: Type.Integer({ minimum: 0 }),
+    commands_applied_upto: Counter(0),
   },
   { additionalProperties: false },
 );
@@ -168,12 +171,12 @@ export const HeartbeatMessage = Type.Object(
   {
     ...base('heartbeat'),
     at: Rfc3339Utc,
-    uptime_s: Type.Integer({ minimum: 0 }),
+    uptime_s: Counter(0),
     /** The agent's own health verdict: docker reachable, disk not full, collectors alive. */
     healthy: Type.Boolean(),
     problems: Type.Array(Type.String({ maxLength: 200 }), { maxItems: 16 }),
     running_jobs: Type.Array(
-      Type.Object({ job_id: Uuid, fence: DecimalString, container_state: Type.String({ maxLength: 32 }) }, { additionalProperties: false }),
+      Type.Object({ job_id: Uuid, fence: Int64String, container_state: Type.String({ maxLength: 32 }) }, { additionalProperties: false }),
       { maxItems: 64 },
     ),
   },
@@ -219,12 +222,12 @@ export const MeterReceiptMessage = Type.Object(
     ...base('meter_receipt'),
     id: MessageId,
     job_id: Uuid,
-    fence: DecimalString,
+    fence: Int64String,
     /** Per job and fence, from 1, each receipt the next. */
-    meter_seq: Type.Integer({ minimum: 1 }),
+    meter_seq: Counter(1),
     period_start: Rfc3339Utc,
     period_end: Rfc3339Utc,
-    runtime_ms: DecimalString,
+    runtime_ms: Int64String,
     final: Type.Boolean(),
   },
   { additionalProperties: false },
@@ -236,7 +239,7 @@ export const JobStatusMessage = Type.Object(
     ...base('job_status'),
     id: MessageId,
     job_id: Uuid,
-    fence: DecimalString,
+    fence: Int64String,
     status: Type.Union(['accepted', 'pulling', 'starting', 'ready', 'exited', 'stopped', 'cleaned', 'failed'].map((s) => Type.Literal(s))),
     at: Rfc3339Utc,
     detail: Type.Optional(Type.String({ maxLength: 2000 })),
@@ -277,7 +280,7 @@ export const NettestReceiptMessage = Type.Object(
     id: MessageId,
     command_id: Uuid,
     measured_at: Rfc3339Utc,
-    duration_ms: Type.Integer({ minimum: 0 }),
+    duration_ms: Counter(0),
     download_mbps: Type.Optional(Type.Number({ minimum: 0 })),
     upload_mbps: Type.Optional(Type.Number({ minimum: 0 })),
     latency_ms: Type.Optional(Type.Number({ minimum: 0 })),
@@ -287,10 +290,7 @@ export const NettestReceiptMessage = Type.Object(
 );
 export type NettestReceiptMessage = Static<typeof NettestReceiptMessage>;
 
-export const CommandAckMessage = Type.Object(
-  { ...base('command_ack'), upto: Type.Integer({ minimum: 0 }) },
-  { additionalProperties: false },
-);
+export const CommandAckMessage = Type.Object({ ...base('command_ack'), upto: Counter(0) }, { additionalProperties: false });
 export type CommandAckMessage = Static<typeof CommandAckMessage>;
 
 export const AgentMessage = Type.Union([

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { DecimalString, EvmAddress, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
+import { EvmAddress, Int64String, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
 
 // Accounts, sessions, step-up, API keys, integrations, deletion requests and withdrawal addresses.
 
@@ -185,7 +185,7 @@ export const WithdrawalAddress = Type.Object(
     label: Nullable(Type.String()),
     network: Type.String(),
     /** Bumped when the address is removed, so a transfer pinned to an older version is not paid automatically. */
-    version: DecimalString,
+    version: Int64String,
     created_at: Rfc3339Utc,
   },
   { additionalProperties: false },

@@ -1,14 +1,14 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { MicroAmount } from '../formats.js';
+import { MicroTotal } from '../formats.js';
 import { DepositPage } from './deposits.js';
 
 /** `GET /api/v1/billing/balance`: the caller's prepaid balance. */
 export const BillingBalance = Type.Object(
   {
     /** Spendable now. */
-    available_micro: MicroAmount,
+    available_micro: MicroTotal,
     /** Reserved by the caller's jobs (the sum of their holds); returns to available as jobs close. */
-    held_micro: MicroAmount,
+    held_micro: MicroTotal,
     currency: Type.Literal('USDC'),
     /** The caller's deposits, newest first; `cursor` and `limit` in the query page them. */
     deposits: DepositPage,

@@ -1,6 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { MachineManifest } from '../channel/manifest.js';
-import { DecimalString, MicroAmount, Nullable, Rfc3339Utc, Sha256Hash, Uuid } from '../formats.js';
+import { ByteCount, DecimalString, Int64String, MicroAmount, MicroTotal, Nullable, Rfc3339Utc, Sha256Hash, Uuid } from '../formats.js';
 import { PageQuery } from './common.js';
 import { TemplateFit } from './templates.js';
 
@@ -146,14 +146,14 @@ export const OfferCommitRequest = Type.Object(
     available_until: Rfc3339Utc,
     maintenance_windows: Type.Optional(Type.Array(MaintenanceWindow, { maxItems: OFFER_MAINTENANCE_WINDOWS_MAX })),
     /** The version this commit replaces; "0" for the first. */
-    expected_version: DecimalString,
+    expected_version: Int64String,
   },
   { additionalProperties: false },
 );
 export type OfferCommitRequest = Static<typeof OfferCommitRequest>;
 
 export const OfferCommitted = Type.Object(
-  { machine_id: Uuid, offer_id: Uuid, offer_version: DecimalString },
+  { machine_id: Uuid, offer_id: Uuid, offer_version: Int64String },
   { additionalProperties: false },
 );
 export type OfferCommitted = Static<typeof OfferCommitted>;
@@ -167,21 +167,21 @@ export const OfferSummary = Type.Object(
     offer_id: Uuid,
     machine_id: Uuid,
     observed_at: Rfc3339Utc,
-    offer_version: DecimalString,
+    offer_version: Int64String,
     /** The version to name as expected when acting on exactly this offer version. */
-    expected_version: DecimalString,
+    expected_version: Int64String,
     readiness: OfferReadiness,
-    total_rate_micro_per_hour: MicroAmount,
+    total_rate_micro_per_hour: MicroTotal,
     included_quotas: IncludedQuotas,
     available_from: Rfc3339Utc,
     available_until: Rfc3339Utc,
     maintenance_windows: Type.Array(MaintenanceWindow),
     gpu_count: Type.Optional(Type.Integer({ minimum: 1 })),
     model: Type.Optional(Type.String()),
-    vram_bytes: Type.Optional(DecimalString),
-    ram_bytes: Type.Optional(DecimalString),
-    disk_bytes: Type.Optional(DecimalString),
-    measured_bandwidth_mbps: Type.Optional(DecimalString),
+    vram_bytes: Type.Optional(ByteCount),
+    ram_bytes: Type.Optional(ByteCount),
+    disk_bytes: Type.Optional(ByteCount),
+    measured_bandwidth_mbps: Type.Optional(Int64String),
     region: Type.Optional(Type.String()),
     template_compatibility: Type.Optional(Type.Array(Type.String())),
     manifest_hash: Type.Optional(Sha256Hash),
@@ -197,11 +197,14 @@ export const OfferListQuery = Type.Object(
     ...PageQuery.properties,
     /** Exact manifest model, e.g. "NVIDIA GeForce RTX 4090". */
     gpu_model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
-    /** Machines whose every GPU has at least this much VRAM. */
+    /** Machines whose every GPU has at least this much VRAM. A filter, not a size: any value is accepted. */
     min_vram_bytes: Type.Optional(DecimalString),
     region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
-    /** On the total rate (platform fee included), the price a renter pays. */
-    max_rate_micro_per_hour: Type.Optional(MicroAmount),
+    /**
+     * On the total rate (platform fee included), the price a renter pays. A filter, not an amount: any value is
+     * accepted (one past every rate selects like the largest).
+     */
+    max_rate_micro_per_hour: Type.Optional(DecimalString),
     /** Offers whose availability covers this instant, outside maintenance. */
     available_at: Type.Optional(Rfc3339Utc),
     /** Adds `fit` to every offer: how the template's VRAM needs meet the machine's measured devices. */
@@ -233,10 +236,10 @@ export type NetworkFacts = Static<typeof NetworkFacts>;
 export const MachineOffer = Type.Object(
   {
     offer_id: Uuid,
-    offer_version: DecimalString,
+    offer_version: Int64String,
     rate_micro_per_hour: MicroAmount,
     /** What renters see: the rate with the platform fee. */
-    total_rate_micro_per_hour: MicroAmount,
+    total_rate_micro_per_hour: MicroTotal,
     platform_fee_bps: Type.Integer({ minimum: 0 }),
     included_quotas: IncludedQuotas,
     available_from: Rfc3339Utc,
@@ -246,7 +249,7 @@ export const MachineOffer = Type.Object(
     /** True for the offer seeded at go-live, until the host commits its own. */
     seeded: Type.Boolean(),
     readiness: OfferReadiness,
-    measured_bandwidth_mbps: Nullable(DecimalString),
+    measured_bandwidth_mbps: Nullable(Int64String),
     committed_at: Rfc3339Utc,
   },
   { additionalProperties: false },

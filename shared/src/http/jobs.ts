@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { DecimalString, MicroAmount, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
+import { Int64String, MicroAmount, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
 import { PageQuery } from './common.js';
 import { JOB_DURATION_LIMIT_MAX_S } from './quotes.js';
 
@@ -89,11 +89,11 @@ export const Job = Type.Object(
     state: JobState,
     cumulative_charge_micro: MicroAmount,
     funded_through: Rfc3339Utc,
-    budget_version: DecimalString,
+    budget_version: Int64String,
     machine_id: Type.Optional(Uuid),
-    fence: Type.Optional(DecimalString),
+    fence: Type.Optional(Int64String),
     rate_micro_per_hour: Type.Optional(MicroAmount),
-    accepted_runtime_ms: Type.Optional(DecimalString),
+    accepted_runtime_ms: Type.Optional(Int64String),
     meter_started_at: Type.Optional(Nullable(Rfc3339Utc)),
     last_meter_receipt_at: Type.Optional(Nullable(Rfc3339Utc)),
     stopped_at: Type.Optional(Nullable(Rfc3339Utc)),
@@ -101,7 +101,7 @@ export const Job = Type.Object(
     gpu_model: Type.Optional(Type.String()),
     gpu_count: Type.Optional(Type.Integer()),
     template: Type.Optional(JobTemplateSummary),
-    job_version: DecimalString,
+    job_version: Int64String,
     funded_budget_micro: MicroAmount,
     duration_limit_s: Type.Integer({ minimum: 1 }),
     /** Why the job stopped or failed; null while it has not. */
@@ -168,15 +168,15 @@ export const BudgetExtensionRequest = Type.Object(
   {
     additional_budget_micro: MicroAmount,
     new_duration_limit_s: Type.Integer({ minimum: 1, maximum: JOB_DURATION_LIMIT_MAX_S }),
-    expected_job_version: DecimalString,
-    expected_budget_version: DecimalString,
+    expected_job_version: Int64String,
+    expected_budget_version: Int64String,
   },
   { additionalProperties: false },
 );
 export type BudgetExtensionRequest = Static<typeof BudgetExtensionRequest>;
 
 export const BudgetExtensionResult = Type.Object(
-  { job_id: Uuid, budget_version: DecimalString, funded_budget_micro: MicroAmount },
+  { job_id: Uuid, budget_version: Int64String, funded_budget_micro: MicroAmount },
   { additionalProperties: false },
 );
 export type BudgetExtensionResult = Static<typeof BudgetExtensionResult>;

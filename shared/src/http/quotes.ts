@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { DecimalString, ImageDigest, MicroAmount, Rfc3339Utc, Sha256Hash, Uuid } from '../formats.js';
+import { ImageDigest, Int64String, MicroAmount, MicroTotal, Rfc3339Utc, Sha256Hash, Uuid } from '../formats.js';
 
 // Quotes (contract part 2 "Quote", part 8 "Quote lifetime"): a binding price for one offer, valid 60 seconds.
 
@@ -23,7 +23,7 @@ export const QuoteRequest = Type.Object(
     budget_micro: Type.Optional(MicroAmount),
     template_id: Type.Optional(Uuid),
     image_digest: Type.Optional(ImageDigest),
-    expected_version: Type.Optional(DecimalString),
+    expected_version: Type.Optional(Int64String),
   },
   { additionalProperties: false },
 );
@@ -47,7 +47,7 @@ export const Quote = Type.Object(
     included_disk_gib: Type.Optional(Type.Integer({ minimum: 0 })),
     included_egress_gib: Type.Optional(Type.Integer({ minimum: 0 })),
     template_id: Type.Optional(Uuid),
-    estimated_total_micro: Type.Optional(MicroAmount),
+    estimated_total_micro: Type.Optional(MicroTotal),
   },
   { additionalProperties: false },
 );

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { DecimalString, ImageDigest, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
+import { ByteCount, DecimalString, ImageDigest, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
 import { PageQuery } from './common.js';
 
 // The public template catalog (contract part 2 "Template", "TemplateFit"; part 4 "Catalog").
@@ -35,8 +35,8 @@ export const TEMPLATE_LIMITS = {
 /** VRAM needed per device: every assigned device must have at least min_vram_bytes. */
 export const TemplateVramFit = Type.Object(
   {
-    min_vram_bytes: DecimalString,
-    recommended_vram_bytes: Type.Optional(DecimalString),
+    min_vram_bytes: ByteCount,
+    recommended_vram_bytes: Type.Optional(ByteCount),
   },
   { additionalProperties: false },
 );
@@ -135,15 +135,15 @@ export const TemplateFit = Type.Object(
   {
     template_id: Uuid,
     fits: Type.Boolean(),
-    min_vram_bytes: DecimalString,
-    recommended_vram_bytes: Type.Optional(DecimalString),
+    min_vram_bytes: ByteCount,
+    recommended_vram_bytes: Type.Optional(ByteCount),
     /** Smallest measured VRAM across the machine's devices; null when the machine reports no device. */
-    device_vram_bytes: Nullable(DecimalString),
+    device_vram_bytes: Nullable(ByteCount),
     device_count: Type.Integer({ minimum: 0 }),
     /** device_vram_bytes - min_vram_bytes when it fits, else "0". */
-    headroom_bytes: DecimalString,
+    headroom_bytes: ByteCount,
     /** min_vram_bytes - device_vram_bytes (or min_vram_bytes without devices) when it does not fit, else "0". */
-    shortfall_bytes: DecimalString,
+    shortfall_bytes: ByteCount,
     /** Present when the template names recommended_vram_bytes. */
     meets_recommended: Type.Optional(Type.Boolean()),
   },
@@ -156,6 +156,7 @@ export const TemplateListQuery = Type.Object(
   {
     ...PageQuery.properties,
     kind: Type.Optional(TemplateKind),
+    /** A filter, not a size: any value is accepted (one past every stored size selects like the largest). */
     min_vram_bytes: Type.Optional(DecimalString),
     backend: Type.Optional(TemplateBackend),
   },

@@ -1,3 +1,4 @@
+import { MICRO_AMOUNT_MAX } from '@ark/shared';
 import { type LedgerAccountKind, type LedgerAccountRef, mayGoNegative } from './accounts.js';
 
 /**
@@ -32,8 +33,16 @@ export const POSTING_RULES = {
 export type PostingKind = keyof typeof POSTING_RULES;
 export const POSTING_KINDS = Object.keys(POSTING_RULES) as PostingKind[];
 
-/** No single posting moves more than a billion USDC; keeps every balance far inside int8. */
-export const MAX_TRANSFER_MICRO = 1_000_000_000_000_000n;
+/**
+ * No single posting moves more than a billion USDC: the wire's MicroAmount bound. A larger amount is refused as
+ * AMOUNT_TOO_LARGE (the caller's input, never a 500).
+ */
+export const MAX_TRANSFER_MICRO = MICRO_AMOUNT_MAX;
+/**
+ * No balance goes past 10^18 micro (a trillion USDC) either way: a credit or debit that would is refused as
+ * BALANCE_LIMIT_EXCEEDED. Keeps every cached balance, and sums of a few of them, inside int8 (9.2 * 10^18).
+ */
+export const LEDGER_BALANCE_MAX_MICRO = 1_000_000_000_000_000_000n;
 /** Longest reference and external reference accepted. */
 export const MAX_REFERENCE_LENGTH = 300;
 
@@ -49,10 +58,10 @@ export interface TransferShape {
 /**
  * Why a transfer is malformed, or null when it is well formed. Malformed transfers are programming
  * errors (callers validate user input first), so the store throws on them rather than answering.
+ * An amount past MAX_TRANSFER_MICRO is not malformed but refused (amountTooLarge): it can come from the wire.
  */
 export function transferProblem(t: TransferShape): string | null {
   if (typeof t.amountMicro !== 'bigint' || t.amountMicro <= 0n) return 'amount must be a positive bigint';
-  if (t.amountMicro > MAX_TRANSFER_MICRO) return `amount exceeds ${MAX_TRANSFER_MICRO}`;
   const rule = (POSTING_RULES as Record<string, { from: readonly string[]; to: readonly string[] } | undefined>)[t.kind];
   if (!rule) return `unknown posting kind ${t.kind}`;
   if (!rule.from.includes(t.from.kind)) return `a ${t.kind} posting cannot debit a ${t.from.kind} account`;
@@ -63,6 +72,17 @@ export function transferProblem(t: TransferShape): string | null {
     return 'externalRef must be 1..300 characters';
   }
   return null;
+}
+
+/** Is the amount more than one posting may move? */
+export function amountTooLarge(amountMicro: bigint): boolean {
+  return amountMicro > MAX_TRANSFER_MICRO;
+}
+
+/** Do both balances after a transfer stay within LEDGER_BALANCE_MAX_MICRO (either sign)? */
+export function balancesWithinLimit(fromBalanceAfterMicro: bigint, toBalanceAfterMicro: bigint): boolean {
+  const within = (b: bigint) => b <= LEDGER_BALANCE_MAX_MICRO && b >= -LEDGER_BALANCE_MAX_MICRO;
+  return within(fromBalanceAfterMicro) && within(toBalanceAfterMicro);
 }
 
 /** Is this debit allowed given the account's current balance? */
