@@ -1,69 +1,108 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
+import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
+import { logMailer } from '../mail.js';
 import { openConfiguredStore } from '../runtime.js';
+import { buildServices } from '../services/index.js';
+import { accountCommands } from './accounts.js';
+import { chainCommands } from './chain.js';
+import { type CliCommand, type CliContext, type CliValues, refusalLines } from './context.js';
+import { hostCommands } from './hosts.js';
+import { jobCommands } from './jobs.js';
+import { ledgerCommands } from './ledger.js';
+import { templateCommands } from './templates.js';
 
-export interface CliContext {
+export { type CliCommand, type CliContext, CliRefusal } from './context.js';
+
+/** What main.ts hands the CLI: the configuration, a logger and how to serve; the clock and output for tests. */
+export interface CliEnvironment {
   config: Config;
   logger: Logger;
+  /** `ark-cp serve`: builds its own runtime and listens until a signal. */
   serve(): Promise<number>;
+  clock?: Clock;
+  out?: (text: string) => void;
+  err?: (text: string) => void;
 }
 
-export type CliCommand = {
-  /** e.g. "accounts create" */
-  name: string;
-  usage: string;
-  options: NonNullable<Parameters<typeof parseArgs>[0]>['options'];
-  run(values: Record<string, string | boolean | (string | boolean)[] | undefined>, ctx: CliContext): Promise<number>;
+const migrateCommand: CliCommand = {
+  name: 'migrate',
+  usage: 'migrate',
+  options: {},
+  // Opening the configured store migrated it.
+  async run(_values, ctx) {
+    ctx.out(`migrations applied (${ctx.store.dialect})\n`);
+    return 0;
+  },
 };
 
-const commands: CliCommand[] = [
-  { name: 'serve', usage: 'serve', options: {}, run: (_v, ctx) => ctx.serve() },
-  {
-    name: 'migrate',
-    usage: 'migrate',
-    options: {},
-    async run(_v, ctx) {
-      const store = await openConfiguredStore(ctx.config);
-      await store.close();
-      process.stdout.write(`migrations applied (${store.dialect})\n`);
-      return 0;
-    },
-  },
+/** Every operator command, in the order `help` lists them (after `serve`). */
+const COMMANDS: readonly CliCommand[] = [
+  migrateCommand,
+  ...accountCommands,
+  ...templateCommands,
+  ...ledgerCommands,
+  ...hostCommands,
+  ...jobCommands,
+  ...chainCommands,
 ];
 
-/** Areas add their operator commands here. */
-export function registerCliCommands(more: CliCommand[]): void {
-  commands.push(...more);
-}
-
 function usage(): string {
-  return `usage: ark-cp <command>\n\ncommands:\n${commands.map((c) => `  ${c.usage}`).join('\n')}\n`;
+  return `usage: ark-cp <command>\n\ncommands:\n  serve\n${COMMANDS.map((c) => `  ${c.usage}`).join('\n')}\n`;
 }
 
-export async function runCli(argv: string[], ctx: CliContext): Promise<number> {
-  await import('./commands.js');
-  const command = [...commands]
-    .sort((a, b) => b.name.length - a.name.length)
-    .find((c) => {
-      const words = c.name.split(' ');
-      return words.every((w, i) => argv[i] === w);
-    });
+/** The command named by the longest matching prefix of argv ("accounts create" before "accounts"). */
+function commandOf(argv: readonly string[]): CliCommand | undefined {
+  return [...COMMANDS].sort((a, b) => b.name.length - a.name.length).find((c) => c.name.split(' ').every((word, i) => argv[i] === word));
+}
+
+export async function runCli(argv: string[], env: CliEnvironment): Promise<number> {
+  const out = env.out ?? ((text: string) => void process.stdout.write(text));
+  const err = env.err ?? ((text: string) => void process.stderr.write(text));
   if (argv.length === 0 || ['help', '--help', '-h'].includes(argv[0] ?? '')) {
-    process.stdout.write(usage());
+    out(usage());
     return 0;
   }
-  if (!command) {
-    process.stderr.write(`ark-cp: unknown command "${argv.join(' ')}"\n\n${usage()}`);
+  const command = argv[0] === 'serve' ? null : commandOf(argv);
+  const name = command?.name ?? 'serve';
+  if (command === undefined) {
+    err(`ark-cp: unknown command "${argv.join(' ')}"\n\n${usage()}`);
     return 2;
   }
-  const rest = argv.slice(command.name.split(' ').length);
-  let values: Record<string, string | boolean | (string | boolean)[] | undefined>;
+  let values: CliValues;
   try {
-    values = parseArgs({ args: rest, options: command.options ?? {}, strict: true, allowPositionals: false }).values;
+    const rest = argv.slice(name.split(' ').length);
+    values = parseArgs({ args: rest, options: command?.options ?? {}, strict: true, allowPositionals: false }).values;
   } catch (error) {
-    process.stderr.write(`ark-cp ${command.name}: ${(error as Error).message}\nusage: ark-cp ${command.usage}\n`);
+    err(`ark-cp ${name}: ${(error as Error).message}\nusage: ark-cp ${command?.usage ?? 'serve'}\n`);
     return 2;
   }
-  return command.run(values, ctx);
+  if (command === null) return env.serve();
+  return runOverStore(command, values, { ...env, out, err });
+}
+
+/** Opens the configured store, builds the services over it, runs the command, and closes both whatever happens. */
+async function runOverStore(
+  command: CliCommand,
+  values: CliValues,
+  env: CliEnvironment & Pick<CliContext, 'out' | 'err'>,
+): Promise<number> {
+  const { config, logger } = env;
+  const clock = env.clock ?? systemClock;
+  const store = await openConfiguredStore(config);
+  // Operator commands send no mail of their own; anything that would goes to the log.
+  const services = buildServices({ store, clock, config, mailer: logMailer((line) => logger.info(line)), logger });
+  const ctx: CliContext = { config, logger, clock, store, services, out: env.out, err: env.err };
+  try {
+    return await command.run(values, ctx);
+  } catch (error) {
+    const lines = refusalLines(error);
+    if (lines === null) throw error;
+    for (const line of lines) ctx.err(`ark-cp ${command.name}: ${line}\n`);
+    return 1;
+  } finally {
+    await services.close();
+    await store.close();
+  }
 }

@@ -4,6 +4,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { loadConfig } from '../config.js';
 import { ledgerAccounts } from '../domain/ledger/accounts.js';
@@ -12,7 +13,10 @@ import { insertAccount } from '../store/accounts.js';
 import type { Store } from '../store/db.js';
 import { balanceOf, balancesOfOwner, postingsByReference, runTransfer, verifyLedger } from '../store/ledger.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import { balanceCommand, creditCommand, LedgerCliRefusal, ledgerCommands } from './ledger.js';
+import { CliRefusal } from './context.js';
+import { runCli } from './index.js';
+import { balanceCommand, creditCommand } from './ledger.js';
+import { type TestCliContext, testCliContext } from './testing.js';
 
 const now = new Date('2026-04-01T08:00:00.000Z');
 
@@ -24,23 +28,27 @@ async function seedRenter(store: Store): Promise<{ id: string; email: string }> 
 
 describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
   let store: TestStore;
+  let cli: TestCliContext;
   beforeAll(async () => {
     store = await createTestStore(dialect);
+    cli = testCliContext(store, now);
   });
   afterAll(async () => {
+    await cli.close();
     await store.destroy();
   });
 
   it('credits available from adjustment, audited in the same transaction', async () => {
     const renter = await seedRenter(store);
     // The operator may type the email in any case, with stray spaces.
-    const out = await creditCommand(
-      store,
-      { email: `  ${renter.email.toUpperCase()} `, amountMicro: '5000000', reason: 'launch credit', operator: 'ops' },
-      now,
-    );
+    const out = await creditCommand(cli, {
+      email: `  ${renter.email.toUpperCase()} `,
+      amountMicro: '5000000',
+      reason: 'launch credit',
+      operator: 'ops',
+    });
     expect(out).toEqual({ account_id: renter.id, posting_id: expect.any(String), available_micro: '5000000' });
-    const again = await creditCommand(store, { email: renter.email, amountMicro: '250', reason: 'goodwill', operator: 'ops' }, now);
+    const again = await creditCommand(cli, { email: renter.email, amountMicro: '250', reason: 'goodwill', operator: 'ops' });
     expect(again.available_micro).toBe('5000250');
     expect(await balancesOfOwner(store.db, renter.id)).toEqual({ availableMicro: 5_000_250n, heldMicro: 0n, payableMicro: 0n });
     expect(await balanceOf(store.db, ledgerAccounts.adjustment())).toBe(-5_000_250n);
@@ -89,8 +97,8 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
       [{ reason: 'x'.repeat(501) }, /--reason/],
     ];
     for (const [override, message] of refusals) {
-      const attempt = creditCommand(store, { email: renter.email, amountMicro: '10', reason: 'r', ...override }, now);
-      await expect(attempt).rejects.toThrow(LedgerCliRefusal);
+      const attempt = creditCommand(cli, { email: renter.email, amountMicro: '10', reason: 'r', ...override });
+      await expect(attempt).rejects.toThrow(CliRefusal);
       await expect(attempt).rejects.toThrow(message);
     }
     const after = await store.db
@@ -103,7 +111,7 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
 
   it("shows an account's available, held and payable balances", async () => {
     const renter = await seedRenter(store);
-    await creditCommand(store, { email: renter.email, amountMicro: '700', reason: 'r', operator: 'ops' }, now);
+    await creditCommand(cli, { email: renter.email, amountMicro: '700', reason: 'r', operator: 'ops' });
     await runTransfer(store, {
       from: ledgerAccounts.available(renter.id),
       to: ledgerAccounts.payable(renter.id),
@@ -112,13 +120,13 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
       reference: `test-${randomUUID()}`,
       at: now,
     });
-    expect(await balanceCommand(store, { email: ` ${renter.email.toUpperCase()}` })).toEqual({
+    expect(await balanceCommand(cli, { email: ` ${renter.email.toUpperCase()}` })).toEqual({
       account_id: renter.id,
       available_micro: '500',
       held_micro: '0',
       payable_micro: '200',
     });
-    await expect(balanceCommand(store, { email: 'nobody@example.test' })).rejects.toThrow(/no account with email/);
+    await expect(balanceCommand(cli, { email: 'nobody@example.test' })).rejects.toThrow(/no account with email/);
   });
 
   it('runs as `ledger credit` and `ledger verify` against the configured store', async () => {
@@ -141,24 +149,22 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
       return true;
     });
     try {
-      const ctx = { config, logger: undefined as never, serve: async () => 0 };
-      const credit = ledgerCommands.find((c) => c.name === 'ledger credit');
-      const verify = ledgerCommands.find((c) => c.name === 'ledger verify');
-      const balance = ledgerCommands.find((c) => c.name === 'ledger balance');
-      expect(await credit?.run({ email: renter.email, 'amount-micro': '1200', reason: 'test' }, ctx)).toBe(0);
+      const env = { config, logger: pino({ level: 'silent' }), serve: async () => 0 };
+      const run = (...argv: string[]) => runCli(argv, env);
+      expect(await run('ledger', 'credit', '--email', renter.email, '--amount-micro', '1200', '--reason', 'test')).toBe(0);
       const printed = JSON.parse(writes.join(''));
       expect(printed).toEqual({ account_id: renter.id, posting_id: expect.any(String), available_micro: '1200' });
       writes.length = 0;
-      expect(await credit?.run({ email: 'missing@example.test', 'amount-micro': '1', reason: 'x' }, ctx)).toBe(1);
+      expect(await run('ledger', 'credit', '--email', 'missing@example.test', '--amount-micro', '1', '--reason', 'x')).toBe(1);
       expect(writes.join('')).toMatch(/^stderr:ark-cp ledger credit: no account with email/);
       writes.length = 0;
-      expect(await credit?.run({ email: renter.email, reason: 'x' }, ctx)).toBe(1);
+      expect(await run('ledger', 'credit', '--email', renter.email, '--reason', 'x')).toBe(1);
       expect(writes.join('')).toMatch(/--amount-micro is required/);
       writes.length = 0;
-      expect(await balance?.run({ email: renter.email }, ctx)).toBe(0);
+      expect(await run('ledger', 'balance', '--email', renter.email)).toBe(0);
       expect(JSON.parse(writes.join(''))).toEqual({ account_id: renter.id, available_micro: '1200', held_micro: '0', payable_micro: '0' });
       writes.length = 0;
-      expect(await verify?.run({}, ctx)).toBe(0);
+      expect(await run('ledger', 'verify')).toBe(0);
       expect(JSON.parse(writes.join(''))).toMatchObject({ ok: true, sum_micro: '0', discrepancies: [] });
     } finally {
       out.mockRestore();

@@ -1,22 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
-import { sql } from 'kysely';
-import { systemClock } from '../clock.js';
-import { ledgerAccounts } from '../domain/ledger/accounts.js';
 import { MAX_TRANSFER_MICRO } from '../domain/ledger/postings.js';
-import { DomainError } from '../errors.js';
-import { openConfiguredStore } from '../runtime.js';
-import { appendAudit } from '../store/audit.js';
-import type { Store } from '../store/db.js';
-import { balancesOfOwner, inTransactionWithRetry, transfer, verifyLedger } from '../store/ledger.js';
-import { type CliCommand, registerCliCommands } from './index.js';
+import { type CliCommand, type CliContext, CliRefusal, printJson, required } from './context.js';
 
 // Operator commands for the ledger. `ledger credit` stands in for deposits until they exist.
-
-type Values = Parameters<CliCommand['run']>[0];
-
-/** A refusal the operator can act on: printed to stderr, exit code 1. */
-export class LedgerCliRefusal extends Error {}
 
 const DECIMAL = /^[1-9][0-9]{0,18}$/;
 const MAX_REASON_LENGTH = 500;
@@ -36,39 +22,25 @@ export interface CreditOutput {
   available_micro: string;
 }
 
+/** The account an operator names by email (any case, stray spaces), or a refusal. */
+async function accountIdOf(ctx: Pick<CliContext, 'services'>, email: string): Promise<string> {
+  const account = await ctx.services.accounts.accountWithEmail(email);
+  if (!account) throw new CliRefusal(`no account with email "${email}"`);
+  return account.id;
+}
+
 /** `ledger credit`: an audited adjustment -> available posting, both in one transaction. */
-export async function creditCommand(store: Store, input: CreditInput, now: Date): Promise<CreditOutput> {
+export async function creditCommand(ctx: Pick<CliContext, 'services'>, input: CreditInput): Promise<CreditOutput> {
   if (!DECIMAL.test(input.amountMicro))
-    throw new LedgerCliRefusal(`--amount-micro must be a positive whole number of micro-USDC, got "${input.amountMicro}"`);
+    throw new CliRefusal(`--amount-micro must be a positive whole number of micro-USDC, got "${input.amountMicro}"`);
   const amountMicro = BigInt(input.amountMicro);
-  if (amountMicro > MAX_TRANSFER_MICRO) throw new LedgerCliRefusal(`--amount-micro must be at most ${MAX_TRANSFER_MICRO}`);
+  if (amountMicro > MAX_TRANSFER_MICRO) throw new CliRefusal(`--amount-micro must be at most ${MAX_TRANSFER_MICRO}`);
   const reason = input.reason.trim();
   if (reason.length === 0 || reason.length > MAX_REASON_LENGTH)
-    throw new LedgerCliRefusal(`--reason must be 1 to ${MAX_REASON_LENGTH} characters`);
-  const email = input.email.trim().toLowerCase();
-  // The accounts module owns the table; a plain lookup keeps this command independent of its code.
-  const found = await sql<{ id: string }>`select id from accounts where email = ${email}`.execute(store.db);
-  const accountId = found.rows[0]?.id;
-  if (!accountId) throw new LedgerCliRefusal(`no account with email "${input.email}"`);
-  const operator = input.operator ?? safeUserName();
-  return inTransactionWithRetry(store, async (trx) => {
-    const posted = await transfer(trx, {
-      from: ledgerAccounts.adjustment(),
-      to: ledgerAccounts.available(accountId),
-      amountMicro,
-      kind: 'adjustment',
-      reference: `credit:${randomUUID()}`,
-      at: now,
-    });
-    await appendAudit(trx, {
-      at: now,
-      actorAccountId: null,
-      action: 'ledger.credited_by_operator',
-      subject: accountId,
-      detail: { posting_id: posted.postingId, amount_micro: amountMicro.toString(), reason, operator },
-    });
-    return { account_id: accountId, posting_id: posted.postingId, available_micro: posted.toBalanceMicro.toString() };
-  });
+    throw new CliRefusal(`--reason must be 1 to ${MAX_REASON_LENGTH} characters`);
+  const accountId = await accountIdOf(ctx, input.email);
+  const credited = await ctx.services.billing.credit({ accountId, amountMicro, reason, operator: input.operator ?? safeUserName() });
+  return { account_id: accountId, posting_id: credited.postingId, available_micro: credited.availableMicro.toString() };
 }
 
 export interface BalanceOutput {
@@ -79,12 +51,9 @@ export interface BalanceOutput {
 }
 
 /** `ledger balance`: an account's balances as the ledger holds them, a host's payable included (no HTTP route shows it yet). */
-export async function balanceCommand(store: Store, input: { email: string }): Promise<BalanceOutput> {
-  const email = input.email.trim().toLowerCase();
-  const found = await sql<{ id: string }>`select id from accounts where email = ${email}`.execute(store.db);
-  const accountId = found.rows[0]?.id;
-  if (!accountId) throw new LedgerCliRefusal(`no account with email "${input.email}"`);
-  const balances = await balancesOfOwner(store.db, accountId);
+export async function balanceCommand(ctx: Pick<CliContext, 'services'>, input: { email: string }): Promise<BalanceOutput> {
+  const accountId = await accountIdOf(ctx, input.email);
+  const balances = await ctx.services.billing.balances(accountId);
   return {
     account_id: accountId,
     available_micro: balances.availableMicro.toString(),
@@ -93,9 +62,9 @@ export async function balanceCommand(store: Store, input: { email: string }): Pr
   };
 }
 
-/** `ledger verify`: every cached balance recomputed from the postings; exit code 1 when anything disagrees. */
-export async function verifyCommand(store: Store) {
-  const report = await verifyLedger(store);
+/** `ledger verify`: every cached balance recomputed from the postings. */
+export async function verifyCommand(ctx: Pick<CliContext, 'services'>) {
+  const report = await ctx.services.billing.verifyLedger();
   return {
     ok: report.ok,
     accounts: report.accounts.toString(),
@@ -118,60 +87,35 @@ function safeUserName(): string {
   }
 }
 
-function required(values: Values, name: string): string {
-  const value = values[name];
-  if (typeof value !== 'string' || value === '') throw new LedgerCliRefusal(`--${name} is required`);
-  return value;
-}
-
-async function withStore(
-  config: Parameters<typeof openConfiguredStore>[0],
-  name: string,
-  run: (store: Store) => Promise<object>,
-): Promise<number> {
-  let store: Store | null = null;
-  try {
-    store = await openConfiguredStore(config);
-    const result = await run(store);
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    return (result as { ok?: unknown }).ok === false ? 1 : 0;
-  } catch (error) {
-    if (error instanceof LedgerCliRefusal || error instanceof DomainError) {
-      process.stderr.write(`ark-cp ${name}: ${error.message}\n`);
-      return 1;
-    }
-    throw error;
-  } finally {
-    await store?.close();
-  }
-}
-
 export const ledgerCommands: CliCommand[] = [
   {
     name: 'ledger credit',
     usage: 'ledger credit --email E --amount-micro N --reason "..."',
     options: { email: { type: 'string' }, 'amount-micro': { type: 'string' }, reason: { type: 'string' } },
-    run: (values, ctx) =>
-      withStore(ctx.config, 'ledger credit', async (store) =>
-        creditCommand(
-          store,
-          { email: required(values, 'email'), amountMicro: required(values, 'amount-micro'), reason: required(values, 'reason') },
-          systemClock.now(),
-        ),
-      ),
+    async run(values, ctx) {
+      const input = { email: required(values, 'email'), amountMicro: required(values, 'amount-micro'), reason: required(values, 'reason') };
+      printJson(ctx, await creditCommand(ctx, input));
+      return 0;
+    },
   },
   {
     name: 'ledger balance',
     usage: 'ledger balance --email E    (available, held and payable, in micro-USDC)',
     options: { email: { type: 'string' } },
-    run: (values, ctx) => withStore(ctx.config, 'ledger balance', (store) => balanceCommand(store, { email: required(values, 'email') })),
+    async run(values, ctx) {
+      printJson(ctx, await balanceCommand(ctx, { email: required(values, 'email') }));
+      return 0;
+    },
   },
   {
     name: 'ledger verify',
     usage: 'ledger verify',
     options: {},
-    run: (_values, ctx) => withStore(ctx.config, 'ledger verify', (store) => verifyCommand(store)),
+    // Exit code 1 when anything disagrees.
+    async run(_values, ctx) {
+      const report = await verifyCommand(ctx);
+      printJson(ctx, report);
+      return report.ok ? 0 : 1;
+    },
   },
 ];
-
-registerCliCommands(ledgerCommands);

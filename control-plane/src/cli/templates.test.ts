@@ -14,7 +14,9 @@ import type { Executor } from '../store/db.js';
 import { insertMachine } from '../store/machines.js';
 import { issueEnrollmentToken } from '../store/pairings.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import { importTemplatesCommand, qualifyTemplateCommand, readImportFile, TemplateCliRefusal } from './templates.js';
+import { CliRefusal } from './context.js';
+import { importTemplatesCommand, qualifyTemplateCommand, readImportFile } from './templates.js';
+import { type TestCliContext, testCliContext } from './testing.js';
 
 const repoRoot = fileURLToPath(new URL('../../../', import.meta.url));
 const examplesPath = join(repoRoot, 'deploy/templates/examples.json');
@@ -60,7 +62,7 @@ async function refusalOf(promise: Promise<unknown>): Promise<string[]> {
   try {
     await promise;
   } catch (error) {
-    if (error instanceof TemplateCliRefusal) return error.problems;
+    if (error instanceof CliRefusal) return error.problems;
     throw error;
   }
   throw new Error('expected a refusal');
@@ -68,18 +70,23 @@ async function refusalOf(promise: Promise<unknown>): Promise<string[]> {
 
 describe.each(DIALECTS)('templates CLI on %s', (dialect) => {
   let store: TestStore;
+  let cli: TestCliContext;
   beforeAll(async () => {
     store = await createTestStore(dialect);
+    cli = testCliContext(store, now);
   });
   afterAll(async () => {
+    await cli.close();
     await store.destroy();
   });
 
   it('imports the examples, then reports them unchanged; audited once', async () => {
-    const first = await importTemplatesCommand(store, examples, now);
+    const first = await importTemplatesCommand(cli, examples);
     expect(first).toMatchObject({ total: 3, created: 3, updated: 0, unchanged: 0 });
     expect(first.templates.map((t) => t.template_id)).toEqual(examples.map((e) => e.template_id));
-    const again = await importTemplatesCommand(store, examples, new Date(now.getTime() + 1000));
+    cli.clock.advance(1000);
+    const again = await importTemplatesCommand(cli, examples);
+    cli.clock.set(now);
     expect(again).toMatchObject({ total: 3, created: 0, updated: 0, unchanged: 3 });
     const audit = await store.db.selectFrom('audit_log').selectAll().where('action', '=', 'template.imported').execute();
     expect(audit).toHaveLength(1);
@@ -93,7 +100,7 @@ describe.each(DIALECTS)('templates CLI on %s', (dialect) => {
     second.spec.ports[0].container_port = 0;
     delete third.spec.engine;
     const bad = [first, second, third];
-    const problems = await refusalOf(importTemplatesCommand(store, bad, now));
+    const problems = await refusalOf(importTemplatesCommand(cli, bad));
     expect(problems).toEqual([
       'templates[1].spec.ports[0].container_port must be >= 1',
       'templates[2].spec.engine is required for kind "model"',
@@ -104,7 +111,7 @@ describe.each(DIALECTS)('templates CLI on %s', (dialect) => {
   it('qualifies a template for a machine, audited, and publishes it', async () => {
     const templateId = examples[0]?.template_id as string;
     const machineId = await seedMachine(store.db, now);
-    const out = await qualifyTemplateCommand(store, { templateId: templateId.toUpperCase(), machineId, reason: 'smoke test passed' }, now);
+    const out = await qualifyTemplateCommand(cli, { templateId: templateId.toUpperCase(), machineId, reason: 'smoke test passed' });
     expect(out).toEqual({
       template_id: templateId,
       machine_id: machineId,
@@ -123,15 +130,15 @@ describe.each(DIALECTS)('templates CLI on %s', (dialect) => {
     expect(audit[0]?.actor_account_id).toBeNull();
     expect(JSON.parse(audit[0]?.detail as string)).toEqual({ machine_id: machineId, reason: 'smoke test passed', via: 'cli' });
 
-    expect(await refusalOf(qualifyTemplateCommand(store, { templateId: 'x', machineId: 'y', reason: '' }, now))).toEqual([
+    expect(await refusalOf(qualifyTemplateCommand(cli, { templateId: 'x', machineId: 'y', reason: '' }))).toEqual([
       '--template must be a UUID, got "x"',
       '--machine must be a UUID, got "y"',
       '--reason must be 1 to 2000 characters',
     ]);
-    await expect(qualifyTemplateCommand(store, { templateId: randomUUID(), machineId, reason: 'r' }, now)).rejects.toThrow(
+    await expect(qualifyTemplateCommand(cli, { templateId: randomUUID(), machineId, reason: 'r' })).rejects.toThrow(
       'No template has this id.',
     );
-    await expect(qualifyTemplateCommand(store, { templateId, machineId: randomUUID(), reason: 'r' }, now)).rejects.toThrow(
+    await expect(qualifyTemplateCommand(cli, { templateId, machineId: randomUUID(), reason: 'r' })).rejects.toThrow(
       'No machine has this id.',
     );
   });

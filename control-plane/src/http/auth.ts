@@ -1,7 +1,8 @@
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
-import type { Authenticator, AuthRequirement, Principal } from './principal.js';
+import type { Authenticator, Principal } from '../domain/accounts/principal.js';
+import type { AuthRequirement } from './principal.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -98,6 +99,12 @@ export function enforce(principal: Principal, requirement: Exclude<AuthRequireme
       throw new DomainError('STEP_UP_REQUIRED', requirement.stepUp === 'totp' ? 'A fresh TOTP step-up is required.' : undefined);
     }
   }
+}
+
+/** The caller of a route that requires authentication (every route not declared 'public'). */
+export function principalOf(request: { principal: Principal | null }): Principal {
+  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
+  return request.principal;
 }
 
 /** Owner-or-admin reads answer 404 to anyone else, so existence never leaks. */

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { AppContext } from '../app.js';
+import type { AppContext } from './context.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../testing/app.js';
 import { DIALECTS } from '../testing/stores.js';
 

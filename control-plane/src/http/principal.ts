@@ -1,20 +1,4 @@
-export type Scope = 'renter' | 'host';
-export type Role = 'renter' | 'host' | 'admin';
-
-/** Who is calling, resolved once per request by the auth plugin. */
-export interface Principal {
-  accountId: string;
-  role: Role;
-  authMethod: 'session' | 'api-key';
-  /** The session or API key row that authenticated this request. */
-  credentialId: string;
-  /** Sessions carry every non-admin scope; keys carry what they were created with. */
-  scopes: ReadonlySet<Scope>;
-  emailVerified: boolean;
-  accountKind: 'human' | 'agent';
-  /** The latest step-up on this credential, if still fresh. */
-  stepUp: { until: Date; method: 'password' | 'totp' | 'wallet' } | null;
-}
+import type { Scope } from '../domain/accounts/principal.js';
 
 /** What a route needs from its caller; declared in the route's `config.auth`. */
 export type AuthRequirement =
@@ -30,8 +14,3 @@ export type AuthRequirement =
       /** Interactive session only (no API key). */
       session?: boolean;
     };
-
-export interface Authenticator {
-  /** May answer without a promise (a credential verified from memory), so the request need not wait a turn. */
-  authenticate(bearerToken: string, now: Date): Principal | null | Promise<Principal | null>;
-}

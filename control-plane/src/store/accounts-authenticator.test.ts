@@ -2,15 +2,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { openStore } from './db.js';
 import { migrateToLatest } from './migrate.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import {
-  createAccountAuthenticator,
-  insertAccount,
-  issueApiKey,
-  issueSession,
-  recordStepUp,
-  revokeApiKey,
-  revokeSession,
-} from './accounts.js';
+import { insertAccount } from './accounts.js';
+import { createAccountAuthenticator } from './accounts-authenticator.js';
+import { issueApiKey, issueSession, recordStepUp, revokeApiKey, revokeSession } from './accounts-credentials.js';
 
 const T0 = new Date('2026-02-01T00:00:00.000Z');
 const later = (ms: number) => new Date(T0.getTime() + ms);

@@ -1,15 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import {
-  accountOfPrincipal,
-  createAccountAuthenticator,
-  insertAccount,
-  issueApiKey,
-  issueSession,
-  markEmailVerified,
-  recordStepUp,
-  revokeApiKey,
-} from './accounts.js';
+import { insertAccount, markEmailVerified } from './accounts.js';
+import { accountOfPrincipal, createAccountAuthenticator } from './accounts-authenticator.js';
+import { issueApiKey, issueSession, recordStepUp, revokeApiKey } from './accounts-credentials.js';
 import { openStore, type Store } from './db.js';
 
 // The authenticator keeps verified credentials in memory on SQLite. Whatever it keeps, a request must see every

@@ -1,15 +1,9 @@
+import { iso } from '../clock.js';
+import type { Credential } from '../domain/accounts/principal.js';
 import { type HostingFacts, isNewHost } from '../domain/pairing/hosting-rules.js';
 import { type Executor, fromBool, toBool } from './db.js';
 
 // Host profiles: hosting on at first use, the admin block, and the grants the new-host cap counts.
-
-const iso = (date: Date): string => date.toISOString();
-
-/** The credential that acts (or approved a pairing): sessions carry the host scope, API keys only when created with it. */
-export interface ActingCredential {
-  kind: 'session' | 'api-key';
-  id: string;
-}
 
 /** Whether hosting is on for the account (the Account view's `host_enabled`). */
 export async function isHostEnabled(db: Executor, accountId: string): Promise<boolean> {
@@ -106,7 +100,7 @@ export async function countGrantsSince(
  */
 export async function readHostingFacts(
   db: Executor,
-  input: { accountId: string; credential: ActingCredential | null; now: Date; excludePairingId?: string | null },
+  input: { accountId: string; credential: Credential | null; now: Date; excludePairingId?: string | null },
 ): Promise<HostingFacts> {
   const { accountId, now } = input;
   const account = await db
@@ -129,8 +123,11 @@ export async function readHostingFacts(
   };
 }
 
-/** A session always has the host scope; an API key must carry it and still be usable (not revoked or expired). */
-async function credentialHasHostScope(db: Executor, accountId: string, credential: ActingCredential | null, now: Date): Promise<boolean> {
+/**
+ * The credential that acts (or approved a pairing): a session always has the host scope; an API key must carry it
+ * and still be usable (not revoked or expired).
+ */
+async function credentialHasHostScope(db: Executor, accountId: string, credential: Credential | null, now: Date): Promise<boolean> {
   if (credential === null) return false;
   if (credential.kind === 'session') return true;
   const key = await db

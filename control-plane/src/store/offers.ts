@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
 import type { MaintenanceWindow } from '@ark/shared';
+import { iso } from '../clock.js';
 import type { OfferTerms } from '../domain/offers/offer.js';
 import { DomainError } from '../errors.js';
 import { type Executor, isUniqueViolation, toBool } from './db.js';
+import { type KeysetPosition, keysetPage } from './keyset.js';
 
 // Offers: one per machine, with immutable versions. The current version moves only by compare-and-set.
-
-const iso = (date: Date): string => date.toISOString();
 
 export interface OfferVersionView {
   offerId: string;
@@ -255,7 +255,7 @@ export interface ListedOffer extends OfferVersionView {
  * Listed offers of live machines whose availability has not ended, cheapest first (then by offer id), after
  * the (rate, offer id) position.
  */
-export async function listOffers(db: Executor, filter: OfferFilter, after: [string, string] | null, fetch: number): Promise<ListedOffer[]> {
+export async function listOffers(db: Executor, filter: OfferFilter, after: KeysetPosition | null, fetch: number): Promise<ListedOffer[]> {
   let query = db
     .selectFrom('offers')
     .innerJoin('offer_versions', (join) =>
@@ -301,17 +301,9 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: [stri
         ),
       );
   }
-  if (after) {
-    const rate = BigInt(after[0]);
-    const id = after[1];
-    query = query.where((eb) =>
-      eb.or([
-        eb('offer_versions.rate_micro_per_hour', '>', rate),
-        eb.and([eb('offer_versions.rate_micro_per_hour', '=', rate), eb('offers.id', '>', id)]),
-      ]),
-    );
-  }
-  const rows = await query.orderBy('offer_versions.rate_micro_per_hour').orderBy('offers.id').limit(fetch).execute();
+  // The cursor carries the rate as a decimal string (JSON has no bigint).
+  const position = after ? ([BigInt(after[0] as string), after[1]] as const) : null;
+  const rows = await keysetPage(query, ['offer_versions.rate_micro_per_hour', 'offers.id'], 'asc', position, fetch).execute();
   const windows = await windowsOf(
     db,
     rows.map((r) => ({ offerId: r.offer_id, version: r.current_version })),

@@ -1,19 +1,18 @@
 import { randomUUID } from 'node:crypto';
 import type { MachineManifest } from '@ark/shared';
 import type { Selectable } from 'kysely';
+import { iso } from '../clock.js';
+import type { Credential } from '../domain/accounts/principal.js';
 import { ENROLLMENT_TOKEN_TTL_MS, PAIRING_MISS_WINDOW_MS, PAIRING_TTL_MS } from '../domain/pairing/pairing.js';
 import { hashSecret, newEnrollmentToken, newPollSecret } from '../domain/pairing/secrets.js';
 import { generateUserCode } from '../domain/pairing/user-code.js';
 import { type Executor, fromBool, isUniqueViolation, toJson } from './db.js';
-import type { ActingCredential } from './hosts.js';
 import type { EnrollmentTokensTable, PairingsTable } from './tables/hosts.js';
 
 // Pairings (one-time codes), wrong-code misses and enrollment tokens.
 
 export type PairingRow = Selectable<PairingsTable>;
 export type EnrollmentTokenRow = Selectable<EnrollmentTokensTable>;
-
-const iso = (date: Date): string => date.toISOString();
 
 export interface CreatedPairing {
   row: PairingRow;
@@ -72,7 +71,7 @@ export async function findPendingPairingByCode(db: Executor, userCode: string, n
 /** pending -> approved, by compare-and-set: false when the pairing is no longer pending or has expired. */
 export async function approvePairing(
   db: Executor,
-  input: { id: string; approverAccountId: string; credential: ActingCredential; goLive: boolean; now: Date },
+  input: { id: string; approverAccountId: string; credential: Credential; goLive: boolean; now: Date },
 ): Promise<boolean> {
   const result = await db
     .updateTable('pairings')

@@ -324,50 +324,6 @@ describe.each(DIALECTS)('template store on %s', (dialect) => {
     });
   });
 
-  it('records an admin qualification with an audit entry; unknown templates are refused', async () => {
-    const [imported] = (await importTemplates(store.db, valid([doc('admin-made')]), t0)).templates;
-    const templateId = imported?.template_id as string;
-    const { id: machineId } = await seedMachine(store.db);
-    const actor = randomUUID();
-    const q = await store.db
-      .transaction()
-      .execute((trx) =>
-        recordAdminQualification(trx, { templateId, machineId, now: t1, actorAccountId: actor, reason: 'verified by hand', via: 'api' }),
-      );
-    expect(q).toEqual({ templateId, machineId, source: 'admin', qualifiedAt: t1.toISOString() });
-    const audit = await store.db.selectFrom('audit_log').selectAll().where('subject', '=', templateId).execute();
-    expect(audit).toHaveLength(1);
-    expect(audit[0]).toMatchObject({ action: 'template.qualify', actor_account_id: actor, at: t1.toISOString() });
-    expect(JSON.parse(audit[0]?.detail as string)).toEqual({ machine_id: machineId, reason: 'verified by hand', via: 'api' });
-    expect(
-      await codeOf(
-        recordAdminQualification(store.db, {
-          templateId: randomUUID(),
-          machineId,
-          now: t1,
-          actorAccountId: actor,
-          reason: 'x',
-          via: 'api',
-        }),
-      ),
-    ).toBe('TEMPLATE_NOT_FOUND');
-    expect(
-      await codeOf(
-        recordAdminQualification(store.db, {
-          templateId,
-          machineId: randomUUID(),
-          now: t1,
-          actorAccountId: actor,
-          reason: 'x',
-          via: 'api',
-        }),
-      ),
-    ).toBe('NOT_FOUND');
-    expect(await store.db.selectFrom('template_qualifications').selectAll().where('template_id', '=', templateId).execute()).toHaveLength(
-      1,
-    );
-  });
-
   it('computes offer fits from a published template only', async () => {
     const [imported] = (await importTemplates(store.db, valid([doc('fit', { vram_fit: { min_vram_bytes: (24n * GIB).toString() } })]), t0))
       .templates;

@@ -4,9 +4,10 @@ import { computeFit, machineDeviceVram } from '../domain/templates/fit.js';
 import type { TemplateFilter } from '../domain/templates/filters.js';
 import type { ImportedTemplate } from '../domain/templates/import.js';
 import { sameDefinition, type TemplateDefinition, type TemplateRecord } from '../domain/templates/template.js';
+import { iso } from '../clock.js';
 import { DomainError } from '../errors.js';
-import { appendAudit } from './audit.js';
 import { type Executor, fromJson, isUniqueViolation, toJson } from './db.js';
+import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { Database } from './schema.js';
 import type { TemplatesTable } from './tables/templates.js';
 
@@ -109,7 +110,7 @@ export async function isTemplateQualifiedOn(db: Executor, templateId: string, ma
 export async function listPublishedTemplates(
   db: Executor,
   filter: TemplateFilter,
-  after: [string, string] | null,
+  after: KeysetPosition | null,
   fetch: number,
 ): Promise<TemplateRecord[]> {
   let query = db
@@ -130,11 +131,7 @@ export async function listPublishedTemplates(
       ),
     );
   }
-  if (after) {
-    const [name, id] = after;
-    query = query.where((eb) => eb.or([eb('name', '>', name), eb.and([eb('name', '=', name), eb('id', '>', id)])]));
-  }
-  const rows = await query.orderBy('name').orderBy('id').limit(fetch).execute();
+  const rows = await keysetPage(query, ['name', 'id'], 'asc', after, fetch).execute();
   return withRuntimes(db, rows);
 }
 
@@ -177,7 +174,7 @@ export async function importTemplates(db: Executor, items: ImportedTemplate[], n
 export async function upsertTemplate(db: Executor, definition: TemplateDefinition, now: Date, index = 0): Promise<ImportAction> {
   const existing = await findTemplate(db, definition.id);
   if (existing && sameDefinition(existingDefinition(existing), definition)) return 'unchanged';
-  const at = now.toISOString();
+  const at = iso(now);
   const columns = {
     kind: definition.kind,
     name: definition.name,
@@ -223,7 +220,7 @@ async function upsertQualification(
   db: Executor,
   input: { templateId: string; machineId: string; source: TemplateQualificationSource; now: Date; detail: Record<string, unknown> },
 ): Promise<QualificationRecord> {
-  const qualifiedAt = input.now.toISOString();
+  const qualifiedAt = iso(input.now);
   // A repeat proof refreshes the record rather than piling up rows.
   await db
     .insertInto('template_qualifications')
@@ -287,8 +284,8 @@ export async function recordAgentQualification(
 }
 
 /**
- * An admin (or the operator CLI, actorAccountId null) declares a machine able to run a template. Audited in the
- * same transaction. TEMPLATE_NOT_FOUND when the template does not exist, NOT_FOUND when the machine does not.
+ * An admin (or the operator CLI, actorAccountId null) declares a machine able to run a template (the use case audits
+ * it). TEMPLATE_NOT_FOUND when the template does not exist, NOT_FOUND when the machine does not.
  */
 export async function recordAdminQualification(
   db: Executor,
@@ -298,21 +295,13 @@ export async function recordAdminQualification(
   if (!template) throw new DomainError('TEMPLATE_NOT_FOUND', 'No template has this id.');
   const machine = await db.selectFrom('machines').select('id').where('id', '=', input.machineId).executeTakeFirst();
   if (!machine) throw new DomainError('NOT_FOUND', 'No machine has this id.');
-  const qualification = await upsertQualification(db, {
+  return upsertQualification(db, {
     templateId: input.templateId,
     machineId: input.machineId,
     source: 'admin',
     now: input.now,
     detail: { reason: input.reason, via: input.via, actor_account_id: input.actorAccountId },
   });
-  await appendAudit(db, {
-    at: input.now,
-    actorAccountId: input.actorAccountId,
-    action: 'template.qualify',
-    subject: input.templateId,
-    detail: { machine_id: input.machineId, reason: input.reason, via: input.via },
-  });
-  return qualification;
 }
 
 /**

@@ -5,7 +5,7 @@ import { afterAll, beforeAll, beforeEach, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
 import { SecretBox, integrationContext } from '../../domain/accounts/secret-box.js';
 import { totpCodeAt } from '../../domain/accounts/totp.js';
-import { recordStepUp } from '../../store/accounts.js';
+import { recordStepUp } from '../../store/accounts-credentials.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import { DIALECTS } from '../../testing/stores.js';
 

@@ -26,42 +26,16 @@ import {
   VerificationResendResponse,
 } from '@ark/shared';
 import { Type } from '@sinclair/typebox';
-import type { AppContext } from '../../app.js';
-import { accountView, decideStepUp, decodeScopes, normalizeEmail } from '../../domain/accounts/account.js';
-import { burnPasswordCheck, hashPassword, verifyPassword } from '../../domain/accounts/password.js';
-import { integrationContext, SecretBox, totpContext } from '../../domain/accounts/secret-box.js';
-import { hashToken, newVerificationToken } from '../../domain/accounts/tokens.js';
-import { newTotpSecret, totpUri, verifyTotp } from '../../domain/accounts/totp.js';
-import { verificationMail } from '../../domain/accounts/verification-mail.js';
+import { decodeScopes, normalizeEmail } from '../../domain/accounts/account.js';
 import { DomainError } from '../../errors.js';
-import {
-  type AccountRow,
-  type ApiKeyRow,
-  accountFacts,
-  accountOfPrincipal,
-  consumeEmailVerification,
-  enableTotp,
-  findAccountByEmail,
-  findAccountById,
-  insertAccount,
-  insertEmailVerification,
-  issueApiKey,
-  issueSession,
-  listApiKeys,
-  listAudit,
-  markEmailVerified,
-  openDeletionRequest,
-  recordStepUp,
-  revokeApiKey,
-  revokeSession,
-  setPendingTotp,
-  upsertIntegration,
-  useTotpStep,
-} from '../../store/accounts.js';
-import { appendAudit } from '../../store/audit.js';
-import type { Executor } from '../../store/db.js';
+import type { CreatedApiKey } from '../../services/accounts/api-keys.js';
+import type { DeletionRequestRecord } from '../../services/accounts/deletion.js';
+import type { ApiKeyRow } from '../../store/accounts-credentials.js';
+import type { AuditRow } from '../../store/audit.js';
+import { principalOf } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
-import type { Principal } from '../principal.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -81,20 +55,18 @@ export function apiKeyView(row: ApiKeyRow): ApiKeyView {
   };
 }
 
-function principalOf(request: { principal: Principal | null }): Principal {
-  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
-  return request.principal;
-}
-
-async function loadAccount(db: Executor, principal: Principal): Promise<AccountRow> {
-  const account = accountOfPrincipal(principal) ?? (await findAccountById(db, principal.accountId));
-  if (!account) throw new DomainError('UNAUTHENTICATED');
-  return account;
-}
+const auditEntryView = (row: AuditRow): AuditLogEntry => ({
+  id: row.id,
+  at: row.at,
+  actor_account_id: row.actor_account_id,
+  action: row.action,
+  subject: row.subject,
+  detail: JSON.parse(row.detail) as Record<string, unknown>,
+});
 
 export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
-  const { store, clock, config } = ctx;
-  const box = new SecretBox(config.secretKey);
+  const { clock, config } = ctx;
+  const accounts = ctx.services.accounts;
 
   /** Counts one attempt under every key; any exhausted key answers 429 UNAVAILABLE. */
   async function limitAttempts(keys: string[]): Promise<void> {
@@ -106,37 +78,10 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     if (!allowed) throw new DomainError('UNAVAILABLE', 'Too many attempts; wait a minute and retry.');
   }
 
-  async function mailVerificationLink(account: AccountRow, log: { error(obj: object, msg: string): void }): Promise<boolean> {
-    const token = newVerificationToken();
-    const now = clock.now();
-    await insertEmailVerification(store.db, {
-      accountId: account.id,
-      tokenHash: hashToken(token),
-      now,
-      ttlMs: config.emailVerificationTtlMs,
-    });
-    try {
-      await ctx.mailer.send(verificationMail(account.email, config.publicBaseUrl, token, config.emailVerificationTtlMs));
-      return true;
-    } catch (error) {
-      // The account exists either way; the holder can ask for another link once signed in.
-      log.error({ err: error, accountId: account.id }, 'verification mail failed');
-      return false;
-    }
-  }
-
-  async function verifyEmailToken(token: string): Promise<AccountRow> {
-    const now = clock.now();
-    const account = await store.db.transaction().execute(async (trx) => {
-      const accountId = await consumeEmailVerification(trx, hashToken(token), now);
-      if (!accountId) return null;
-      await markEmailVerified(trx, accountId, now);
-      await appendAudit(trx, { at: now, actorAccountId: accountId, action: 'account.email_verified', subject: accountId });
-      return findAccountById(trx, accountId);
-    });
-    if (!account) throw new DomainError('VERIFICATION_TOKEN_INVALID');
-    return account;
-  }
+  /** A failed verification mail is logged, not answered: the account exists either way. */
+  const logMailFailure = (log: { error(obj: object, msg: string): void }, accountId: string, mail: { error: unknown }) => {
+    if (mail.error !== null) log.error({ err: mail.error, accountId }, 'verification mail failed');
+  };
 
   // ---- sign-up, verification, sessions
 
@@ -153,17 +98,10 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const email = normalizeEmail(request.body.email);
-      await limitAttempts([`signup:ip:${request.ip}`, `signup:email:${email}`]);
-      const passwordHash = await hashPassword(request.body.password);
-      const now = clock.now();
-      const role = request.body.role ?? 'renter';
-      const account = await store.db.transaction().execute(async (trx) => {
-        const row = await insertAccount(trx, { email, passwordHash, name: request.body.name ?? null, role, emailVerified: false, now });
-        await appendAudit(trx, { at: now, actorAccountId: row.id, action: 'account.signed_up', subject: row.id, detail: { role } });
-        return row;
-      });
-      await mailVerificationLink(account, request.log);
+      const { email, password, name, role } = request.body;
+      await limitAttempts([`signup:ip:${request.ip}`, `signup:email:${normalizeEmail(email)}`]);
+      const { account, mail } = await accounts.signUp({ email, password, name: name ?? null, role: role ?? 'renter' });
+      logMailFailure(request.log, account.id, mail);
       return reply.code(201).send({ account_id: account.id, email: account.email, email_verified: false });
     },
   );
@@ -182,7 +120,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       await limitAttempts([`verify:ip:${request.ip}`]);
-      const account = await verifyEmailToken(request.body.token);
+      const account = await accounts.verifyEmail(request.body.token);
       return { account_id: account.id, email: account.email, email_verified: true as const };
     },
   );
@@ -200,9 +138,9 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const principal = principalOf(request);
       await limitAttempts([`resend:account:${principal.accountId}`]);
-      const account = await loadAccount(store.db, principal);
-      if (account.email_verified_at !== null) return { sent: false };
-      return { sent: await mailVerificationLink(account, request.log) };
+      const mail = await accounts.resendVerification(principal);
+      logMailFailure(request.log, principal.accountId, mail);
+      return { sent: mail.sent };
     },
   );
 
@@ -217,7 +155,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       await limitAttempts([`verify:ip:${request.ip}`]);
       reply.type('text/plain; charset=utf-8');
       try {
-        await verifyEmailToken(request.query.token);
+        await accounts.verifyEmail(request.query.token);
         return 'Your email address is verified. You can close this page.\n';
       } catch (error) {
         if (!(error instanceof DomainError) || error.code !== 'VERIFICATION_TOKEN_INVALID') throw error;
@@ -239,16 +177,10 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const email = normalizeEmail(request.body.email);
-      await limitAttempts([`signin:ip:${request.ip}`, `signin:email:${email}`]);
-      const account = await findAccountByEmail(store.db, email);
-      // Unknown email and wrong password cost the same and answer the same, so sign-in does not enumerate accounts.
-      const ok = account?.password_hash
-        ? await verifyPassword(request.body.password, account.password_hash)
-        : await burnPasswordCheck(request.body.password);
-      if (!account || !ok) throw new DomainError('INVALID_CREDENTIALS');
-      const { token, row } = await issueSession(store.db, account.id, clock.now(), config.sessionTtlMs);
-      return reply.code(201).send({ session_token: token, expires_at: row.expires_at });
+      const { email, password } = request.body;
+      await limitAttempts([`signin:ip:${request.ip}`, `signin:email:${normalizeEmail(email)}`]);
+      const session = await accounts.signIn({ email, password });
+      return reply.code(201).send({ session_token: session.token, expires_at: session.expiresAt });
     },
   );
 
@@ -263,7 +195,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      await revokeSession(store.db, principalOf(request).credentialId, clock.now());
+      await accounts.signOut(principalOf(request));
       return reply.code(204).send(NO_BODY);
     },
   );
@@ -276,11 +208,8 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       config: { auth: {} },
       schema: { summary: 'Profile and security metadata of the caller', tags: ['account'], response: withErrors({ 200: Account }) },
     },
-    async (request) => {
-      const principal = principalOf(request);
-      // The row read while authenticating answers it: no second query, and no await when it is there.
-      return accountView(accountFacts(accountOfPrincipal(principal) ?? (await loadAccount(store.db, principal))), principal.authMethod);
-    },
+    // Not async: the row read while authenticating answers it, with no promise to wait for.
+    (request) => accounts.profile(principalOf(request)),
   );
 
   app.post(
@@ -297,23 +226,8 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const principal = principalOf(request);
       await limitAttempts([`stepup:ip:${request.ip}`, `stepup:account:${principal.accountId}`]);
-      const now = clock.now();
-      const account = await findAccountById(store.db, principal.accountId);
-      if (!account) throw new DomainError('UNAUTHENTICATED');
-      const decision = decideStepUp(accountFacts(account), request.body);
-      if ('refused' in decision) throw new DomainError(decision.refused);
-      if (decision.method === 'password') {
-        if (!(account.password_hash && (await verifyPassword(decision.password, account.password_hash))))
-          throw new DomainError('STEP_UP_FAILED');
-      } else {
-        const secret = box.open(account.totp_secret_sealed ?? '', totpContext(account.id));
-        const step = verifyTotp(secret, decision.code, now, account.totp_last_step);
-        if (step === null || !(await useTotpStep(store.db, account.id, account.totp_last_step, step)))
-          throw new DomainError('STEP_UP_FAILED');
-      }
-      const until = new Date(now.getTime() + config.stepUpTtlMs);
-      await recordStepUp(store.db, { kind: principal.authMethod, id: principal.credentialId }, decision.method, until);
-      return { method: decision.method, expires_at: until.toISOString() };
+      const stepUp = await accounts.stepUp(principal, request.body);
+      return { method: stepUp.method, expires_at: stepUp.expiresAt.toISOString() };
     },
   );
 
@@ -328,12 +242,8 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const principal = principalOf(request);
-      const account = await loadAccount(store.db, principal);
-      if (account.totp_secret_sealed !== null) throw new DomainError('TOTP_ALREADY_ENABLED');
-      const secret = newTotpSecret();
-      await setPendingTotp(store.db, account.id, box.seal(secret, totpContext(account.id)), clock.now());
-      return { otpauth_uri: totpUri(secret, account.email), secret };
+      const enrollment = await accounts.startTotpEnrollment(principalOf(request));
+      return { otpauth_uri: enrollment.otpauthUri, secret: enrollment.secret };
     },
   );
 
@@ -351,19 +261,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const principal = principalOf(request);
       await limitAttempts([`stepup:ip:${request.ip}`, `stepup:account:${principal.accountId}`]);
-      const now = clock.now();
-      const account = await findAccountById(store.db, principal.accountId);
-      if (!account) throw new DomainError('UNAUTHENTICATED');
-      if (account.totp_secret_sealed !== null) throw new DomainError('TOTP_ALREADY_ENABLED');
-      const pending = account.totp_pending_sealed;
-      if (pending === null) throw new DomainError('TOTP_NOT_ENROLLED', 'Start enrollment with POST /api/v1/account/totp first.');
-      const step = verifyTotp(box.open(pending, totpContext(account.id)), request.body.totp_code, now, null);
-      if (step === null) throw new DomainError('TOTP_CODE_INVALID');
-      await store.db.transaction().execute(async (trx) => {
-        if (!(await enableTotp(trx, account.id, pending, step, now)))
-          throw new DomainError('TOTP_NOT_ENROLLED', 'The enrollment changed meanwhile; start again.');
-        await appendAudit(trx, { at: now, actorAccountId: account.id, action: 'account.totp_enabled', subject: account.id });
-      });
+      await accounts.confirmTotp(principal, request.body.totp_code);
       return { two_factor_enabled: true as const };
     },
   );
@@ -384,24 +282,19 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const now = clock.now();
       const { label, scopes, expires_at } = request.body;
-      if (expires_at !== undefined && new Date(expires_at).getTime() <= now.getTime()) {
-        throw new DomainError('VALIDATION_FAILED', 'body/expires_at must be in the future');
-      }
-      const expiresAt = expires_at === undefined ? null : new Date(expires_at).toISOString();
-      const created = await store.db.transaction().execute(async (trx) => {
-        const issued = await issueApiKey(trx, { accountId: principal.accountId, label, scopes, expiresAt, now });
-        await appendAudit(trx, {
-          at: now,
-          actorAccountId: principal.accountId,
-          action: 'api_key.created',
-          subject: issued.row.id,
-          detail: { scopes: decodeScopes(issued.row.scopes), label, via: principal.authMethod },
-        });
-        return issued;
-      });
-      return reply.code(201).send({ ...apiKeyView(created.row), secret: created.secret });
+      const toBody = (created: CreatedApiKey) => ({ ...apiKeyView(created.row), secret: created.secret });
+      const created = await accounts.createApiKey(
+        {
+          accountId: principal.accountId,
+          label,
+          scopes,
+          expiresAt: expires_at === undefined ? null : new Date(expires_at),
+          issuer: { kind: 'holder', via: principal.authMethod },
+        },
+        answerInTransaction(request, reply, 201, toBody),
+      );
+      return reply.code(201).send(toBody(created));
     },
   );
 
@@ -420,7 +313,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       const principal = principalOf(request);
       const scope = `api-keys:${principal.accountId}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await listApiKeys(store.db, principal.accountId, after, fetchSize(request.query.limit));
+      const rows = await accounts.listApiKeys(principal.accountId, after, fetchSize(request.query.limit));
       return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.created_at, row.id], apiKeyView);
     },
   );
@@ -437,14 +330,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const principal = principalOf(request);
-      const now = clock.now();
-      const found = await store.db.transaction().execute(async (trx) => {
-        if (!(await revokeApiKey(trx, principal.accountId, request.params.id, now))) return false;
-        await appendAudit(trx, { at: now, actorAccountId: principal.accountId, action: 'api_key.revoked', subject: request.params.id });
-        return true;
-      });
-      if (!found) throw new DomainError('NOT_FOUND', 'No such API key.');
+      await accounts.revokeApiKey(principalOf(request).accountId, request.params.id);
       return { revoked: true as const };
     },
   );
@@ -465,14 +351,10 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const principal = principalOf(request);
-      const { provider } = request.params;
-      const now = clock.now();
-      const sealed = box.seal(request.body.token, integrationContext(principal.accountId, provider));
-      await store.db.transaction().execute(async (trx) => {
-        await upsertIntegration(trx, principal.accountId, provider, sealed, now);
-        await appendAudit(trx, { at: now, actorAccountId: principal.accountId, action: 'integration.token_stored', subject: provider });
-      });
+      await accounts.storeIntegrationToken(
+        { accountId: principalOf(request).accountId, provider: request.params.provider, token: request.body.token },
+        answerInTransaction(request, reply, 201, () => undefined),
+      );
       return reply.code(201).send(NO_BODY);
     },
   );
@@ -489,20 +371,13 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const principal = principalOf(request);
-      const now = clock.now();
-      const row = await store.db.transaction().execute(async (trx) => {
-        const { row: opened, created } = await openDeletionRequest(trx, principal.accountId, now);
-        if (created)
-          await appendAudit(trx, {
-            at: now,
-            actorAccountId: principal.accountId,
-            action: 'account.deletion_requested',
-            subject: opened.id,
-          });
-        return opened;
+      const toBody = (opened: DeletionRequestRecord) => ({
+        request_id: opened.id,
+        state: 'PENDING' as const,
+        requested_at: opened.requestedAt,
       });
-      return reply.code(202).send({ request_id: row.id, state: 'PENDING' as const, requested_at: row.requested_at });
+      const opened = await accounts.requestDeletion(principalOf(request).accountId, answerInTransaction(request, reply, 202, toBody));
+      return reply.code(202).send(toBody(opened));
     },
   );
 
@@ -522,21 +397,8 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const scope = 'admin-audit';
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await listAudit(store.db, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(
-        scope,
-        rows,
-        request.query.limit,
-        (row) => [row.at, row.id],
-        (row) => ({
-          id: row.id,
-          at: row.at,
-          actor_account_id: row.actor_account_id,
-          action: row.action,
-          subject: row.subject,
-          detail: JSON.parse(row.detail) as Record<string, unknown>,
-        }),
-      );
+      const rows = await accounts.listAuditLog(after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.at, row.id], auditEntryView);
     },
   );
 }

@@ -1,7 +1,6 @@
 import { BillingBalance, toDecimal } from '@ark/shared';
-import type { AppContext } from '../../app.js';
-import { DomainError } from '../../errors.js';
-import { balancesOfOwner } from '../../store/ledger.js';
+import { principalOf } from '../auth.js';
+import type { AppContext } from '../context.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -17,8 +16,7 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request) => {
-      if (!request.principal) throw new DomainError('UNAUTHENTICATED');
-      const balances = await balancesOfOwner(ctx.store.db, request.principal.accountId);
+      const balances = await ctx.services.billing.balances(principalOf(request).accountId);
       return { available_micro: toDecimal(balances.availableMicro), held_micro: toDecimal(balances.heldMicro), currency: 'USDC' as const };
     },
   );

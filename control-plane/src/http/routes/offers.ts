@@ -1,29 +1,18 @@
 import { IdempotencyHeaders, IdParams, OfferCommitRequest, OfferCommitted, OfferListQuery, OfferSummary, Page } from '@ark/shared';
-import type { AppContext } from '../../app.js';
 import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
-import { validateOfferCommit } from '../../domain/offers/offer.js';
 import { maxMachineRateForTotal, totalRateMicroPerHour } from '../../domain/pricing.js';
-import { machineDeviceVram } from '../../domain/templates/fit.js';
-import { DomainError } from '../../errors.js';
-import { appendAudit } from '../../store/audit.js';
-import { isHostingBlocked } from '../../store/hosts.js';
-import { findMachine } from '../../store/machines.js';
-import { lastHeartbeatAtOf } from '../../store/heartbeats.js';
-import { commitOfferVersion, type ListedOffer, listOffers } from '../../store/offers.js';
-import { templateFitCalculator } from '../../store/templates.js';
+import type { CommittedOffer } from '../../services/hosting/offers.js';
+import type { ListedOffer } from '../../store/offers.js';
+import { principalOf } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
-import type { Principal } from '../principal.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
 /** Query figures may have 38 digits; the store compares int64 columns, and no stored value exceeds this. */
 const INT64_MAX = 9_223_372_036_854_775_807n;
 const clampInt64 = (value: bigint): bigint => (value > INT64_MAX ? INT64_MAX : value);
-
-function principalOf(request: { principal: Principal | null }): Principal {
-  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
-  return request.principal;
-}
 
 /**
  * Contract part 2, OfferSummary: only what a renter may see (never a host address). `expected_version` is the
@@ -57,7 +46,13 @@ export function offerSummary(offer: ListedOffer, now: Date, config: { heartbeatI
 }
 
 export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
-  const { store, clock, config } = ctx;
+  const { config } = ctx;
+  const offers = ctx.services.offers;
+  const committedView = (committed: CommittedOffer) => ({
+    machine_id: committed.machineId,
+    offer_id: committed.offerId,
+    offer_version: committed.version.toString(),
+  });
 
   app.post(
     '/api/v1/hosts/machines/:id/offer',
@@ -75,35 +70,11 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const principal = principalOf(request);
-      const now = clock.now();
-      const machine = await findMachine(store.db, request.params.id);
-      // Only the owner publishes; anyone else learns nothing about the machine.
-      if (!machine || machine.owner_account_id !== principal.accountId) throw new DomainError('NOT_FOUND');
-      const terms = validateOfferCommit(request.body, now);
-      const committed = await store.db.transaction().execute(async (trx) => {
-        if (await isHostingBlocked(trx, principal.accountId)) throw new DomainError('HOSTING_BLOCKED');
-        const result = await commitOfferVersion(trx, {
-          machineId: machine.id,
-          expectedVersion: BigInt(request.body.expected_version),
-          terms,
-          accountId: principal.accountId,
-          now,
-        });
-        await appendAudit(trx, {
-          at: now,
-          actorAccountId: principal.accountId,
-          action: 'hosting.offer.committed',
-          subject: result.offerId,
-          detail: {
-            machine_id: machine.id,
-            offer_version: result.version.toString(),
-            rate_micro_per_hour: request.body.rate_micro_per_hour,
-          },
-        });
-        return result;
-      });
-      return reply.code(202).send({ machine_id: machine.id, offer_id: committed.offerId, offer_version: committed.version.toString() });
+      const committed = await offers.commit(
+        { principal: principalOf(request), machineId: request.params.id, request: request.body },
+        answerInTransaction(request, reply, 202, committedView),
+      );
+      return reply.code(202).send(committedView(committed));
     },
   );
 
@@ -122,14 +93,10 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       const q = request.query;
-      const now = clock.now();
       const scope = 'offers';
       const after = ctx.paginator.decode<[string, string]>(scope, q.cursor);
-      const fitOf = q.template_id !== undefined ? await templateFitCalculator(store.db, q.template_id.toLowerCase()) : null;
-      const rows = await listOffers(
-        store.db,
-        {
-          now,
+      const { now, offers: rows } = await offers.browse({
+        filter: {
           ...(q.gpu_model !== undefined ? { gpuModel: q.gpu_model } : {}),
           ...(q.min_vram_bytes !== undefined ? { minVramBytes: clampInt64(BigInt(q.min_vram_bytes)) } : {}),
           ...(q.region !== undefined ? { region: q.region } : {}),
@@ -138,23 +105,16 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
             : {}),
           ...(q.available_at !== undefined ? { availableAt: new Date(q.available_at) } : {}),
         },
+        templateId: q.template_id !== undefined ? q.template_id.toLowerCase() : null,
         after,
-        fetchSize(q.limit),
-      );
+        fetch: fetchSize(q.limit),
+      });
       return ctx.paginator.page(
         scope,
         rows,
         q.limit,
         (row) => [row.rateMicroPerHour.toString(), row.offerId],
-        (row) => ({
-          // A heartbeat buffered in this process is newer than the stored one.
-          ...offerSummary(
-            { ...row, machine: { ...row.machine, lastHeartbeatAt: lastHeartbeatAtOf(store, row.machineId, row.machine.lastHeartbeatAt) } },
-            now,
-            config,
-          ),
-          ...(fitOf ? { fit: fitOf(machineDeviceVram(row.machine)) } : {}),
-        }),
+        (row) => ({ ...offerSummary(row, now, config), ...(row.fit ? { fit: row.fit } : {}) }),
       );
     },
   );

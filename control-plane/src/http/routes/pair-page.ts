@@ -1,4 +1,4 @@
-import type { AppContext } from '../../app.js';
+import type { AppContext } from '../context.js';
 import type { TypedApp } from '../typed-app.js';
 
 // The RFC 8628 verification page a host opens to approve a rig's pairing code. It is a thin form over the

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import {
   CHANNEL_PATH,
   CHANNEL_PROTOCOL_VERSION,
@@ -7,7 +6,6 @@ import {
   EnrollRequest,
   EnrollResponse,
   IdempotencyHeaders,
-  type MachineManifest,
   PairingApproveRequest,
   PairingApproveResponse,
   PairingCreated,
@@ -17,34 +15,12 @@ import {
   PairingStatus,
   UserCodeRequest,
 } from '@ark/shared';
-import type { AppContext } from '../../app.js';
-import { assertHostingAllowed } from '../../domain/pairing/hosting-rules.js';
-import { PAIRING_MISS_LIMIT, PAIRING_POLL_INTERVAL_S, pairingStateAt, pairingSummary } from '../../domain/pairing/pairing.js';
-import { secretMatches } from '../../domain/pairing/secrets.js';
-import { formatUserCode, normalizeUserCode } from '../../domain/pairing/user-code.js';
-import { seedOfferTerms } from '../../domain/offers/offer.js';
 import { DomainError } from '../../errors.js';
-import { loadControlPlaneIdentity } from '../../gateway/identity.js';
-import { appendAudit } from '../../store/audit.js';
-import { fromJson, toBool } from '../../store/db.js';
-import { type ActingCredential, isHostingBlocked, readHostingFacts, turnHostingOn } from '../../store/hosts.js';
-import { insertMachine, machineOfPairing } from '../../store/machines.js';
-import { seedOffer } from '../../store/offers.js';
-import {
-  approvePairing,
-  consumeEnrollmentToken,
-  consumePairing,
-  createPairing,
-  findEnrollmentToken,
-  findPairing,
-  findPendingPairingByCode,
-  issueEnrollmentToken,
-  missSubjects,
-  type PairingRow,
-  recentMisses,
-  recordMiss,
-} from '../../store/pairings.js';
-import type { Principal } from '../principal.js';
+import type { ApprovedPairing } from '../../services/hosting/pairing.js';
+import type { IssuedEnrollmentToken } from '../../store/pairings.js';
+import { principalOf } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { answerInTransaction } from '../idempotency.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -55,13 +31,6 @@ const PAIRING_CREATES_PER_10_MIN = 20;
 const PAIRING_POLLS_PER_MIN = 120;
 const ENROLLMENTS_PER_MIN = 30;
 
-function principalOf(request: { principal: Principal | null }): Principal {
-  if (!request.principal) throw new DomainError('UNAUTHENTICATED');
-  return request.principal;
-}
-
-const credentialOf = (principal: Principal): ActingCredential => ({ kind: principal.authMethod, id: principal.credentialId });
-
 /** ws(s)://<public base>/api/v1/agents/channel?v=1: the channel is served where the API is. */
 export function channelUrl(publicBaseUrl: string): string {
   const base = publicBaseUrl.replace(/^http(s?):\/\//i, (_m, s: string) => `ws${s.toLowerCase()}://`);
@@ -69,29 +38,12 @@ export function channelUrl(publicBaseUrl: string): string {
 }
 
 export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
-  const { store, clock, config } = ctx;
+  const { clock, config } = ctx;
+  const pairing = ctx.services.pairing;
 
   async function limit(key: string, max: number, windowMs: number): Promise<void> {
     if (!(await ctx.rateLimiter.consume(key, max, windowMs, clock.now()))) throw new DomainError('UNAVAILABLE');
   }
-
-  /** The pending pairing a code names; a wrong (or malformed, or expired) code counts as a miss. Past 10 misses an hour: 429. */
-  async function pendingPairingFor(userCode: string, principal: Principal, address: string): Promise<PairingRow> {
-    const now = clock.now();
-    const subjects = missSubjects(principal.accountId, address);
-    if ((await recentMisses(store.db, subjects, now)) >= PAIRING_MISS_LIMIT) {
-      throw new DomainError('UNAVAILABLE', 'Too many wrong pairing codes; wait an hour and retry.');
-    }
-    const canonical = normalizeUserCode(userCode);
-    const pairing = canonical ? await findPendingPairingByCode(store.db, canonical, now) : undefined;
-    if (!pairing) {
-      await recordMiss(store.db, subjects, now);
-      throw new DomainError('PAIRING_CODE_INVALID');
-    }
-    return pairing;
-  }
-
-  const summaryOf = (pairing: PairingRow) => pairingSummary(fromJson<MachineManifest>(pairing.manifest), new Date(pairing.created_at));
 
   app.post(
     '/api/v1/hosts/pairings',
@@ -106,19 +58,14 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       await limit(`pairing-create:${request.ip}`, PAIRING_CREATES_PER_10_MIN, 10 * MINUTE_MS);
-      const now = clock.now();
-      const { row, pollSecret } = await createPairing(store.db, {
-        manifest: request.body.manifest ?? null,
-        sourceAddress: request.ip,
-        now,
-      });
+      const started = await pairing.start({ manifest: request.body.manifest ?? null, sourceAddress: request.ip });
       return reply.code(201).send({
-        pairing_id: row.id,
-        poll_secret: pollSecret,
-        user_code: formatUserCode(row.user_code),
-        verification_uri: config.pairingVerificationUri ?? `${config.publicBaseUrl}/pair`,
-        expires_at: row.expires_at,
-        interval_s: PAIRING_POLL_INTERVAL_S,
+        pairing_id: started.pairingId,
+        poll_secret: started.pollSecret,
+        user_code: started.userCode,
+        verification_uri: started.verificationUri,
+        expires_at: started.expiresAt,
+        interval_s: started.intervalS,
       });
     },
   );
@@ -135,8 +82,8 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const pairing = await pendingPairingFor(request.body.user_code, principalOf(request), request.ip);
-      return { summary: summaryOf(pairing), expires_at: pairing.expires_at };
+      const found = await pairing.lookup({ userCode: request.body.user_code, principal: principalOf(request), address: request.ip });
+      return { summary: found.summary, expires_at: found.expiresAt };
     },
   );
 
@@ -154,33 +101,13 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
         response: withErrors({ 200: PairingApproveResponse }, 403, 404, 409),
       },
     },
-    async (request) => {
-      const principal = principalOf(request);
-      const goLive = request.body.go_live ?? true;
-      const pairing = await pendingPairingFor(request.body.user_code, principal, request.ip);
-      const now = clock.now();
-      await store.db.transaction().execute(async (trx) => {
-        // The profile upsert comes first: on Postgres it locks the host's row, so two approvals cannot both pass the cap.
-        await turnHostingOn(trx, principal.accountId, now);
-        const facts = await readHostingFacts(trx, { accountId: principal.accountId, credential: credentialOf(principal), now });
-        assertHostingAllowed(facts, now, config.newHostMachineCap);
-        const approved = await approvePairing(trx, {
-          id: pairing.id,
-          approverAccountId: principal.accountId,
-          credential: credentialOf(principal),
-          goLive,
-          now,
-        });
-        if (!approved) throw new DomainError('PAIRING_CODE_INVALID');
-        await appendAudit(trx, {
-          at: now,
-          actorAccountId: principal.accountId,
-          action: 'hosting.pairing.approved',
-          subject: pairing.id,
-          detail: { go_live: goLive, auth_method: principal.authMethod, hostname: summaryOf(pairing).hostname },
-        });
-      });
-      return { approved: true as const, go_live: goLive, summary: summaryOf(pairing) };
+    async (request, reply) => {
+      const toBody = (approved: ApprovedPairing) => ({ approved: true as const, go_live: approved.goLive, summary: approved.summary });
+      const approved = await pairing.approve(
+        { userCode: request.body.user_code, principal: principalOf(request), address: request.ip, goLive: request.body.go_live ?? true },
+        answerInTransaction(request, reply, 200, toBody),
+      );
+      return toBody(approved);
     },
   );
 
@@ -199,43 +126,7 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request): Promise<PairingStatus> => {
       await limit(`pairing-poll:${request.ip}`, PAIRING_POLLS_PER_MIN, MINUTE_MS);
-      const pairing = await findPairing(store.db, request.body.pairing_id);
-      if (!pairing || !secretMatches(request.body.poll_secret, pairing.poll_secret_hash)) throw new DomainError('NOT_FOUND');
-      const now = clock.now();
-      const goLive = toBool(pairing.go_live);
-      const state = pairingStateAt(pairing.state, new Date(pairing.expires_at), now);
-      if (state === 'pending' || state === 'expired')
-        return { status: state, expires_at: pairing.expires_at, go_live: goLive, machine: null };
-      if (state === 'approved') {
-        const handedOut = await store.db.transaction().execute(async (trx) => {
-          const approver = pairing.approver_account_id!;
-          const credential: ActingCredential = { kind: pairing.approver_credential_kind!, id: pairing.approver_credential_id! };
-          await turnHostingOn(trx, approver, now);
-          const facts = await readHostingFacts(trx, { accountId: approver, credential, now, excludePairingId: pairing.id });
-          assertHostingAllowed(facts, now, config.newHostMachineCap);
-          const tokenId = randomUUID();
-          // The compare-and-set decides which poll hands the token out; the token row exists only if it wins.
-          if (!(await consumePairing(trx, { id: pairing.id, enrollmentTokenId: tokenId, now }))) return null;
-          return issueEnrollmentToken(trx, { id: tokenId, accountId: approver, pairingId: pairing.id, goLive, now });
-        });
-        if (handedOut) {
-          return {
-            status: 'approved',
-            enrollment_token: handedOut.token,
-            expires_at: handedOut.expiresAt.toISOString(),
-            go_live: goLive,
-            machine: null,
-          };
-        }
-      }
-      const current = (await findPairing(store.db, pairing.id))!;
-      const token = current.enrollment_token_id ? await findEnrollmentToken(store.db, current.enrollment_token_id) : undefined;
-      return {
-        status: 'consumed',
-        expires_at: token?.expires_at ?? current.expires_at,
-        go_live: toBool(current.go_live),
-        machine: await machineOfPairing(store.db, pairing.id),
-      };
+      return pairing.poll({ pairingId: request.body.pairing_id, pollSecret: request.body.poll_secret });
     },
   );
 
@@ -254,24 +145,12 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const principal = principalOf(request);
-      const goLive = request.query.go_live ?? true;
-      const now = clock.now();
-      const issued = await store.db.transaction().execute(async (trx) => {
-        await turnHostingOn(trx, principal.accountId, now);
-        const facts = await readHostingFacts(trx, { accountId: principal.accountId, credential: credentialOf(principal), now });
-        assertHostingAllowed(facts, now, config.newHostMachineCap);
-        const token = await issueEnrollmentToken(trx, { accountId: principal.accountId, pairingId: null, goLive, now });
-        await appendAudit(trx, {
-          at: now,
-          actorAccountId: principal.accountId,
-          action: 'hosting.enrollment_token.created',
-          subject: token.id,
-          detail: { go_live: goLive, auth_method: principal.authMethod },
-        });
-        return token;
-      });
-      return reply.code(201).send({ enrollment_token: issued.token, expires_at: issued.expiresAt.toISOString() });
+      const toBody = (issued: IssuedEnrollmentToken) => ({ enrollment_token: issued.token, expires_at: issued.expiresAt.toISOString() });
+      const issued = await pairing.createEnrollmentToken(
+        { principal: principalOf(request), goLive: request.query.go_live ?? true },
+        answerInTransaction(request, reply, 201, toBody),
+      );
+      return reply.code(201).send(toBody(issued));
     },
   );
 
@@ -290,36 +169,10 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       await limit(`enroll:${request.ip}`, ENROLLMENTS_PER_MIN, MINUTE_MS);
-      // Loaded before the transaction: on SQLite the transaction holds the only connection.
-      const identity = await loadControlPlaneIdentity(store, config.secretKey);
-      const now = clock.now();
-      const machineId = randomUUID();
-      await store.db.transaction().execute(async (trx) => {
-        const consumed = await consumeEnrollmentToken(trx, { token: request.body.enrollment_token, machineId, now });
-        if (!consumed.ok) throw new DomainError(consumed.reason);
-        const token = consumed.row;
-        // A block that landed after the token was handed out still stops the machine (the consumption rolls back).
-        if (await isHostingBlocked(trx, token.account_id)) throw new DomainError('HOSTING_BLOCKED');
-        const goLive = toBool(token.go_live);
-        await insertMachine(trx, {
-          id: machineId,
-          ownerAccountId: token.account_id,
-          publicKey: request.body.public_key,
-          manifest: request.body.manifest,
-          goLive,
-          enrollmentTokenId: token.id,
-          pairingId: token.pairing_id,
-          now,
-        });
-        if (goLive) await seedOffer(trx, { machineId, terms: seedOfferTerms(config.seedRateMicroPerHour, now), now });
-        await appendAudit(trx, {
-          at: now,
-          actorAccountId: token.account_id,
-          action: 'hosting.machine.enrolled',
-          subject: machineId,
-          detail: { go_live: goLive, pairing_id: token.pairing_id, hostname: request.body.manifest.hostname },
-        });
-      });
+      // Loaded before the enrollment's transaction: on SQLite the transaction holds the only connection.
+      const identity = await ctx.channelIdentity();
+      const { enrollment_token, public_key, manifest } = request.body;
+      const { machineId } = await pairing.enroll({ token: enrollment_token, publicKey: public_key, manifest });
       return reply
         .code(201)
         .send({ machine_id: machineId, control_plane_public_key: identity.publicKeyBase64, channel_url: channelUrl(config.publicBaseUrl) });

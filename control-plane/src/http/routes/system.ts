@@ -1,6 +1,6 @@
 import { Type } from '@sinclair/typebox';
 import { sql } from 'kysely';
-import type { AppContext } from '../../app.js';
+import type { AppContext } from '../context.js';
 import { registerMetricsRoute } from '../metrics.js';
 import type { TypedApp } from '../typed-app.js';
 

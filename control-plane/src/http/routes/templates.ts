@@ -7,16 +7,26 @@ import {
   TemplateQualification,
   TemplateQualificationRequest,
 } from '@ark/shared';
-import type { AppContext } from '../../app.js';
 import { templateFilterFrom } from '../../domain/templates/filters.js';
 import { templateView } from '../../domain/templates/template.js';
-import { DomainError } from '../../errors.js';
-import { findPublishedTemplate, isTemplatePublished, listPublishedTemplates, recordAdminQualification } from '../../store/templates.js';
+import type { Qualified } from '../../services/templates/qualify.js';
+import { principalOf } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
+const qualificationView = ({ qualification, published }: Qualified): TemplateQualification => ({
+  template_id: qualification.templateId,
+  machine_id: qualification.machineId,
+  source: qualification.source,
+  qualified_at: qualification.qualifiedAt,
+  published,
+});
+
 export function registerTemplateRoutes(app: TypedApp, ctx: AppContext): void {
+  const templates = ctx.services.templates;
   app.get(
     '/api/v1/templates',
     {
@@ -35,7 +45,7 @@ export function registerTemplateRoutes(app: TypedApp, ctx: AppContext): void {
       const filter = templateFilterFrom(filters);
       const scope = `templates:${filter.kind ?? ''}:${filter.backend ?? ''}:${filter.maxMinVramBytes ?? ''}`;
       const after = ctx.paginator.decode<[string, string]>(scope, cursor);
-      const rows = await listPublishedTemplates(ctx.store.db, filter, after, fetchSize(limit));
+      const rows = await templates.list(filter, after, fetchSize(limit));
       return ctx.paginator.page(
         scope,
         rows,
@@ -58,11 +68,7 @@ export function registerTemplateRoutes(app: TypedApp, ctx: AppContext): void {
         response: withErrors({ 200: Template }, 404),
       },
     },
-    async (request) => {
-      const template = await findPublishedTemplate(ctx.store.db, request.params.id.toLowerCase());
-      if (!template) throw new DomainError('TEMPLATE_NOT_FOUND');
-      return templateView(template, true);
-    },
+    async (request) => templateView(await templates.published(request.params.id), true),
   );
 
   app.post(
@@ -79,29 +85,17 @@ export function registerTemplateRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const principal = request.principal;
-      if (!principal) throw new DomainError('UNAUTHENTICATED');
-      const templateId = request.params.id.toLowerCase();
-      const machineId = request.body.machine_id.toLowerCase();
-      const now = ctx.clock.now();
-      const result = await ctx.store.db.transaction().execute(async (trx) => {
-        const qualification = await recordAdminQualification(trx, {
-          templateId,
-          machineId,
-          now,
-          actorAccountId: principal.accountId,
+      const result = await templates.qualify(
+        {
+          templateId: request.params.id,
+          machineId: request.body.machine_id,
+          actorAccountId: principalOf(request).accountId,
           reason: request.body.reason,
           via: 'api',
-        });
-        return { qualification, published: await isTemplatePublished(trx, templateId) };
-      });
-      return reply.code(201).send({
-        template_id: result.qualification.templateId,
-        machine_id: result.qualification.machineId,
-        source: result.qualification.source,
-        qualified_at: result.qualification.qualifiedAt,
-        published: result.published,
-      });
+        },
+        answerInTransaction(request, reply, 201, qualificationView),
+      );
+      return reply.code(201).send(qualificationView(result));
     },
   );
 }

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
-import { findLiveWithdrawalAddress } from '../../store/accounts.js';
+import { findLiveWithdrawalAddress } from '../../store/withdrawal-addresses.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import { DIALECTS } from '../../testing/stores.js';
 

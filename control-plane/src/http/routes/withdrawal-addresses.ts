@@ -7,15 +7,10 @@ import {
   WithdrawalAddressCreateRequest,
   WithdrawalAddressRemoved,
 } from '@ark/shared';
-import type { AppContext } from '../../app.js';
-import { DomainError } from '../../errors.js';
-import {
-  insertWithdrawalAddress,
-  listWithdrawalAddresses,
-  removeWithdrawalAddress,
-  type WithdrawalAddressRow,
-} from '../../store/accounts.js';
-import { appendAudit } from '../../store/audit.js';
+import type { WithdrawalAddressRow } from '../../store/withdrawal-addresses.js';
+import { principalOf } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
@@ -32,7 +27,7 @@ export function withdrawalAddressView(row: WithdrawalAddressRow): WithdrawalAddr
 }
 
 export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext): void {
-  const { store, clock } = ctx;
+  const accounts = ctx.services.accounts;
 
   app.post(
     '/api/v1/withdrawal-addresses',
@@ -47,26 +42,11 @@ export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext):
       },
     },
     async (request, reply) => {
-      const principal = request.principal!;
-      const now = clock.now();
       const { address, label, network } = request.body;
-      const row = await store.db.transaction().execute(async (trx) => {
-        const inserted = await insertWithdrawalAddress(trx, {
-          accountId: principal.accountId,
-          address,
-          network: network ?? 'base',
-          label: label ?? null,
-          now,
-        });
-        await appendAudit(trx, {
-          at: now,
-          actorAccountId: principal.accountId,
-          action: 'withdrawal_address.added',
-          subject: inserted.id,
-          detail: { address, network: inserted.network },
-        });
-        return inserted;
-      });
+      const row = await accounts.addWithdrawalAddress(
+        { accountId: principalOf(request).accountId, address, network: network ?? 'base', label: label ?? null },
+        answerInTransaction(request, reply, 201, withdrawalAddressView),
+      );
       return reply.code(201).send(withdrawalAddressView(row));
     },
   );
@@ -83,10 +63,10 @@ export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext):
       },
     },
     async (request) => {
-      const principal = request.principal!;
+      const principal = principalOf(request);
       const scope = `withdrawal-addresses:${principal.accountId}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await listWithdrawalAddresses(store.db, principal.accountId, after, fetchSize(request.query.limit));
+      const rows = await accounts.listWithdrawalAddresses(principal.accountId, after, fetchSize(request.query.limit));
       return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.created_at, row.id], withdrawalAddressView);
     },
   );
@@ -103,19 +83,7 @@ export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext):
       },
     },
     async (request) => {
-      const principal = request.principal!;
-      const now = clock.now();
-      const removed = await store.db.transaction().execute(async (trx) => {
-        if (!(await removeWithdrawalAddress(trx, principal.accountId, request.params.id, now))) return false;
-        await appendAudit(trx, {
-          at: now,
-          actorAccountId: principal.accountId,
-          action: 'withdrawal_address.removed',
-          subject: request.params.id,
-        });
-        return true;
-      });
-      if (!removed) throw new DomainError('NOT_FOUND', 'No such withdrawal address.');
+      await accounts.removeWithdrawalAddress(principalOf(request).accountId, request.params.id);
       return { removed: true as const };
     },
   );

@@ -1,0 +1,72 @@
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import type { Principal } from '../../domain/accounts/principal.js';
+import { SecretBox } from '../../domain/accounts/secret-box.js';
+import type { Mailer } from '../../mail.js';
+import type { Store } from '../../store/db.js';
+import type { KeysetPosition } from '../../store/keyset.js';
+import type { CommitHook } from '../../store/transaction.js';
+import type { WithdrawalAddressRow } from '../../store/withdrawal-addresses.js';
+import { type CreatedApiKey, createApiKey, listAccountApiKeys, type NewApiKeyInput, revokeAccountApiKey } from './api-keys.js';
+import { listAuditLog } from './audit.js';
+import { type DeletionRequestRecord, requestDeletion } from './deletion.js';
+import type { AccountDeps, AccountSettings } from './deps.js';
+import { setHostingBlock } from './hosting-block.js';
+import { storeIntegrationToken } from './integrations.js';
+import { accountWithEmail, callerAccount, profileOf } from './lookup.js';
+import { signIn, signOut } from './sessions.js';
+import { createAccountByOperator, type OperatorAccountInput, type SignUpInput, signUp } from './sign-up.js';
+import { stepUp } from './step-up.js';
+import { confirmTotp, startTotpEnrollment } from './totp.js';
+import { resendVerification, verifyEmail } from './verification.js';
+import { addWithdrawalAddress, listAccountWithdrawalAddresses, removeAccountWithdrawalAddress } from './withdrawal-addresses.js';
+
+export interface AccountServicesInput {
+  store: Store;
+  clock: Clock;
+  mailer: Mailer;
+  config: AccountSettings & Pick<Config, 'secretKey'>;
+}
+
+/** The account use cases, over one set of dependencies; routes and the CLI share them. */
+export function buildAccountServices(input: AccountServicesInput) {
+  const deps: AccountDeps = {
+    store: input.store,
+    clock: input.clock,
+    mailer: input.mailer,
+    settings: input.config,
+    box: new SecretBox(input.config.secretKey),
+  };
+  const db = deps.store.db;
+  return {
+    signUp: (account: SignUpInput) => signUp(deps, account),
+    createAccountByOperator: (account: OperatorAccountInput) => createAccountByOperator(deps, account),
+    verifyEmail: (token: string) => verifyEmail(deps, token),
+    resendVerification: (principal: Principal) => resendVerification(deps, principal),
+    signIn: (credentials: { email: string; password: string }) => signIn(deps, credentials),
+    signOut: (principal: Principal) => signOut(deps, principal),
+    profile: (principal: Principal) => profileOf(db, principal),
+    callerAccount: (principal: Principal) => callerAccount(db, principal),
+    accountWithEmail: (email: string) => accountWithEmail(db, email),
+    stepUp: (principal: Principal, proof: { password?: string; totp_code?: string }) => stepUp(deps, principal, proof),
+    startTotpEnrollment: (principal: Principal) => startTotpEnrollment(deps, principal),
+    confirmTotp: (principal: Principal, code: string) => confirmTotp(deps, principal, code),
+    createApiKey: (key: NewApiKeyInput, commit?: CommitHook<CreatedApiKey>) => createApiKey(deps, key, commit),
+    listApiKeys: (accountId: string, after: KeysetPosition | null, fetch: number) => listAccountApiKeys(deps, accountId, after, fetch),
+    revokeApiKey: (accountId: string, keyId: string) => revokeAccountApiKey(deps, accountId, keyId),
+    storeIntegrationToken: (token: { accountId: string; provider: string; token: string }, commit?: CommitHook<void>) =>
+      storeIntegrationToken(deps, token, commit),
+    requestDeletion: (accountId: string, commit?: CommitHook<DeletionRequestRecord>) => requestDeletion(deps, accountId, commit),
+    addWithdrawalAddress: (
+      address: { accountId: string; address: string; network: string; label: string | null },
+      commit?: CommitHook<WithdrawalAddressRow>,
+    ) => addWithdrawalAddress(deps, address, commit),
+    listWithdrawalAddresses: (accountId: string, after: KeysetPosition | null, fetch: number) =>
+      listAccountWithdrawalAddresses(deps, accountId, after, fetch),
+    removeWithdrawalAddress: (accountId: string, id: string) => removeAccountWithdrawalAddress(deps, accountId, id),
+    setHostingBlock: (block: { accountId: string; blocked: boolean; reason: string }) => setHostingBlock(deps, block),
+    listAuditLog: (after: KeysetPosition | null, fetch: number) => listAuditLog(deps, after, fetch),
+  };
+}
+
+export type AccountServices = ReturnType<typeof buildAccountServices>;

@@ -1,0 +1,57 @@
+import { DomainError } from '../../errors.js';
+import { appendAudit } from '../../store/audit.js';
+import type { KeysetPosition } from '../../store/keyset.js';
+import { type CommitHook, transact } from '../../store/transaction.js';
+import {
+  insertWithdrawalAddress,
+  listWithdrawalAddresses,
+  removeWithdrawalAddress,
+  type WithdrawalAddressRow,
+} from '../../store/withdrawal-addresses.js';
+import type { AccountDeps } from './deps.js';
+
+/** Registers a withdrawal address (WITHDRAWAL_ADDRESS_EXISTS when the account already has it); audited. */
+export function addWithdrawalAddress(
+  deps: AccountDeps,
+  input: { accountId: string; address: string; network: string; label: string | null },
+  commit?: CommitHook<WithdrawalAddressRow>,
+): Promise<WithdrawalAddressRow> {
+  const now = deps.clock.now();
+  const { accountId, address } = input;
+  return transact(
+    deps.store,
+    async (trx) => {
+      const inserted = await insertWithdrawalAddress(trx, { ...input, now });
+      await appendAudit(trx, {
+        at: now,
+        actorAccountId: accountId,
+        action: 'withdrawal_address.added',
+        subject: inserted.id,
+        detail: { address, network: inserted.network },
+      });
+      return inserted;
+    },
+    commit,
+  );
+}
+
+/** The account's live addresses, newest first. */
+export function listAccountWithdrawalAddresses(
+  deps: AccountDeps,
+  accountId: string,
+  after: KeysetPosition | null,
+  fetch: number,
+): Promise<WithdrawalAddressRow[]> {
+  return listWithdrawalAddresses(deps.store.db, accountId, after, fetch);
+}
+
+/** Removes a live address (its version is bumped); NOT_FOUND when the account has no such live address. */
+export async function removeAccountWithdrawalAddress(deps: AccountDeps, accountId: string, id: string): Promise<void> {
+  const now = deps.clock.now();
+  const removed = await transact(deps.store, async (trx) => {
+    if (!(await removeWithdrawalAddress(trx, accountId, id, now))) return false;
+    await appendAudit(trx, { at: now, actorAccountId: accountId, action: 'withdrawal_address.removed', subject: id });
+    return true;
+  });
+  if (!removed) throw new DomainError('NOT_FOUND', 'No such withdrawal address.');
+}

@@ -1,0 +1,150 @@
+import SqliteDatabase from 'better-sqlite3';
+import { CompiledQuery, sql } from 'kysely';
+import { decodeScopes } from '../domain/accounts/account.js';
+import type { CredentialKind, Scope, StepUpKind } from '../domain/accounts/principal.js';
+import type { AccountRow } from './accounts.js';
+import type { Store } from './db.js';
+
+// The authenticator's read path: one credential row joined with its account, by the hash of its secret. On SQLite
+// it has a connection of its own and a cache; on Postgres it runs SQL compiled once.
+
+const SESSION_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['renter', 'host']);
+
+export type CredentialRow = AccountRow & {
+  credential_id: string;
+  credential_expires_at: string | null;
+  credential_revoked_at: string | null;
+  credential_step_up_method: StepUpKind | null;
+  credential_step_up_until: string | null;
+  credential_scopes: string | null;
+  credential_last_used_at: string | null;
+};
+
+/** A credential row with what every request derives from it, decoded once (times as epoch ms). */
+export interface CachedCredential {
+  row: CredentialRow;
+  scopes: ReadonlySet<Scope>;
+  revoked: boolean;
+  /** Infinity when the credential never expires. */
+  expiresAtMs: number;
+  stepUpUntilMs: number | null;
+  lastUsedMs: number | null;
+  /** When it was read: entries older than CREDENTIAL_CACHE_TTL_MS are read again. */
+  readAtMs: number;
+}
+
+/** Synchronous on SQLite (better-sqlite3 reads block anyway), a promise on Postgres. */
+export type CredentialLookup = (
+  kind: CredentialKind,
+  hash: string,
+  nowMs: number,
+) => CachedCredential | undefined | Promise<CachedCredential | undefined>;
+export type CredentialLookupHandle = { lookup: CredentialLookup; close(): void };
+
+/** Verified credentials kept in memory on SQLite (see openCredentialLookup): at most this many, for at most this long. */
+const CREDENTIAL_CACHE_MAX = 4096;
+const CREDENTIAL_CACHE_TTL_MS = 2_000;
+
+/** The two lookups as SQL text, built once by Kysely so both paths read the same columns. */
+function credentialQueries(db: Store['db']) {
+  const session = db
+    .selectFrom('sessions')
+    .innerJoin('accounts', 'accounts.id', 'sessions.account_id')
+    .selectAll('accounts')
+    .select([
+      'sessions.id as credential_id',
+      'sessions.expires_at as credential_expires_at',
+      'sessions.revoked_at as credential_revoked_at',
+      'sessions.step_up_method as credential_step_up_method',
+      'sessions.step_up_until as credential_step_up_until',
+      sql<null>`null`.as('credential_scopes'),
+      sql<null>`null`.as('credential_last_used_at'),
+    ])
+    .where('sessions.token_hash', '=', '')
+    .compile().sql;
+  const apiKey = db
+    .selectFrom('api_keys')
+    .innerJoin('accounts', 'accounts.id', 'api_keys.account_id')
+    .selectAll('accounts')
+    .select([
+      'api_keys.id as credential_id',
+      'api_keys.expires_at as credential_expires_at',
+      'api_keys.revoked_at as credential_revoked_at',
+      'api_keys.step_up_method as credential_step_up_method',
+      'api_keys.step_up_until as credential_step_up_until',
+      'api_keys.scopes as credential_scopes',
+      'api_keys.last_used_at as credential_last_used_at',
+    ])
+    .where('api_keys.secret_hash', '=', '')
+    .compile().sql;
+  return { session, apiKey };
+}
+
+const decoded = (kind: CredentialKind, row: CredentialRow, nowMs: number): CachedCredential => ({
+  row,
+  scopes: kind === 'session' ? SESSION_SCOPES : new Set<Scope>(decodeScopes(row.credential_scopes ?? '')),
+  revoked: row.credential_revoked_at !== null,
+  expiresAtMs: row.credential_expires_at === null ? Number.POSITIVE_INFINITY : Date.parse(row.credential_expires_at),
+  stepUpUntilMs:
+    row.credential_step_up_method === null || row.credential_step_up_until === null ? null : Date.parse(row.credential_step_up_until),
+  lastUsedMs: row.credential_last_used_at === null ? null : Date.parse(row.credential_last_used_at),
+  readAtMs: nowMs,
+});
+
+/**
+ * On SQLite the lookup runs on a dedicated connection with statements prepared once (Kysely prepares every
+ * statement anew, which costs more than the read itself), and found rows are cached: an entry is used only while
+ * `PRAGMA data_version` of that connection is unchanged, i.e. while no other connection (this process's writer, the
+ * CLI, anything) has committed to the file since it was read, so a revocation, step-up, verification or any other
+ * write is seen by the very next request, exactly as without the cache. The check is a read transaction that reads
+ * no page: a few times cheaper than the joined read and row decoding it saves. Expiry and step-up freshness are still compared with `now` on every request;
+ * unknown tokens are never cached. The TTL and size bound only limit memory and how long a token's hash stays there.
+ * On Postgres the lookup runs the SQL compiled once and nothing is cached: other replicas write the same rows and
+ * there is no cheap way to learn of it, so a cache would let a revoked key work on until it lapsed.
+ */
+export async function openCredentialLookup(store: Store): Promise<CredentialLookupHandle> {
+  const text = credentialQueries(store.db);
+  if (store.dialect === 'sqlite') {
+    const list = await sql<{ name: string; file: string }>`pragma database_list`.execute(store.db);
+    const file = list.rows.find((row) => row.name === 'main')?.file;
+    if (file) {
+      const connection = new SqliteDatabase(file, { fileMustExist: true });
+      connection.defaultSafeIntegers(true);
+      connection.pragma('busy_timeout = 5000');
+      const statements = { session: connection.prepare(text.session), 'api-key': connection.prepare(text.apiKey) };
+      const dataVersion = connection.prepare('pragma data_version').pluck();
+      const cache = new Map<string, CachedCredential>();
+      let cachedAtVersion: unknown = null;
+      return {
+        lookup: (kind, hash, nowMs) => {
+          const version = dataVersion.get();
+          if (version !== cachedAtVersion) {
+            cache.clear();
+            cachedAtVersion = version;
+          }
+          // The kinds live in different tables: keep their keys apart.
+          const key = kind === 'session' ? `s${hash}` : `k${hash}`;
+          const hit = cache.get(key);
+          if (hit && nowMs >= hit.readAtMs && nowMs - hit.readAtMs < CREDENTIAL_CACHE_TTL_MS) return hit;
+          if (hit) cache.delete(key);
+          const row = statements[kind].get(hash) as CredentialRow | undefined;
+          if (!row) return undefined;
+          const entry = decoded(kind, row, nowMs);
+          // Oldest first out: Maps iterate in insertion order.
+          if (cache.size >= CREDENTIAL_CACHE_MAX) cache.delete(cache.keys().next().value as string);
+          cache.set(key, entry);
+          return entry;
+        },
+        close: () => connection.close(),
+      };
+    }
+  }
+  const compiled = { session: text.session, 'api-key': text.apiKey };
+  return {
+    lookup: async (kind, hash, nowMs) => {
+      const row = (await store.db.executeQuery<CredentialRow>(CompiledQuery.raw(compiled[kind], [hash]))).rows[0];
+      return row && decoded(kind, row, nowMs);
+    },
+    close: () => {},
+  };
+}
