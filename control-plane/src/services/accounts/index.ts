@@ -13,7 +13,7 @@ import { type DeletionRequestRecord, requestDeletion } from './deletion.js';
 import type { AccountDeps, AccountSettings } from './deps.js';
 import { setHostingBlock } from './hosting-block.js';
 import { storeIntegrationToken } from './integrations.js';
-import { accountWithEmail, callerAccount, profileOf } from './lookup.js';
+import { accountWithEmail, profileOf } from './lookup.js';
 import { signIn, signOut } from './sessions.js';
 import { createAccountByOperator, type OperatorAccountInput, type SignUpInput, signUp } from './sign-up.js';
 import { stepUp } from './step-up.js';
@@ -46,7 +46,6 @@ export function buildAccountServices(input: AccountServicesInput) {
     signIn: (credentials: { email: string; password: string }) => signIn(deps, credentials),
     signOut: (principal: Principal) => signOut(deps, principal),
     profile: (principal: Principal) => profileOf(db, principal),
-    callerAccount: (principal: Principal) => callerAccount(db, principal),
     accountWithEmail: (email: string) => accountWithEmail(db, email),
     stepUp: (principal: Principal, proof: { password?: string; totp_code?: string }) => stepUp(deps, principal, proof),
     startTotpEnrollment: (principal: Principal) => startTotpEnrollment(deps, principal),
