@@ -5,6 +5,8 @@ import { ConfigError, loadConfig } from './config.js';
 import { startMetricsListener } from './http/metrics.js';
 import { createRuntime } from './runtime.js';
 import { defaultWorkers, startWorkers } from './workers/index.js';
+import { ViemChainReader } from './chain/viem-reader.js';
+import { chainWatchWorkers } from './workers/chain-watch.js';
 
 // The composition root: the only place that reads process.env and builds real adapters.
 async function main(argv: string[]): Promise<number> {
@@ -36,7 +38,20 @@ async function main(argv: string[]): Promise<number> {
               token: config.metricsToken,
               publicBaseUrl: config.publicBaseUrl,
             });
-      const workers = startWorkers({ store: runtime.store, clock: runtime.clock, logger, workers: defaultWorkers(config) });
+      // One deposit watcher per network in ARK_CHAINS, over viem clients built here (the only place adapters are made).
+      const chainWatch = chainWatchWorkers({
+        deposits: runtime.services.deposits,
+        payments: config.payments,
+        readerFor: (network) => new ViemChainReader({ rpcUrl: network.rpcUrl }),
+        registry: runtime.metrics.registry,
+        logger,
+      });
+      const workers = startWorkers({
+        store: runtime.store,
+        clock: runtime.clock,
+        logger,
+        workers: [...defaultWorkers(runtime.services, config), ...chainWatch.workers],
+      });
       process.stdout.write(
         `ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`,
       );
@@ -46,6 +61,7 @@ async function main(argv: string[]): Promise<number> {
         process.once('SIGINT', stop);
       });
       await workers.stop();
+      await chainWatch.stop();
       await app.close();
       await metricsListener?.close();
       await runtime.close();
