@@ -1,4 +1,9 @@
-import { BillingBalance, toDecimal } from '@ark/shared';
+import type { FastifyReply } from 'fastify';
+import { BillingBalance, BillingBalanceQuery, DepositAddress, toDecimal } from '@ark/shared';
+import { type DepositPosition, depositPosition } from '../../services/billing/deposit-history.js';
+import { toDepositView } from '../../services/billing/deposit-view.js';
+import { envelope } from '../errors.js';
+import { fetchSize } from '../pagination.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { withErrors } from '../schemas.js';
@@ -11,13 +16,49 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
       config: { auth: { scope: 'renter' } },
       schema: {
         tags: ['billing'],
-        summary: "The caller's prepaid balance: available, and held by its jobs",
+        summary: "The caller's prepaid balance: available, held by its jobs, and its deposits (cursor-paged, newest first)",
+        querystring: BillingBalanceQuery,
         response: withErrors({ 200: BillingBalance }, 403),
       },
     },
     async (request) => {
-      const balances = await ctx.services.billing.balances(principalOf(request).accountId);
-      return { available_micro: toDecimal(balances.availableMicro), held_micro: toDecimal(balances.heldMicro), currency: 'USDC' as const };
+      const accountId = principalOf(request).accountId;
+      const scope = `deposits:${accountId}`;
+      const after = ctx.paginator.decode<DepositPosition>(scope, request.query.cursor);
+      const [balances, rows] = await Promise.all([
+        ctx.services.billing.balances(accountId),
+        ctx.services.deposits.history(accountId, after, fetchSize(request.query.limit)),
+      ]);
+      return {
+        available_micro: toDecimal(balances.availableMicro),
+        held_micro: toDecimal(balances.heldMicro),
+        currency: 'USDC' as const,
+        deposits: ctx.paginator.page(scope, rows, request.query.limit, depositPosition, toDepositView),
+      };
+    },
+  );
+
+  app.get(
+    '/api/v1/billing/deposit-address',
+    {
+      config: { auth: { scope: 'renter' } },
+      schema: {
+        tags: ['billing'],
+        summary:
+          "The caller's deposit address (created on first call, never changes), the networks and assets it takes, and recent deposits",
+        response: withErrors({ 200: DepositAddress }, 403, 503),
+      },
+    },
+    async (request, reply) => {
+      const view = await ctx.services.deposits.address(principalOf(request).accountId);
+      if (view === null) {
+        // Contract part 7: 503, retryable, when deposit addresses are not configured. The catalog's UNAVAILABLE
+        // is its 429; the issue names UNAVAILABLE for this 503 too, so the envelope is written here.
+        return (reply as unknown as FastifyReply)
+          .code(503)
+          .send(envelope('UNAVAILABLE', 'Deposit addresses are not configured on this server.', true, request.id));
+      }
+      return view;
     },
   );
 }

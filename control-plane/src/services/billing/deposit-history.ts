@@ -1,4 +1,6 @@
 import { depositsOfAccount, type DepositPosition, type DepositRow } from '../../store/deposits.js';
+
+export type { DepositPosition };
 import type { DepositDeps } from './deposit-deps.js';
 
 /** An account's deposits, newest first, after a cursor position; `fetch` rows (a page plus one). */
