@@ -1,0 +1,379 @@
+import { generateKeyPairSync, randomBytes } from 'node:crypto';
+import {
+  type AgentMessage,
+  CHANNEL_PROTOCOL_VERSION,
+  ed25519PublicKeyFromBase64,
+  type FrameVerifier,
+  type HelloMessage,
+  nodeEd25519Verifier,
+  openFrame,
+  peekPayload,
+  type ReliableAgentMessage,
+  signFrame,
+} from '@ark/shared';
+import type { WebSocket } from 'ws';
+import { openChannelState } from '../store/channel-state.js';
+import { acknowledgeCommands, commandsAfter } from '../store/outbox.js';
+import type { ChannelGateway } from './server.js';
+
+// One agent connection of the gateway (server.ts): the handshake, frame checks in arrival order, reliable messages
+// applied once, heartbeats, command delivery and acknowledgement, and every way a connection closes.
+
+/** Close codes the agent sees. Every one of them means: reconnect with backoff. */
+export const CLOSE_CODES = {
+  protocolViolation: 1008,
+  internalError: 1011,
+  goingAway: 1001,
+  replaced: 4001,
+  timeout: 4002,
+  slowConsumer: 4003,
+} as const;
+
+type SessionState = 'awaiting_hello' | 'open' | 'closed';
+
+const RELIABLE = new Set<string>(['telemetry', 'meter_receipt', 'job_status', 'nettest_receipt']);
+
+/** Verifies hellos that name a machine with no usable key: a throwaway key, so nothing verifies, at the usual cost. */
+const STAND_IN_VERIFIER: FrameVerifier = nodeEd25519Verifier(generateKeyPairSync('ed25519').publicKey);
+
+/**
+ * One agent connection. Frames are handled strictly in arrival order, one at a time: a frame is checked in
+ * full before its handler runs, and the first bad frame closes the connection, so nothing after it is processed.
+ */
+export class Session {
+  readonly #gateway: ChannelGateway;
+  readonly #ws: WebSocket;
+  readonly #sid = randomBytes(16).toString('base64url');
+  readonly #challenge = randomBytes(32).toString('base64url');
+  #state: SessionState = 'awaiting_hello';
+  machineId: string | null = null;
+  #verify: FrameVerifier | null = null;
+  #recvSeq = 0;
+  #sendSeq = 0;
+  readonly #openedAt = performance.now();
+  #lastFrameAt = this.#openedAt;
+  // Received, not yet handled. Two arrays instead of an object per frame.
+  readonly #inbox: Buffer[] = [];
+  readonly #inboxAt: number[] = [];
+  #draining: Promise<void> | null = null;
+  #appliedUpto = 0;
+  commandsSentUpto = 0;
+  #delivering = false;
+  #deliverAgain = false;
+  #announced = false;
+
+  constructor(gateway: ChannelGateway, ws: WebSocket) {
+    this.#gateway = gateway;
+    this.#ws = ws;
+  }
+
+  begin(): void {
+    this.#ws.on('message', (data: Buffer, isBinary: boolean) => this.#receive(data, isBinary));
+    this.#ws.on('close', () => this.#closed());
+    // ws reports oversized and malformed WebSocket frames here, then closes the socket itself.
+    this.#ws.on('error', (error: Error & { code?: string }) => {
+      const reason = error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'oversized' : 'websocket_error';
+      this.#violation(reason, error.message);
+    });
+    const now = this.#gateway.clock.now();
+    this.#send({ t: 'challenge', challenge: this.#challenge, server_time: now.toISOString() });
+  }
+
+  /** Resolves once no handler of this connection is running. */
+  settled(): Promise<void> {
+    return this.#draining ?? Promise.resolve();
+  }
+
+  checkTimeouts(now: number): void {
+    if (this.#state === 'awaiting_hello' && now - this.#openedAt > this.#gateway.settings.handshakeTimeoutMs) {
+      this.#fail(CLOSE_CODES.timeout, 'handshake_timeout');
+    } else if (this.#state === 'open' && now - this.#lastFrameAt > this.#gateway.settings.idleTimeoutMs && !this.#draining) {
+      this.#fail(CLOSE_CODES.timeout, 'idle_timeout');
+    }
+  }
+
+  close(code: number, reason: string, count: boolean): void {
+    if (this.#state === 'closed') return;
+    this.#state = 'closed';
+    if (count) this.#gateway.metrics.closes.inc({ reason });
+    this.#inbox.length = 0;
+    this.#inboxAt.length = 0;
+    this.#ws.close(code, reason);
+    // A peer that never answers the close frame must not keep the socket.
+    setTimeout(() => this.#ws.terminate(), 2_000).unref();
+  }
+
+  terminate(): void {
+    this.#ws.terminate();
+  }
+
+  // ---- receiving ----
+
+  #receive(data: Buffer, isBinary: boolean): void {
+    if (this.#state === 'closed') return;
+    const at = performance.now();
+    this.#lastFrameAt = at;
+    if (isBinary) {
+      this.#violation('binary');
+      return;
+    }
+    if (this.#inbox.length >= this.#gateway.settings.inboxLimitFrames) {
+      this.#violation('inbox_overflow', `${this.#inbox.length} frames pending`);
+      return;
+    }
+    this.#inbox.push(data);
+    this.#inboxAt.push(at);
+    if (!this.#draining) this.#draining = this.#drain();
+  }
+
+  async #drain(): Promise<void> {
+    try {
+      while (this.#inbox.length > 0 && this.#state !== 'closed') {
+        const raw = this.#inbox.shift() as Buffer;
+        const at = this.#inboxAt.shift() as number;
+        const type = this.#state === 'awaiting_hello' ? await this.#hello(raw) : await this.#frame(raw);
+        if (type) {
+          const metrics = this.#gateway.metrics;
+          metrics.frames.inc({ type });
+          metrics.frameHandling.observe({ type }, (performance.now() - at) / 1000);
+        }
+      }
+    } catch (error) {
+      this.#gateway.logger.error({ err: error, machineId: this.machineId }, 'agent channel frame handling failed');
+      this.#fail(CLOSE_CODES.internalError, 'handler_failed');
+    } finally {
+      this.#draining = null;
+      // A frame may have arrived between the loop's last check and here.
+      if (this.#inbox.length > 0 && this.#state !== 'closed') this.#draining = this.#drain();
+    }
+  }
+
+  /** The first frame must be a hello signed by the key on record for the machine it names. */
+  async #hello(raw: Buffer): Promise<string | null> {
+    const claimed = peekPayload(raw);
+    const claimedMachineId = typeof claimed?.machine_id === 'string' ? claimed.machine_id.slice(0, 64) : null;
+    if (claimed?.t !== 'hello' || !claimedMachineId) {
+      // Let the codec name what is wrong (unsigned, version, schema) when it can; otherwise it is not a hello.
+      const reason = claimed === null ? 'malformed_frame' : claimed.v !== CHANNEL_PROTOCOL_VERSION ? 'unknown_version' : 'expected_hello';
+      this.#violation(reason, undefined, claimedMachineId);
+      return null;
+    }
+    const publicKey = await this.#gateway.publicKeyOf(claimedMachineId);
+    if (this.#state === 'closed') return null;
+    // A machine id with no usable key on record is checked against a stand-in key that verifies nothing, so a
+    // stranger's hello is refused exactly like a forged one for a real machine: which ids exist never leaks.
+    let verify: FrameVerifier = STAND_IN_VERIFIER;
+    let unknown: string | undefined = publicKey ? undefined : 'unknown machine';
+    if (publicKey) {
+      try {
+        verify = nodeEd25519Verifier(ed25519PublicKeyFromBase64(publicKey));
+      } catch {
+        unknown = 'the key on record is not an ed25519 key';
+      }
+    }
+    const opened = openFrame(raw, verify, 'agent');
+    if (!opened.ok || unknown) {
+      this.#violation(opened.ok ? 'bad_signature' : opened.reason, unknown ?? (opened.ok ? undefined : opened.detail), claimedMachineId);
+      return null;
+    }
+    const hello = opened.payload;
+    if (hello.t !== 'hello') return this.#violationNull('expected_hello', undefined, claimedMachineId);
+    if (hello.sid !== this.#sid) return this.#violationNull('wrong_session', undefined, claimedMachineId);
+    if (hello.seq !== 1)
+      return this.#violationNull(hello.seq < 1 ? 'replayed_seq' : 'out_of_order_seq', `seq ${hello.seq}`, claimedMachineId);
+    if (hello.challenge !== this.#challenge) return this.#violationNull('bad_challenge', undefined, claimedMachineId);
+    this.#recvSeq = 1;
+    this.#verify = verify;
+    this.machineId = hello.machine_id;
+    await this.#welcome(hello);
+    return 'hello';
+  }
+
+  async #welcome(hello: HelloMessage): Promise<void> {
+    const gateway = this.#gateway;
+    const machineId = hello.machine_id;
+    const now = gateway.clock.now();
+    const state = await openChannelState(gateway.store.db, machineId);
+    let acked = state.commandsAckedUpto;
+    if (hello.commands_applied_upto > acked)
+      acked = await acknowledgeCommands(gateway.store.db, machineId, hello.commands_applied_upto, now);
+    if (this.#state === 'closed') return;
+    this.#appliedUpto = state.lastAppliedMsgId;
+    // Acknowledged commands are never resent; everything after them is, in order.
+    this.commandsSentUpto = acked;
+    this.#state = 'open';
+    gateway.register(this, machineId);
+    this.#send({
+      t: 'welcome',
+      machine_id: machineId,
+      acked_upto: this.#appliedUpto,
+      heartbeat_interval_s: gateway.settings.heartbeatIntervalS,
+      telemetry_interval_s: gateway.settings.telemetryIntervalS,
+      server_time: now.toISOString(),
+    });
+    gateway.logger.debug({ machineId, sid: this.#sid, agentVersion: hello.agent_version }, 'agent connected');
+    this.#announced = true;
+    try {
+      await gateway.handlers.connected(machineId, now);
+    } catch (error) {
+      gateway.logger.error({ err: error, machineId }, 'agent channel connect hook failed');
+    }
+    // Nothing queued at hello time: skip the query; wake-ups (and the poll) cover what is queued from now on.
+    if (state.lastCommandSeq > this.commandsSentUpto) this.deliver();
+  }
+
+  async #frame(raw: Buffer): Promise<string | null> {
+    const opened = openFrame(raw, this.#verify as FrameVerifier, 'agent');
+    if (!opened.ok) return this.#violationNull(opened.reason, opened.detail);
+    const msg = opened.payload;
+    if (msg.sid !== this.#sid) return this.#violationNull('wrong_session');
+    if (msg.seq !== this.#recvSeq + 1) {
+      return this.#violationNull(msg.seq <= this.#recvSeq ? 'replayed_seq' : 'out_of_order_seq', `seq ${msg.seq} after ${this.#recvSeq}`);
+    }
+    this.#recvSeq = msg.seq;
+    await this.#dispatch(msg);
+    return msg.t;
+  }
+
+  async #dispatch(msg: AgentMessage): Promise<void> {
+    const gateway = this.#gateway;
+    const machineId = this.machineId as string;
+    switch (msg.t) {
+      case 'heartbeat': {
+        try {
+          await gateway.handlers.heartbeat(machineId, msg, gateway.clock.now());
+        } catch (error) {
+          // Not acknowledged: the agent sees the control plane unhealthy; the next heartbeat tries again.
+          gateway.logger.warn({ err: error, machineId }, 'heartbeat handler failed');
+          return;
+        }
+        this.#send({ t: 'ack', upto: this.#appliedUpto });
+        return;
+      }
+      case 'command_ack': {
+        if (msg.upto > this.commandsSentUpto) {
+          // Acknowledging what was never sent here: a confused agent, or one also connected elsewhere. Never
+          // trusted past what the outbox holds (acknowledgeCommands clamps).
+          gateway.logger.warn(
+            { machineId, upto: msg.upto, sent: this.commandsSentUpto },
+            'agent acknowledged commands not sent on this connection',
+          );
+        }
+        await acknowledgeCommands(gateway.store.db, machineId, msg.upto, gateway.clock.now());
+        return;
+      }
+      case 'hello':
+        return void this.#violation('unexpected_type', 'hello after the handshake');
+      default: {
+        if (RELIABLE.has(msg.t)) await this.#applyReliable(msg as ReliableAgentMessage);
+        return;
+      }
+    }
+  }
+
+  /** Applies a reliable message once: the effect and the applied mark commit together; then the cumulative ack. */
+  async #applyReliable(msg: ReliableAgentMessage): Promise<void> {
+    const gateway = this.#gateway;
+    const machineId = this.machineId as string;
+    if (msg.id > this.#appliedUpto) {
+      if (!gateway.handlers.handles(msg.t))
+        gateway.logger.warn({ machineId, type: msg.t, id: msg.id }, 'no handler for agent message type; applied as a no-op');
+      await gateway.applier.apply(machineId, msg);
+      // Applied now, or already by another connection: either way everything up to it is done.
+      this.#appliedUpto = msg.id;
+    }
+    if (this.#state !== 'closed') this.#send({ t: 'ack', upto: this.#appliedUpto });
+  }
+
+  // ---- sending ----
+
+  #send(body: { t: string } & Record<string, unknown>): boolean {
+    if (this.#state === 'closed') return false;
+    if (this.#ws.bufferedAmount > this.#gateway.settings.sendBufferLimitBytes) {
+      this.#fail(CLOSE_CODES.slowConsumer, 'slow_consumer');
+      return false;
+    }
+    const { t, ...rest } = body;
+    this.#sendSeq += 1;
+    this.#ws.send(signFrame({ v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest }, this.#gateway.identity.sign));
+    return true;
+  }
+
+  /** Sends outbox commands after the last one sent, in order; wake-ups during a run trigger one more run. */
+  deliver(): void {
+    if (this.#state !== 'open') return;
+    if (this.#delivering) {
+      this.#deliverAgain = true;
+      return;
+    }
+    this.#delivering = true;
+    void this.#deliverLoop().finally(() => {
+      this.#delivering = false;
+    });
+  }
+
+  async #deliverLoop(): Promise<void> {
+    const gateway = this.#gateway;
+    const machineId = this.machineId as string;
+    try {
+      for (;;) {
+        this.#deliverAgain = false;
+        const batch = await commandsAfter(gateway.store.db, machineId, this.commandsSentUpto, gateway.settings.deliveryBatch);
+        for (const command of batch) {
+          if (this.#state !== 'open') return;
+          if (command.commandSeq <= this.commandsSentUpto) continue;
+          const sent = this.#send({
+            t: 'command',
+            command_seq: command.commandSeq,
+            command_id: command.commandId,
+            kind: command.kind,
+            body: command.body,
+          });
+          if (!sent) return;
+          this.commandsSentUpto = command.commandSeq;
+        }
+        if (batch.length < gateway.settings.deliveryBatch && !this.#deliverAgain) return;
+      }
+    } catch (error) {
+      // The next wake-up or poll tries again.
+      gateway.logger.warn({ err: error, machineId }, 'agent outbox delivery failed');
+    }
+  }
+
+  // ---- closing ----
+
+  #violation(reason: string, detail?: string, claimedMachineId?: string | null): void {
+    if (this.#state === 'closed') return;
+    this.#gateway.logger.warn(
+      { reason, detail, machineId: this.machineId ?? claimedMachineId ?? null, sid: this.#sid, authenticated: this.machineId !== null },
+      'agent channel closed: protocol violation',
+    );
+    this.close(CLOSE_CODES.protocolViolation, reason, true);
+  }
+
+  #violationNull(reason: string, detail?: string, claimedMachineId?: string | null): null {
+    this.#violation(reason, detail, claimedMachineId);
+    return null;
+  }
+
+  #fail(code: number, reason: string): void {
+    if (this.#state === 'closed') return;
+    this.#gateway.logger.info({ reason, machineId: this.machineId, sid: this.#sid }, 'agent channel closed');
+    this.close(code, reason, true);
+  }
+
+  #closed(): void {
+    if (this.#state !== 'closed') {
+      this.#state = 'closed';
+      this.#gateway.metrics.closes.inc({ reason: 'peer_closed' });
+    }
+    const wasCurrent = this.#gateway.forget(this);
+    if (this.#announced && wasCurrent && this.machineId) {
+      const machineId = this.machineId;
+      const gateway = this.#gateway;
+      gateway.handlers.disconnected(machineId, gateway.clock.now()).catch((error: unknown) => {
+        gateway.logger.error({ err: error, machineId }, 'agent channel disconnect hook failed');
+      });
+    }
+  }
+}
