@@ -206,11 +206,7 @@ async function serveControlPlane(
   };
   // The idempotent route, crash-safe as every idempotent route is: the answer is written inside the same transaction.
   const idempotent = async (request: never, reply: never) => {
-    const result = await transact(
-      runtime.store,
-      (trx) => transfer(trx, nextTransfer()),
-      answerInTransaction(request, reply, 201, view),
-    );
+    const result = await transact(runtime.store, (trx) => transfer(trx, nextTransfer()), answerInTransaction(request, reply, 201, view));
     return (reply as Reply).code(201).send(view(result));
   };
   app.post(BENCH_ROUTE_PLAIN, { config: { auth: {} } }, plain as never);

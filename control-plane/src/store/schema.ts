@@ -8,4 +8,12 @@ import type { LedgerTables } from './tables/ledger.js';
 import type { TemplatesTables } from './tables/templates.js';
 
 // The whole database, as the union of each aggregate's tables.
-export interface Database extends FoundationTables, AccountsTables, LedgerTables, TemplatesTables, HostsTables, GatewayTables, JobsTables, DepositsTables {}
+export interface Database
+  extends FoundationTables,
+    AccountsTables,
+    LedgerTables,
+    TemplatesTables,
+    HostsTables,
+    GatewayTables,
+    JobsTables,
+    DepositsTables {}

@@ -20,7 +20,12 @@ describe.each(DIALECTS)('GET /api/v1/billing/balance on %s', (dialect) => {
     const renter = await seedAccount(t.ctx);
     const response = await get(renter.apiKey);
     expect(response.statusCode).toBe(200);
-    expect(response.json()).toEqual({ available_micro: '0', held_micro: '0', currency: 'USDC', deposits: { items: [], next_cursor: null } });
+    expect(response.json()).toEqual({
+      available_micro: '0',
+      held_micro: '0',
+      currency: 'USDC',
+      deposits: { items: [], next_cursor: null },
+    });
     expect(response.headers['cache-control']).toBe('private, no-store');
   });
 
@@ -68,8 +73,18 @@ describe.each(DIALECTS)('GET /api/v1/billing/balance on %s', (dialect) => {
 
     const mine = await get(renter.sessionToken);
     expect(mine.statusCode).toBe(200);
-    expect(mine.json()).toEqual({ available_micro: '19499999', held_micro: '5500001', currency: 'USDC', deposits: { items: [], next_cursor: null } });
-    expect((await get(other.apiKey)).json()).toEqual({ available_micro: '7000000', held_micro: '2000000', currency: 'USDC', deposits: { items: [], next_cursor: null } });
+    expect(mine.json()).toEqual({
+      available_micro: '19499999',
+      held_micro: '5500001',
+      currency: 'USDC',
+      deposits: { items: [], next_cursor: null },
+    });
+    expect((await get(other.apiKey)).json()).toEqual({
+      available_micro: '7000000',
+      held_micro: '2000000',
+      currency: 'USDC',
+      deposits: { items: [], next_cursor: null },
+    });
   });
 
   it('needs a credential with the renter scope', async () => {
