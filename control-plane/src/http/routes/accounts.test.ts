@@ -285,6 +285,27 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
       expect((await post('/api/v1/account/api-keys', { label: 'k', scopes: ['renter'] }, account.apiKey, idem())).statusCode).toBe(201);
     });
 
+    it('lets a key create keys only within its own scopes (no escalation); a session may create any', async () => {
+      const account = await seedAccount(t.ctx, { scopes: ['renter'] });
+      await stepUpWithPassword(account, account.apiKey);
+      expectError(
+        await post('/api/v1/account/api-keys', { label: 'wider', scopes: ['renter', 'host'] }, account.apiKey, idem()),
+        403,
+        'SCOPE_REQUIRED',
+      );
+      expectError(
+        await post('/api/v1/account/api-keys', { label: 'other', scopes: ['host'] }, account.apiKey, idem()),
+        403,
+        'SCOPE_REQUIRED',
+      );
+      expect((await post('/api/v1/account/api-keys', { label: 'same', scopes: ['renter'] }, account.apiKey, idem())).statusCode).toBe(201);
+      await stepUpWithPassword(account, account.sessionToken);
+      expect(
+        (await post('/api/v1/account/api-keys', { label: 'by session', scopes: ['renter', 'host'] }, account.sessionToken, idem()))
+          .statusCode,
+      ).toBe(201);
+    });
+
     it('refuses a wrong password, a TOTP code before enrollment, and a malformed proof', async () => {
       const account = await seedAccount(t.ctx);
       expectError(await post('/api/v1/account/step-up', { password: 'not the password' }, account.sessionToken), 401, 'STEP_UP_FAILED');

@@ -290,7 +290,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
           label,
           scopes,
           expiresAt: expires_at === undefined ? null : new Date(expires_at),
-          issuer: { kind: 'holder', via: principal.authMethod },
+          issuer: { kind: 'holder', via: principal.authMethod, scopes: principal.scopes },
         },
         answerInTransaction(request, reply, 201, toBody),
       );

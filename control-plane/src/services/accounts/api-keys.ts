@@ -8,8 +8,11 @@ import type { KeysetPosition } from '../../store/keyset.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
 import type { AccountDeps } from './deps.js';
 
-/** Who creates a key: its holder (through a session or another key), or the operator (the CLI). */
-export type KeyIssuer = { kind: 'holder'; via: CredentialKind } | { kind: 'operator' };
+/**
+ * Who creates a key: its holder (through a session or another key, with that credential's scopes), or the operator
+ * (the CLI).
+ */
+export type KeyIssuer = { kind: 'holder'; via: CredentialKind; scopes: ReadonlySet<string> } | { kind: 'operator' };
 
 export interface NewApiKeyInput {
   accountId: string;
@@ -32,6 +35,13 @@ export async function createApiKey(deps: AccountDeps, input: NewApiKeyInput, com
   const { accountId, label, scopes, issuer } = input;
   if (input.expiresAt !== null && input.expiresAt.getTime() <= now.getTime()) {
     throw new DomainError('VALIDATION_FAILED', 'body/expires_at must be in the future');
+  }
+  // A key never mints a broader key: a renter-only key cannot make itself a host key (no scope escalation).
+  if (issuer.kind === 'holder' && issuer.via === 'api-key') {
+    const beyond = scopes.filter((scope) => !issuer.scopes.has(scope));
+    if (beyond.length > 0) {
+      throw new DomainError('SCOPE_REQUIRED', `An API key can only create keys within its own scopes; it lacks ${beyond.join(', ')}.`);
+    }
   }
   const expiresAt = input.expiresAt === null ? null : input.expiresAt.toISOString();
   return transact(
