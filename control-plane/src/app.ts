@@ -9,7 +9,7 @@ import { identityLoader } from './gateway/identity.js';
 import { installChannelGateway } from './gateway/install.js';
 import type { ChannelGateway } from './gateway/server.js';
 import { installAuth } from './http/auth.js';
-import { edgeOptionsFrom, edgeServerOptions, installEdge } from './http/edge.js';
+import { edgeOptionsFrom, edgeServerOptions, installEdge, rawErrorAnswer } from './http/edge.js';
 import { envelope, installErrorHandling } from './http/errors.js';
 import { documentRoute } from './http/schemas.js';
 import { installIdempotency } from './http/idempotency.js';
@@ -130,7 +130,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
       handlers: ctx.channel,
       identity: ctx.channelIdentity,
     },
-    gatewayInput,
+    // A refused upgrade gets the API's own answer: the envelope, a request id and the security headers.
+    { refusalAnswer: (code) => rawErrorAnswer(code, edge.headers), ...gatewayInput },
   );
   if (!givenServices) {
     // onClose runs after the gateway's preClose has closed the agent connections: nothing is buffered after it.

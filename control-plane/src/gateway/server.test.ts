@@ -116,7 +116,7 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
 
   it('refuses an unknown protocol version in the URL before upgrading', async () => {
     for (const query of ['?v=2', '']) {
-      const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+      const response = await new Promise<{ status: number; body: string; headers: Record<string, unknown> }>((resolve, reject) => {
         const req = request(`${cp.baseUrl}${CHANNEL_PATH}${query}`, {
           headers: {
             connection: 'Upgrade',
@@ -131,13 +131,18 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
           res.on('data', (chunk: Buffer) => {
             body += chunk.toString();
           });
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body, headers: res.headers }));
         });
         req.on('error', reject);
         req.end();
       });
       expect(response.status).toBe(400);
-      expect(JSON.parse(response.body)).toMatchObject({ error: { code: 'CHANNEL_VERSION_UNSUPPORTED', retryable: false } });
+      const answer = JSON.parse(response.body);
+      expect(answer).toMatchObject({ error: { code: 'CHANNEL_VERSION_UNSUPPORTED', retryable: false } });
+      // The API's own answer: a fresh request id in the body and the header, no caching, the security headers.
+      expect(response.headers['x-request-id']).toBe(answer.error.request_id);
+      expect(response.headers['cache-control']).toBe('private, no-store');
+      expect(response.headers['x-content-type-options']).toBe('nosniff');
     }
     expect(await counterValue(cp.metrics, 'ark_channel_closes_total', { reason: 'unknown_version_url' })).toBe(2);
   });

@@ -35,7 +35,15 @@ export interface GatewaySettings {
   pollIntervalMs?: number;
   /** Postgres URL for LISTEN; null disables it (SQLite, or polling only). */
   listenUrl?: string | null;
+  /**
+   * The whole HTTP answer written to a refused upgrade (the API's envelope, request id and security headers, built by
+   * the composition root from http/edge.ts); the default is a bare envelope.
+   */
+  refusalAnswer?: (code: UpgradeRefusal) => string;
 }
+
+/** Why an upgrade is refused before it becomes a channel. */
+export type UpgradeRefusal = 'NOT_FOUND' | 'CHANNEL_VERSION_UNSUPPORTED' | 'SERVICE_UNAVAILABLE';
 
 export interface ChannelGatewayOptions extends GatewaySettings {
   store: Store;
@@ -86,6 +94,7 @@ export class ChannelGateway {
       deliveryBatch: options.deliveryBatch ?? 100,
       pollIntervalMs: options.pollIntervalMs ?? (options.listenUrl ? 5_000 : 2_000),
       listenUrl: options.listenUrl ?? null,
+      refusalAnswer: options.refusalAnswer ?? bareRefusal,
     };
     this.#metrics = createGatewayMetrics(options.registry);
     this.applier = new GroupApplier({ store: options.store, handlers: options.handlers, clock: options.clock });
@@ -150,7 +159,7 @@ export class ChannelGateway {
   attach(server: Server): void {
     server.on('upgrade', (request: IncomingMessage, socket: Duplex, head: Buffer) => {
       if (!this.handleUpgrade(request, socket, head) && server.listenerCount('upgrade') === 1) {
-        refuseUpgrade(socket, 404, 'NOT_FOUND', ERROR_CATALOG.NOT_FOUND.message);
+        this.#refuseUpgrade(socket, 'NOT_FOUND');
       }
     });
   }
@@ -163,29 +172,33 @@ export class ChannelGateway {
     const version = url.searchParams.get('v');
     if (version !== String(CHANNEL_PROTOCOL_VERSION)) {
       this.#refused('unknown_version_url', { version, address: request.socket.remoteAddress });
-      refuseUpgrade(socket, 400, 'CHANNEL_VERSION_UNSUPPORTED', ERROR_CATALOG.CHANNEL_VERSION_UNSUPPORTED.message);
+      this.#refuseUpgrade(socket, 'CHANNEL_VERSION_UNSUPPORTED');
       return true;
     }
     if (this.#closing) {
-      refuseUpgrade(socket, 503, 'SERVICE_UNAVAILABLE', ERROR_CATALOG.SERVICE_UNAVAILABLE.message);
+      this.#refuseUpgrade(socket, 'SERVICE_UNAVAILABLE');
       return true;
     }
     if (this.#all.size >= this.settings.maxConnections) {
       this.#refused('capacity', { connections: this.#all.size });
-      refuseUpgrade(socket, 503, 'SERVICE_UNAVAILABLE', ERROR_CATALOG.SERVICE_UNAVAILABLE.message);
+      this.#refuseUpgrade(socket, 'SERVICE_UNAVAILABLE');
       return true;
     }
     this.start().then(
       () => {
-        if (this.#closing) return void refuseUpgrade(socket, 503, 'SERVICE_UNAVAILABLE', ERROR_CATALOG.SERVICE_UNAVAILABLE.message);
+        if (this.#closing) return void this.#refuseUpgrade(socket, 'SERVICE_UNAVAILABLE');
         this.#wss.handleUpgrade(request, socket, head, (ws) => this.#accept(ws));
       },
       (error: unknown) => {
         this.#options.logger.error({ err: error }, 'agent gateway could not start');
-        refuseUpgrade(socket, 503, 'SERVICE_UNAVAILABLE', ERROR_CATALOG.SERVICE_UNAVAILABLE.message);
+        this.#refuseUpgrade(socket, 'SERVICE_UNAVAILABLE');
       },
     );
     return true;
+  }
+
+  #refuseUpgrade(socket: Duplex, code: UpgradeRefusal): void {
+    socket.end(this.settings.refusalAnswer(code));
   }
 
   /** Connections past the handshake on this replica. */
@@ -255,10 +268,11 @@ export class ChannelGateway {
   }
 }
 
-function refuseUpgrade(socket: Duplex, status: number, code: string, message: string): void {
-  const body = JSON.stringify({ error: { code, message, retryable: status >= 500, request_id: randomUUID() } });
-  const reason = status === 400 ? 'Bad Request' : status === 404 ? 'Not Found' : 'Service Unavailable';
-  socket.end(
-    `HTTP/1.1 ${status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
-  );
+/** The bare refusal: the envelope with a fresh request id, for gateways built without the API's answer. */
+function bareRefusal(code: UpgradeRefusal): string {
+  const spec = ERROR_CATALOG[code];
+  const requestId = randomUUID();
+  const body = JSON.stringify({ error: { code, message: spec.message, retryable: spec.retryable, request_id: requestId } });
+  const reason = spec.status === 400 ? 'Bad Request' : spec.status === 404 ? 'Not Found' : 'Service Unavailable';
+  return `HTTP/1.1 ${spec.status} ${reason}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nx-request-id: ${requestId}\r\ncache-control: private, no-store\r\nConnection: close\r\n\r\n${body}`;
 }
