@@ -97,7 +97,7 @@ describe('JobMetering on a manual clock', () => {
     expect(job.containerState).toBe('missing');
   });
 
-  it('sends nothing while Docker does not answer, and asks again at once when a receipt is overdue', async () => {
+  it('sends nothing while Docker does not answer, and asks again a watch interval later even when a receipt is overdue', async () => {
     const job = await kit.readyJob(context);
     metering.schedule(job);
     await kit.clock.advance(20_000);
@@ -105,15 +105,15 @@ describe('JobMetering on a manual clock', () => {
     kit.runtime.failNext('inspectContainer');
     await kit.clock.advance(5_000);
     expect(kit.clock.peek()).toBe(5_000);
-    // At the due tick the receipt is overdue, so the retry is armed with no delay (Node's 1 ms): as today,
-    // an engine that keeps failing is asked again every millisecond until it answers.
+    // At the due tick the receipt is overdue, yet a failing engine is asked again only a watch interval later (never
+    // in a busy loop); the receipt that follows covers the whole time.
     kit.runtime.failNext('inspectContainer');
     await kit.clock.advance(5_000);
     expect(kit.channel.receipts()).toEqual([]);
-    expect(kit.clock.peek()).toBe(1);
-    await kit.clock.advance(1);
+    expect(kit.clock.peek()).toBe(5_000);
+    await kit.clock.advance(5_000);
     expect(kit.channel.receipts().map((receipt) => [receipt.period_start, receipt.period_end, receipt.runtime_ms])).toEqual([
-      [at(0), at(30_001), '30001'],
+      [at(0), at(35_000), '35000'],
     ]);
   });
 

@@ -17,7 +17,7 @@ export class JobMetering {
   ) {}
 
   /** Arms the job's next tick: when the next receipt is due, or sooner to notice an exit. */
-  schedule(job: LiveJob): void {
+  schedule(job: LiveJob, afterFailure = false): void {
     const { clock, lifecycle, settings } = this.context;
     clock.clearTimeout(job.meterTimer);
     const record = job.record;
@@ -30,7 +30,9 @@ export class JobMetering {
     )
       return;
     const dueMs = nextMeterDelayMs(record.meter, record.launch.meter_interval_s, clock.now());
-    const delayMs = Math.min(dueMs, settings.exitWatchIntervalMs);
+    // After a failed check, wait a whole watch interval even when a receipt is overdue: an engine that keeps failing
+    // is asked again at that pace, not in a busy loop.
+    const delayMs = afterFailure ? settings.exitWatchIntervalMs : Math.min(dueMs, settings.exitWatchIntervalMs);
     job.meterTimer = clock.setTimeout(() => serial(this.context, job, () => this.tick(job)), delayMs);
   }
 
@@ -50,7 +52,7 @@ export class JobMetering {
     } catch (error) {
       // Docker did not answer: no receipt now; the next one covers this time too.
       logger.warn({ job_id: record.job_id, error: errorText(error) }, 'container inspect failed');
-      this.schedule(job);
+      this.schedule(job, true);
       return;
     }
     job.containerState = state?.status ?? 'missing';
