@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../clock.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../testing/app.js';
 import { machinePublicKey, randomAddress, sampleManifest } from '../testing/hosting.js';
-import { customImage, fund, type LiveMachine, liveMachine, postQuote, reserveJob } from '../testing/renting.js';
+import { customImage, fund, type LiveMachine, liveMachine, postQuote, reserveJob, sshPublicKey } from '../testing/renting.js';
 import { DIALECTS } from '../testing/stores.js';
 
 type Json = Record<string, any>;
@@ -33,7 +33,7 @@ describe.each(DIALECTS)('bounds of amounts and byte counts on %s', (dialect) => 
     t = await createTestApp(dialect, { configOverrides: { newHostMachineCap: 1000 } });
     renter = await seedAccount(t.ctx, { scopes: ['renter'] });
     machine = await liveMachine(t.ctx, t.app);
-    for (let i = 0; i < 3; i++) await fund(t.ctx, renter.accountId, MICRO_AMOUNT_MAX);
+    for (let i = 0; i < 4; i++) await fund(t.ctx, renter.accountId, MICRO_AMOUNT_MAX);
   });
 
   afterAll(async () => {
@@ -72,6 +72,55 @@ describe.each(DIALECTS)('bounds of amounts and byte counts on %s', (dialect) => 
       },
     });
     expectRefusal(extended, 'body/additional_budget_micro', MICRO_AMOUNT_MAX);
+    // One micro more is a valid amount, but the funded budget is one amount too: BUDGET_LIMIT_EXCEEDED, not a 500.
+    const oneMore = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/jobs/${jobId}/budget-extension`,
+      headers: { ...bearer(renter.apiKey), 'idempotency-key': randomUUID() },
+      payload: {
+        additional_budget_micro: '1',
+        new_duration_limit_s: 3600,
+        expected_job_version: job.json().job_version,
+        expected_budget_version: job.json().budget_version,
+      },
+    });
+    expect(oneMore.statusCode, oneMore.body).toBe(409);
+    expect(oneMore.json().error.code).toBe('BUDGET_LIMIT_EXCEEDED');
+  });
+
+  it('caps the default budget at MICRO_AMOUNT_MAX when the estimate passes it, and reserves it', async () => {
+    const pricey = await liveMachine(t.ctx, t.app);
+    const now = t.clock.now();
+    const current = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/hosts/machines/${pricey.machineId}`,
+      headers: bearer(pricey.host.apiKey),
+    });
+    const committed = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/hosts/machines/${pricey.machineId}/offer`,
+      headers: { ...bearer(pricey.host.apiKey), 'idempotency-key': randomUUID() },
+      payload: {
+        rate_micro_per_hour: MICRO_AMOUNT_MAX.toString(),
+        included_quotas: { included_disk_gib: 10, included_egress_gib: 10 },
+        available_from: now.toISOString(),
+        available_until: new Date(now.getTime() + 7 * 86_400_000).toISOString(),
+        expected_version: current.json().offer.offer_version,
+      },
+    });
+    expect(committed.statusCode, committed.body).toBe(202);
+    // Two hours at 10^15 an hour, fee included: an estimate past the bound, a budget at it.
+    const quoted = await postQuote(t.app, renter, { ...quoteBody(), offer_id: pricey.offerId, duration_limit_s: 7200 });
+    expect(quoted.statusCode, quoted.body).toBe(201);
+    expect(quoted.json().budget_micro).toBe(MICRO_AMOUNT_MAX.toString());
+    expect(BigInt(quoted.json().estimated_total_micro)).toBeGreaterThan(MICRO_AMOUNT_MAX);
+    const reserved = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/jobs',
+      headers: { ...bearer(renter.apiKey), 'idempotency-key': randomUUID() },
+      payload: { quote_id: quoted.json().quote_id, ssh_public_keys: [sshPublicKey()] },
+    });
+    expect(reserved.statusCode, reserved.body).toBe(202);
   });
 
   it('refuses versions past INT64_MAX on a budget extension', async () => {
