@@ -109,6 +109,10 @@ export function principalOf(request: { principal: Principal | null }): Principal
 
 /** Owner-or-admin reads answer 404 to anyone else, so existence never leaks. */
 export function assertOwnerOrAdmin(principal: Principal, ownerAccountId: string | null | undefined): void {
-  const isAdmin = principal.role === 'admin' && principal.authMethod === 'session';
-  if (ownerAccountId !== principal.accountId && !isAdmin) throw new DomainError('NOT_FOUND');
+  if (ownerAccountId !== principal.accountId && !isAdminSession(principal)) throw new DomainError('NOT_FOUND');
+}
+
+/** An operator acting as one: the admin role, signed in with an interactive session (an admin's API key is not). */
+export function isAdminSession(principal: Principal): boolean {
+  return principal.role === 'admin' && principal.authMethod === 'session';
 }

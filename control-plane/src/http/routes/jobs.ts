@@ -19,14 +19,11 @@ import { jobView } from '../../domain/jobs/job.js';
 import type { StopAnswerState } from '../../domain/jobs/states.js';
 import { DomainError } from '../../errors.js';
 import type { BudgetExtended, Reservation } from '../../services/jobs/index.js';
-import { assertOwnerOrAdmin, principalOf } from '../auth.js';
+import { assertOwnerOrAdmin, isAdminSession, principalOf } from '../auth.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
-import type { Principal } from '../../domain/accounts/principal.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
-
-const isAdmin = (p: Principal): boolean => p.role === 'admin' && p.authMethod === 'session';
 
 export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
   const { clock } = ctx;
@@ -151,7 +148,7 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
       const toBody = (state: StopAnswerState) => ({ job_id: request.params.id, state });
       const state = await jobs.stop(
         request.params.id,
-        { accountId: principal.accountId, admin: isAdmin(principal) },
+        { accountId: principal.accountId, admin: isAdminSession(principal) },
         request.body.reason,
         answerInTransaction(request, reply, 202, toBody),
       );
