@@ -240,7 +240,8 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     'POST /api/v1/account/totp/confirm': { need: { session: true }, request: () => ({ payload: { totp_code: '000000' } }), ok: [409, 422] },
     'POST /api/v1/account/api-keys': {
       need: { stepUp: true },
-      request: () => ({ payload: { label: 'matrix', scopes: ['renter'] } }),
+      // Within the caller's own scopes: a key never mints a broader key (accounts.test.ts covers the refusal).
+      request: (cell) => ({ payload: { label: 'matrix', scopes: [FACTS[cell.who]?.scopes[0] ?? 'renter'] } }),
       ok: [201],
     },
     'GET /api/v1/account/api-keys': { need: {}, request: () => ({}), ok: [200] },
