@@ -180,7 +180,7 @@ describe('validateTemplateImport', () => {
       ],
       [
         item({ vram_fit: { min_vram_bytes: (INT64_MAX + 1n).toString() } }),
-        `templates[0].vram_fit.min_vram_bytes must be at most ${INT64_MAX}`,
+        `templates[0].vram_fit.min_vram_bytes must be a base-10 integer string from 0 to ${INT64_MAX}`,
       ],
     ];
     for (const [document, message] of cases) expect(errorsOf([document])).toEqual([message]);

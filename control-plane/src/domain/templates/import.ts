@@ -1,4 +1,4 @@
-import { TEMPLATE_LIMITS, TemplateImportItem } from '@ark/shared';
+import { decimalBoundOf, TEMPLATE_LIMITS, TemplateImportItem } from '@ark/shared';
 import Ajv, { type ErrorObject, type SchemaObject } from 'ajv';
 import addFormats from 'ajv-formats';
 import { INT64_MAX, type TemplateDefinition, templateIdFromName } from './template.js';
@@ -137,6 +137,8 @@ function semanticProblems(item: TemplateImportItem): string[] {
   return problems;
 }
 
+const boundOf = (issue: ErrorObject): bigint | undefined => decimalBoundOf(issue.parentSchema as { pattern?: unknown } | undefined);
+
 /** Ajv issues as `<.field.path> <message>`, one per field, with unions folded into "must be one of". */
 function describeSchemaErrors(issues: ErrorObject[]): string[] {
   const unionPaths = new Set(issues.filter((e) => e.keyword === 'anyOf').map((e) => e.instancePath));
@@ -164,6 +166,9 @@ function describeSchemaErrors(issues: ErrorObject[]): string[] {
     } else if (issue.keyword === 'required') {
       const property = String(issue.params.missingProperty);
       report(`${path}.${property}`, `${path}.${property} is required`);
+    } else if ((issue.keyword === 'pattern' || issue.keyword === 'maxLength') && boundOf(issue) !== undefined) {
+      // A bounded decimal (ByteCount, MicroAmount): say the range, as the HTTP validator does, not the long pattern.
+      report(path, `${path} must be a base-10 integer string from 0 to ${boundOf(issue)}`);
     } else {
       report(path, `${path} ${issue.message ?? 'is invalid'}`);
     }
