@@ -24,7 +24,7 @@ describe('edge and metrics configuration', () => {
       ARK_HTTP_REQUEST_TIMEOUT_S: '30',
       ARK_HTTP_HEADERS_TIMEOUT_S: '5',
       ARK_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0',
-      ARK_METRICS_HOST: '10.0.0.5',
+      ARK_METRICS_HOST: '127.0.0.5',
       ARK_METRICS_PORT: '9464',
       ARK_METRICS_TOKEN: 'a-long-enough-scrape-token',
     });
@@ -32,7 +32,7 @@ describe('edge and metrics configuration', () => {
       httpRequestTimeoutMs: 30_000,
       httpHeadersTimeoutMs: 5_000,
       httpMaxConnectionsPerAddress: 0,
-      metricsHost: '10.0.0.5',
+      metricsHost: '127.0.0.5',
       metricsPort: 9464,
       metricsToken: 'a-long-enough-scrape-token',
     });
