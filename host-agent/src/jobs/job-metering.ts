@@ -41,6 +41,19 @@ export class JobMetering {
     this.context.clock.clearTimeout(job.meterTimer);
   }
 
+  /**
+   * The job's next receipt (periodic, or the final one) for the run as Docker reports it, with the job's meter moved
+   * past it; undefined when there is nothing to report. The caller commits it (alone, or with a status).
+   */
+  takeReceipt(job: LiveJob, run: ContainerState | undefined, final: boolean): JobMessageBody | undefined {
+    const record = job.record;
+    if (record.meter === undefined) return undefined;
+    const next = nextReceipt({ jobId: record.job_id, fence: record.fence, meter: record.meter, now: this.context.clock.now(), run, final });
+    if (next === undefined) return undefined;
+    record.meter = next.meter;
+    return next.receipt;
+  }
+
   /** Checks the container; sends the periodic receipt when due, or the final one if the container is gone. */
   async tick(job: LiveJob): Promise<void> {
     const { clock, lifecycle, logger, outbox, runtime } = this.context;
@@ -64,36 +77,16 @@ export class JobMetering {
           .catch((error: unknown) => logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job access still unavailable'));
       }
       if (nextMeterDelayMs(record.meter, record.launch.meter_interval_s, clock.now()) === 0) {
-        const next = nextReceipt({
-          jobId: record.job_id,
-          fence: record.fence,
-          meter: record.meter,
-          now: clock.now(),
-          run: state,
-          final: false,
-        });
-        if (next !== undefined) {
-          record.meter = next.meter;
-          await outbox.commit(job, [next.receipt]);
-        }
+        const receipt = this.takeReceipt(job, state, false);
+        if (receipt !== undefined) await outbox.commit(job, [receipt]);
       }
       this.schedule(job);
       return;
     }
     // The container stopped on its own (or vanished): the meter ends with what really ran.
-    const final = nextReceipt({
-      jobId: record.job_id,
-      fence: record.fence,
-      meter: record.meter,
-      now: clock.now(),
-      run: state,
-      final: true,
-    });
     const messages: JobMessageBody[] = [];
-    if (final !== undefined) {
-      record.meter = final.meter;
-      messages.push(final.receipt);
-    }
+    const final = this.takeReceipt(job, state, true);
+    if (final !== undefined) messages.push(final);
     job.ssh?.setMode({ kind: 'closed' });
     if (state === undefined) {
       enterPhase(record, 'container_vanished');

@@ -8,7 +8,6 @@ import { hostKeys, type JobContext, type LiveJob, serial } from './job-context.j
 import type { JobMetering } from './job-metering.js';
 import { enterPhase, statusOfPhase } from './job-phase.js';
 import type { JobRetrieval } from './job-retrieval.js';
-import { nextReceipt } from './meter.js';
 import { errorText } from './text.js';
 
 const CLEAN_RETRY_MAX = 5;
@@ -52,18 +51,8 @@ export class JobStopper {
       job.containerState = state?.status ?? 'missing';
     }
     if (record.meter !== undefined && !record.meter.final_sent) {
-      const final = nextReceipt({
-        jobId: record.job_id,
-        fence: record.fence,
-        meter: record.meter,
-        now: clock.now(),
-        run: state,
-        final: true,
-      });
-      if (final !== undefined) {
-        record.meter = final.meter;
-        await outbox.commit(job, [final.receipt]);
-      }
+      const final = this.metering.takeReceipt(job, state, true);
+      if (final !== undefined) await outbox.commit(job, [final]);
     }
     // The files are served before STOPPED is announced, so the renter can fetch them at once.
     const root = stop.retrieval_window_s > 0 ? await this.retrieval.prepare(job) : undefined;
