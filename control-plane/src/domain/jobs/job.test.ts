@@ -1,56 +1,18 @@
 import { describe, expect, it } from 'vitest';
 import { accessView, fundedThroughOf, type JobRecord, jobView } from './job.js';
+import { at, jobRecord, T0 } from './testing/job-record.js';
 
-const T0 = new Date('2026-01-01T00:00:00.000Z');
-const at = (ms: number) => new Date(T0.getTime() + ms);
-
-const job = (overrides: Partial<JobRecord> = {}): JobRecord => ({
-  id: '00000000-0000-4000-8000-000000000001',
-  accountId: 'renter',
-  machineId: '00000000-0000-4000-8000-000000000002',
-  hostAccountId: 'host',
-  quoteId: 'q',
-  state: 'RUNNING',
-  fence: 1n,
-  jobVersion: 3n,
-  budgetVersion: 1n,
-  rate: { machineRateMicroPerHour: 1_000_000n, platformFeeBps: 1000n },
-  fundedBudgetMicro: 550_000n,
-  durationLimitS: 7200n,
-  hostCeilingAt: at(86_400_000),
-  gpuCount: 1,
-  gpuModel: 'GPU',
-  gpuPciAddresses: ['0000:01:00.0'],
-  imageDigest: 'x',
-  template: null,
-  acceptedRuntimeMs: 0n,
-  cumulativeChargeMicro: 0n,
-  chargedHostMicro: 0n,
-  chargedFeeMicro: 0n,
-  meterStartedAt: at(0),
-  meterFloorAt: at(0),
-  lastMeterReceiptAt: null,
-  meterSeq: 0n,
-  meteredUntil: null,
-  access: {
-    sshPort: 2222,
-    sshHostKeyFingerprint: 'SHA256:x',
-    publicHost: null,
-    ports: [{ containerPort: 443, hostPort: 30443, protocol: 'https' }],
-  },
-  pullProgressPct: null,
-  stopRequestedAt: null,
-  stopReason: null,
-  closeReason: null,
-  stoppedAt: null,
-  retrievalUntil: null,
-  closedAt: null,
-  stateChangedAt: at(0),
-  eventSeq: 0n,
-  createdAt: at(-10_000),
-  updatedAt: at(0),
-  ...overrides,
-});
+// The domain's RUNNING job, with execution access (an SSH port and one HTTPS endpoint).
+const job = (overrides: Partial<JobRecord> = {}): JobRecord =>
+  jobRecord({
+    access: {
+      sshPort: 2222,
+      sshHostKeyFingerprint: 'SHA256:x',
+      publicHost: null,
+      ports: [{ containerPort: 443, hostPort: 30443, protocol: 'https' }],
+    },
+    ...overrides,
+  });
 
 describe('job views', () => {
   it('funded_through: from the meter start, projected before it, the end for jobs that never ran', () => {
