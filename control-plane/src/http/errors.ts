@@ -28,11 +28,12 @@ export function envelope(code: string, message: string, retryable: boolean, requ
   return { error: { code, message, retryable, request_id: requestId } };
 }
 
-export function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message?: string) {
+export function sendError(request: FastifyRequest, reply: FastifyReply, code: ErrorCode, message?: string, status?: number) {
   const spec = ERROR_CATALOG[code];
-  request.discardIdempotency = spec.retryable || spec.status >= 500;
+  const answered = status ?? spec.status;
+  request.discardIdempotency = spec.retryable || answered >= 500;
   return reply
-    .code(spec.status)
+    .code(answered)
     .type('application/json')
     .send(envelope(code, message ?? spec.message, spec.retryable, request.id));
 }
@@ -40,7 +41,7 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, code: Er
 /** The one place where failures become the contract's envelope. Causes are logged, never sent. */
 export function installErrorHandling(app: FastifyInstance): void {
   app.setErrorHandler((error: FastifyError, request, reply) => {
-    if (error instanceof DomainError) return sendError(request, reply, error.code, error.message);
+    if (error instanceof DomainError) return sendError(request, reply, error.code, error.message, error.status);
     if (error.validation) {
       return sendError(request, reply, 'VALIDATION_FAILED', describeValidation(error.validationContext, error.validation as AjvIssue[]));
     }

@@ -1,8 +1,7 @@
-import type { FastifyReply } from 'fastify';
 import { BillingBalance, BillingBalanceQuery, DepositAddress, toDecimal } from '@ark/shared';
 import { type DepositPosition, depositPosition } from '../../services/billing/deposit-history.js';
 import { toDepositView } from '../../services/billing/deposit-view.js';
-import { envelope } from '../errors.js';
+import { stateUnavailable } from '../../errors.js';
 import { fetchSize } from '../pagination.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
@@ -49,15 +48,10 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
         response: withErrors({ 200: DepositAddress }, 403, 503),
       },
     },
-    async (request, reply) => {
+    async (request) => {
       const view = await ctx.services.deposits.address(principalOf(request).accountId);
-      if (view === null) {
-        // Contract part 7: 503, retryable, when deposit addresses are not configured. The catalog's UNAVAILABLE
-        // is its 429; the issue names UNAVAILABLE for this 503 too, so the envelope is written here.
-        return (reply as unknown as FastifyReply)
-          .code(503)
-          .send(envelope('UNAVAILABLE', 'Deposit addresses are not configured on this server.', true, request.id));
-      }
+      // Contract part 7: 503 UNAVAILABLE, retryable, when deposit addresses are not configured.
+      if (view === null) throw stateUnavailable('Deposit addresses are not configured on this server.');
       return view;
     },
   );
