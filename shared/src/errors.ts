@@ -5,15 +5,7 @@ export interface ErrorSpec {
   readonly status: number;
   readonly retryable: boolean;
   readonly message: string;
-  /**
-   * Other statuses one use of the code may answer with (always with the same `retryable`). Contract part 7 gives
-   * UNAVAILABLE two: 429 for rate limits, 503 for unavailable money or provider state.
-   */
-  readonly alsoStatus?: readonly number[];
 }
-
-/** The status UNAVAILABLE answers when money or provider state is unavailable (contract part 7), not a rate limit. */
-export const UNAVAILABLE_STATE_STATUS = 503;
 
 export const ERROR_CATALOG = {
   // Wire-level
@@ -29,7 +21,7 @@ export const ERROR_CATALOG = {
   REQUEST_TIMEOUT: { status: 408, retryable: true, message: 'The request did not arrive in time.' },
   UNAUTHENTICATED: { status: 401, retryable: false, message: 'Authentication is required.' },
   FORBIDDEN: { status: 403, retryable: false, message: 'You are not allowed to do this.' },
-  UNAVAILABLE: { status: 429, retryable: true, message: 'Too many requests; slow down and retry.', alsoStatus: [503] },
+  UNAVAILABLE: { status: 429, retryable: true, message: 'Too many requests; slow down and retry.' },
   INTERNAL: { status: 500, retryable: true, message: 'Internal error.' },
   SERVICE_UNAVAILABLE: { status: 503, retryable: true, message: 'The service is temporarily unavailable.' },
   // Idempotency
@@ -127,6 +119,17 @@ export const ERROR_CATALOG = {
     status: 403,
     retryable: false,
     message: 'Access is only available while the job runs, or for a limited window after it stopped.',
+  },
+  // Admissions (contract part 4, Administration)
+  ADMISSIONS_PAUSED: {
+    status: 503,
+    retryable: true,
+    message: 'Admission of new jobs, offers and money is paused by the operator; retry later.',
+  },
+  ACCEPTANCE_AUTHORIZATION_INVALID: {
+    status: 403,
+    retryable: false,
+    message: 'The acceptance authorization is not valid for this operation.',
   },
   // Agent channel
   CHANNEL_VERSION_UNSUPPORTED: {

@@ -1,4 +1,5 @@
 import type { AccountsTables } from './tables/accounts.js';
+import type { AdmissionsTables } from './tables/admissions.js';
 import type { DepositsTables } from './tables/deposits.js';
 import type { FoundationTables } from './tables/foundation.js';
 import type { GatewayTables } from './tables/gateway.js';
@@ -16,4 +17,5 @@ export interface Database
     HostsTables,
     GatewayTables,
     JobsTables,
-    DepositsTables {}
+    DepositsTables,
+    AdmissionsTables {}
