@@ -209,8 +209,20 @@ async function serveControlPlane(
     const result = await transact(runtime.store, (trx) => transfer(trx, nextTransfer()), answerInTransaction(request, reply, 201, view));
     return (reply as Reply).code(201).send(view(result));
   };
-  app.post(BENCH_ROUTE_PLAIN, { config: { auth: {} } }, plain as never);
-  app.post(BENCH_ROUTE_IDEMPOTENT, { config: { auth: {}, idempotent: true } }, idempotent as never);
+  // Both answer through a response schema, as every real route does; the answer carries no secret, so the idempotent
+  // route's stored answers are not sealed (those of routes whose answers can hold one, like key creation, are).
+  const schema = {
+    response: {
+      201: {
+        type: 'object',
+        properties: { posting_id: { type: ['string', 'null'] } },
+        required: ['posting_id'],
+        additionalProperties: false,
+      },
+    },
+  };
+  app.post(BENCH_ROUTE_PLAIN, { config: { auth: {} }, schema }, plain as never);
+  app.post(BENCH_ROUTE_IDEMPOTENT, { config: { auth: {}, idempotent: true }, schema }, idempotent as never);
   await app.listen({ host: '127.0.0.1', port: 0 });
   // seedAccount reads only the store, clock and config of the context.
   const seeded = await seedAccount(

@@ -1,6 +1,6 @@
 import { canonicalJson, UUID_PATTERN } from '@ark/shared';
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import pg from 'pg';
 import type { Clock } from '../clock.js';
 import { SecretBox } from '../domain/accounts/secret-box.js';
@@ -11,6 +11,10 @@ import type { CommitHook } from '../store/transaction.js';
 
 interface Claim extends IdempotencyKeyId {
   requestHash: string;
+  /** principal, route and key in one string: the claim lock's name and the sealed answer's context. */
+  id: string;
+  /** Whether this route's answers are sealed at rest (they may carry a secret shown once). */
+  sealed: boolean;
   /** Set by the commit hook: the success answer was written inside the effect's transaction. */
   answeredStatus: number | null;
   /** Builds the hook that stores this request's answer inside a use case's transaction. */
@@ -47,20 +51,21 @@ export function answerInTransaction<R>(
  * of two effects racing for a key (a claims connection lost mid-request) at most one commits with its answer.
  */
 interface ClaimLocks {
-  tryLock(id: string): Promise<boolean>;
-  unlock(id: string): Promise<void>;
+  /** Synchronous where the lock is held in memory only (SQLite): no promise per request. */
+  tryLock(id: string): boolean | Promise<boolean>;
+  unlock(id: string): void | Promise<void>;
   close(): Promise<void>;
 }
 
 /** SQLite: one process owns the file, so claims are held in memory. */
 class InProcessClaimLocks implements ClaimLocks {
   readonly #held = new Set<string>();
-  async tryLock(id: string): Promise<boolean> {
+  tryLock(id: string): boolean {
     if (this.#held.has(id)) return false;
     this.#held.add(id);
     return true;
   }
-  async unlock(id: string): Promise<void> {
+  unlock(id: string): void {
     this.#held.delete(id);
   }
   async close(): Promise<void> {}
@@ -83,22 +88,22 @@ class PostgresClaimLocks implements ClaimLocks {
   }
 
   async tryLock(id: string): Promise<boolean> {
-    if (!(await this.#local.tryLock(id))) return false;
+    if (!this.#local.tryLock(id)) return false;
     try {
       const result = await this.#query('select pg_try_advisory_lock($1::bigint) as locked', [lockKey(id)]);
       if (result.rows[0]?.locked === true) return true;
     } catch (error) {
-      await this.#local.unlock(id);
+      this.#local.unlock(id);
       throw error;
     }
-    await this.#local.unlock(id);
+    this.#local.unlock(id);
     return false;
   }
 
   async unlock(id: string): Promise<void> {
     // A lock lost with a dropped connection is already free.
     await this.#query('select pg_advisory_unlock($1::bigint)', [lockKey(id)]).catch(() => undefined);
-    await this.#local.unlock(id);
+    this.#local.unlock(id);
   }
 
   async close(): Promise<void> {
@@ -219,11 +224,42 @@ class AnswerWriter {
 export interface IdempotencyOptions {
   store: Store;
   clock: Clock;
-  /** Seals stored answers: a replayed key creation carries the secret. */
+  /** Seals stored answers that may carry a secret (a replayed key creation shows the key's secret again). */
   secretKey: Buffer;
   /** The Postgres URL claims are held on (a dedicated connection); null on SQLite. */
   databaseUrl: string | null;
 }
+
+/** Property names of an answer that hold a secret shown once (an API key's secret, a token, a TOTP seed). */
+const SECRET_PROPERTY = /secret|token|password|passphrase|otpauth|private|seed|mnemonic|recovery/i;
+
+/**
+ * Whether a route's success answers may carry a secret, read from its response schemas: a property whose name
+ * says so, anywhere in the answer, or anything the walk cannot see through (no schema, a reference, free-form
+ * properties) counts as one. Such answers are sealed at rest; all others are stored as they were sent.
+ */
+export function answersMayCarrySecrets(route: Pick<RouteOptions, 'schema'>): boolean {
+  const response = (route.schema as { response?: Record<string, unknown> } | undefined)?.response;
+  const success = response ? Object.entries(response).filter(([status]) => status.startsWith('2') || status === 'default') : [];
+  return success.length === 0 || success.some(([, schema]) => mayCarrySecret(schema, 0));
+}
+
+function mayCarrySecret(schema: unknown, depth: number): boolean {
+  if (typeof schema !== 'object' || schema === null || depth > 32) return true;
+  const node = schema as Record<string, unknown>;
+  if (typeof node.$ref === 'string') return true;
+  const properties = (node.properties ?? {}) as Record<string, unknown>;
+  for (const [name, value] of Object.entries(properties)) {
+    if (SECRET_PROPERTY.test(name) || mayCarrySecret(value, depth + 1)) return true;
+  }
+  // Properties with names of their own (a map) could be called anything.
+  if (typeof node.additionalProperties === 'object' || typeof node.patternProperties === 'object') return true;
+  const nested = [node.items, ...[node.anyOf, node.oneOf, node.allOf].flatMap((list) => (Array.isArray(list) ? list : []))];
+  return nested.some((child) => child !== undefined && mayCarrySecret(child, depth + 1));
+}
+
+/** How an unsealed answer is stored: sealed ones start with the SecretBox version ("v1."). */
+const PLAIN = 'plain:';
 
 /**
  * Idempotency-Key for routes with `config.idempotent`. The key is scoped to (principal, route); the stored request
@@ -233,9 +269,8 @@ export interface IdempotencyOptions {
  */
 export function installIdempotency(app: FastifyInstance, options: IdempotencyOptions): void {
   const { store, clock } = options;
-  // Stored answers can hold secrets shown once (a new API key), so they are sealed at rest.
+  // Answers that can hold a secret shown once (a new API key) are sealed at rest, bound to their key's identity.
   const box = new SecretBox(options.secretKey);
-  const context = (claim: IdempotencyKeyId) => `idempotency:${claim.principal}:${claim.route}:${claim.key}`;
   const locks: ClaimLocks =
     store.dialect === 'postgres' && options.databaseUrl ? new PostgresClaimLocks(options.databaseUrl) : new InProcessClaimLocks();
   const answers = new AnswerWriter(store);
@@ -254,22 +289,35 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
       request_hash: claim.requestHash,
       state: 'done',
       status_code: BigInt(status),
-      response_body: box.seal(payload, context(claim)),
+      // Refusals (the error envelope) never carry a secret.
+      response_body: claim.sealed && status < 400 ? box.seal(payload, `idempotency:${claim.id}`) : `${PLAIN}${payload}`,
       locked_until: now,
       created_at: now,
     };
   };
 
-  const claimKey = async (request: FastifyRequest, reply: FastifyReply) => {
+  /** Gives a claim back, then `done` (synchronously where the lock is in memory). */
+  const release = (claim: Claim, done: () => void) => {
+    const unlocked = locks.unlock(claim.id);
+    if (unlocked instanceof Promise) unlocked.then(done, done);
+    else done();
+  };
+
+  const claimKeyOf = (sealed: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
     if (typeof key !== 'string' || !UUID_PATTERN.test(key)) throw new DomainError('IDEMPOTENCY_KEY_REQUIRED');
     const requestHash = createHash('sha256')
       .update(canonicalJson({ params: request.params ?? {}, query: request.query ?? {}, body: request.body ?? null }))
       .digest('hex');
+    const principal = request.principal?.accountId ?? `ip:${request.ip}`;
+    const route = `${request.method} ${request.routeOptions.url}`;
+    const lowerKey = key.toLowerCase();
     const claim: Claim = {
-      principal: request.principal?.accountId ?? `ip:${request.ip}`,
-      route: `${request.method} ${request.routeOptions.url}`,
-      key: key.toLowerCase(),
+      principal,
+      route,
+      key: lowerKey,
+      id: `${principal}:${route}:${lowerKey}`,
+      sealed,
       requestHash,
       answeredStatus: null,
       hook: (hookReply, status, toBody) => async (trx, result) => {
@@ -287,8 +335,8 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
         claim.answeredStatus = status;
       },
     };
-    const id = context(claim);
-    if (!(await locks.tryLock(id))) {
+    const locked = locks.tryLock(claim.id);
+    if (!(locked instanceof Promise ? await locked : locked)) {
       const existing = await findStoredAnswer(store.db, store.dialect, claim);
       if (existing && existing.request_hash !== requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
       throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
@@ -297,54 +345,62 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
     try {
       existing = await findStoredAnswer(store.db, store.dialect, claim);
     } catch (error) {
-      await locks.unlock(id);
+      await locks.unlock(claim.id);
       throw error;
     }
     if (!existing) {
       request.idempotency = claim;
       return;
     }
-    await locks.unlock(id);
+    await locks.unlock(claim.id);
     return answerFromStored(existing, claim, reply);
   };
 
   function answerFromStored(existing: StoredAnswer, claim: Claim, reply: FastifyReply) {
     if (existing.request_hash !== claim.requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
     reply.header('idempotent-replayed', 'true').code(Number(existing.status_code)).type('application/json');
-    return reply.send(existing.response_body ? box.open(existing.response_body, context(claim)) : '');
+    const stored = existing.response_body;
+    // Sealed under this key's identity, or stored as sent; null for answers kept before bodies were (none now).
+    return reply.send(stored ? (stored.startsWith(PLAIN) ? stored.slice(PLAIN.length) : box.open(stored, `idempotency:${claim.id}`)) : '');
   }
 
-  const storeAnswer = async (request: FastifyRequest, reply: FastifyReply, payload: unknown) => {
+  // Callback style: nothing to write (the answer committed with the effect) costs no promise.
+  const storeAnswer = (
+    request: FastifyRequest,
+    reply: FastifyReply,
+    payload: unknown,
+    done: (error: Error | null, payload?: unknown) => void,
+  ) => {
     const claim = request.idempotency;
-    if (!claim) return payload;
+    if (!claim) return done(null, payload);
     request.idempotency = null;
-    try {
-      // Written with the effect already, or nothing to keep: a retryable failure must run again on replay.
-      if (claim.answeredStatus === reply.statusCode) return payload;
-      if (reply.statusCode >= 500 || request.discardIdempotency) return payload;
-      // A refusal (nothing to commit with), or a route whose handler stores no answer itself.
-      await answers.write(rowOf(claim, reply.statusCode, typeof payload === 'string' ? payload : ''));
-      return payload;
-    } finally {
-      await locks.unlock(context(claim));
+    // Written with the effect already, or nothing to keep: a retryable failure must run again on replay.
+    if (claim.answeredStatus === reply.statusCode || reply.statusCode >= 500 || request.discardIdempotency) {
+      return release(claim, () => done(null, payload));
     }
+    // A refusal (nothing to commit with), or a route whose handler stores no answer itself.
+    answers.write(rowOf(claim, reply.statusCode, typeof payload === 'string' ? payload : '')).then(
+      () => release(claim, () => done(null, payload)),
+      (error: Error) => release(claim, () => done(error)),
+    );
   };
 
   // A request that ends without reaching onSend (the client went away) still gives its claim back.
-  const releaseAbandoned = async (request: FastifyRequest) => {
+  const releaseAbandoned = (request: FastifyRequest, done: () => void) => {
     const claim = request.idempotency;
-    if (!claim) return;
+    if (!claim) return done();
     request.idempotency = null;
-    await locks.unlock(context(claim));
+    release(claim, done);
   };
+  const releaseAfterResponse = (request: FastifyRequest, _reply: FastifyReply, done: () => void) => releaseAbandoned(request, done);
 
   // Only idempotent routes get the hooks (ahead of the route's own): every other request skips them.
   app.addHook('onRoute', (route) => {
     if (!route.config?.idempotent) return;
     const own = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
-    route.preHandler = [claimKey, ...own(route.preHandler)] as typeof route.preHandler;
+    route.preHandler = [claimKeyOf(answersMayCarrySecrets(route)), ...own(route.preHandler)] as typeof route.preHandler;
     route.onSend = [storeAnswer, ...own(route.onSend)] as typeof route.onSend;
-    route.onResponse = [...own(route.onResponse), releaseAbandoned] as typeof route.onResponse;
+    route.onResponse = [...own(route.onResponse), releaseAfterResponse] as typeof route.onResponse;
     route.onRequestAbort = [...own(route.onRequestAbort), releaseAbandoned] as typeof route.onRequestAbort;
   });
 }

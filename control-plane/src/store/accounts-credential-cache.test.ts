@@ -1,3 +1,5 @@
+import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import { insertAccount, markEmailVerified } from './accounts.js';
@@ -11,6 +13,14 @@ import { openStore, type Store } from './db.js';
 
 const T0 = new Date('2026-03-01T00:00:00.000Z');
 const later = (ms: number) => new Date(T0.getTime() + ms);
+
+/** Runs SQL on a SQLite file from a separate node process, as the CLI would. */
+function inAnotherProcess(file: string, ...statements: Array<[string, ...string[]]>): void {
+  const script =
+    'const db = new (require(process.argv[1]))(process.argv[2]); for (const [text, ...args] of JSON.parse(process.argv[3])) db.prepare(text).run(...args); db.close();';
+  const betterSqlite = createRequire(import.meta.url).resolve('better-sqlite3');
+  execFileSync(process.execPath, ['-e', script, betterSqlite, file, JSON.stringify(statements)], { stdio: 'pipe' });
+}
 
 describe.each(DIALECTS)('authenticating a credential it has just verified, on %s', (dialect) => {
   let store: TestStore;
@@ -89,6 +99,27 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
     expect((await auth.authenticate(secret, later(5_000)))?.stepUp).toBeNull();
     expect(await auth.authenticate(secret, later(3_599_999))).not.toBeNull();
     expect(await auth.authenticate(secret, later(3_600_000))).toBeNull();
+    auth.close();
+  });
+
+  // On SQLite the cache learns of commits from the WAL-index header in the -shm file, which every process's commit
+  // rewrites: a revocation by another process (the CLI) is refused at the next request, also after the WAL has been
+  // checkpointed and restarted.
+  it.runIf(dialect === 'sqlite')('refuses a key revoked by another process at the next request, each time', async () => {
+    const auth = createAccountAuthenticator(store);
+    for (const checkpoint of [false, true]) {
+      const { secret, row } = await freshKey(`process-${checkpoint}`);
+      await auth.authenticate(secret, later(1));
+      expect((await auth.authenticate(secret, later(2)))?.credentialId).toBe(row.id);
+      expect((await auth.authenticate(secret, later(3)))?.credentialId).toBe(row.id);
+      // With a checkpoint first, the revocation is written at the start of a restarted WAL.
+      inAnotherProcess(store.location, ...(checkpoint ? [['pragma wal_checkpoint(TRUNCATE)'] as [string]] : []), [
+        'update api_keys set revoked_at = ? where id = ?',
+        later(4).toISOString(),
+        row.id,
+      ]);
+      expect(await auth.authenticate(secret, later(5))).toBeNull();
+    }
     auth.close();
   });
 });

@@ -1,4 +1,5 @@
 import SqliteDatabase from 'better-sqlite3';
+import { closeSync, openSync, readSync } from 'node:fs';
 import { CompiledQuery, sql } from 'kysely';
 import { decodeScopes } from '../domain/accounts/account.js';
 import type { CredentialKind, Scope, StepUpKind } from '../domain/accounts/principal.js';
@@ -91,13 +92,48 @@ const decoded = (kind: CredentialKind, row: CredentialRow, nowMs: number): Cache
   readAtMs: nowMs,
 });
 
+/** Bytes of the WAL-index header's first copy (SQLite's file format, "The WAL-Index Format"). */
+const WAL_INDEX_HEADER_BYTES = 48;
+
+/**
+ * A cheap "has anything committed?" signal for a database in WAL mode: the first copy of the WAL-index header at the
+ * start of the `-shm` file, which every commit of every connection and process rewrites (its change counter, the
+ * last frame and the frame checksum; a WAL restart changes the salts too), read with one pread and compared with the
+ * last read. It is what `PRAGMA data_version` itself consults, without opening a read transaction (two lock calls
+ * and the pager's bookkeeping, about three times the cost). Any difference (a torn read included) counts as a
+ * change, so it can only invalidate too often, never too rarely. Null when there is no `-shm` file (not WAL mode):
+ * the caller asks `data_version` then.
+ */
+function walIndexChanges(file: string): { changed(): boolean; close(): void } | null {
+  let fd: number;
+  try {
+    fd = openSync(`${file}-shm`, 'r');
+  } catch {
+    return null;
+  }
+  const seen = Buffer.alloc(WAL_INDEX_HEADER_BYTES);
+  const now = Buffer.alloc(WAL_INDEX_HEADER_BYTES);
+  let valid = false;
+  return {
+    changed() {
+      const read = readSync(fd, now, 0, WAL_INDEX_HEADER_BYTES, 0);
+      if (valid && read === WAL_INDEX_HEADER_BYTES && now.equals(seen)) return false;
+      now.copy(seen);
+      valid = read === WAL_INDEX_HEADER_BYTES;
+      return true;
+    },
+    close: () => closeSync(fd),
+  };
+}
+
 /**
  * On SQLite the lookup runs on a dedicated connection with statements prepared once (Kysely prepares every
  * statement anew, which costs more than the read itself), and found rows are cached: an entry is used only while
- * `PRAGMA data_version` of that connection is unchanged, i.e. while no other connection (this process's writer, the
- * CLI, anything) has committed to the file since it was read, so a revocation, step-up, verification or any other
- * write is seen by the very next request, exactly as without the cache. The check is a read transaction that reads
- * no page: a few times cheaper than the joined read and row decoding it saves. Expiry and step-up freshness are still compared with `now` on every request;
+ * nothing has committed to the file since it was read (this process's writer, the CLI, any other connection or
+ * process), so a revocation, step-up, verification or any other write is seen by the very next request, exactly as
+ * without the cache. The check reads the WAL-index header (`walIndexChanges`): one pread per request, no lock and no
+ * transaction; without a `-shm` file it is `PRAGMA data_version` of the lookup connection, a read transaction that
+ * reads no page. Expiry and step-up freshness are still compared with `now` on every request;
  * unknown tokens are never cached. The TTL and size bound only limit memory and how long a token's hash stays there.
  * On Postgres the lookup runs the SQL compiled once and nothing is cached: other replicas write the same rows and
  * there is no cheap way to learn of it, so a cache would let a revoked key work on until it lapsed.
@@ -112,16 +148,22 @@ export async function openCredentialLookup(store: Store): Promise<CredentialLook
       connection.defaultSafeIntegers(true);
       connection.pragma('busy_timeout = 5000');
       const statements = { session: connection.prepare(text.session), 'api-key': connection.prepare(text.apiKey) };
+      // The connection has read the schema: in WAL mode its -shm file exists now.
+      const walIndex = walIndexChanges(file);
       const dataVersion = connection.prepare('pragma data_version').pluck();
-      const cache = new Map<string, CachedCredential>();
       let cachedAtVersion: unknown = null;
+      const changed = walIndex
+        ? () => walIndex.changed()
+        : () => {
+            const version = dataVersion.get();
+            if (version === cachedAtVersion) return false;
+            cachedAtVersion = version;
+            return true;
+          };
+      const cache = new Map<string, CachedCredential>();
       return {
         lookup: (kind, hash, nowMs) => {
-          const version = dataVersion.get();
-          if (version !== cachedAtVersion) {
-            cache.clear();
-            cachedAtVersion = version;
-          }
+          if (changed()) cache.clear();
           // The kinds live in different tables: keep their keys apart.
           const key = kind === 'session' ? `s${hash}` : `k${hash}`;
           const hit = cache.get(key);
@@ -135,7 +177,10 @@ export async function openCredentialLookup(store: Store): Promise<CredentialLook
           cache.set(key, entry);
           return entry;
         },
-        close: () => connection.close(),
+        close: () => {
+          walIndex?.close();
+          connection.close();
+        },
       };
     }
   }

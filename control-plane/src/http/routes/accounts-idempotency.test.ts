@@ -52,5 +52,11 @@ describe.each(DIALECTS)('idempotent API key creation under concurrency on %s', (
     const retry = await send();
     expect(retry.status).toBe(201);
     expect(retry.body).toEqual(first);
+
+    // The answer carries the key's secret: it is stored sealed, never as sent.
+    const stored = await t.store.db.selectFrom('idempotency_keys').select('response_body').where('key', '=', key).executeTakeFirstOrThrow();
+    expect(stored.response_body).toMatch(/^v1\./);
+    expect(stored.response_body).not.toContain(first.secret);
+    expect(stored.response_body).not.toContain(first.api_key_id);
   });
 });
