@@ -16,6 +16,7 @@ import { installIdempotency } from './http/idempotency.js';
 import { installMetrics } from './http/metrics.js';
 import { Paginator } from './http/pagination.js';
 import { registerAccountRoutes } from './http/routes/accounts.js';
+import { registerAgentRoutes } from './http/routes/agents.js';
 import { registerBillingRoutes } from './http/routes/billing.js';
 import { registerJobRoutes } from './http/routes/jobs.js';
 import { registerMachineRoutes } from './http/routes/machines.js';
@@ -154,6 +155,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerNettestRoutes,
   registerBillingRoutes,
   registerAccountRoutes,
+  registerAgentRoutes,
   registerWithdrawalAddressRoutes,
   registerTemplateRoutes,
   registerQuoteRoutes,

@@ -34,8 +34,12 @@ export interface Config {
   pairingVerificationUri: string | null;
   logLevel: string;
   sqliteSynchronous: 'FULL' | 'NORMAL';
-  /** Renting: the terms version quotes carry (accepted by reserving). */
+  /** Renting: the terms version quotes carry (accepted by reserving); agent registration challenges carry it too. */
   termsVersion: string;
+  /** Where the terms of termsVersion are published (agent registration answers it as terms_url). */
+  termsUrl: string;
+  /** Agents: how long an EIP-4361 challenge (registration, wallet step-up) stays valid; at most 5 minutes. */
+  agentChallengeTtlMs: number;
   /** Renting: how often agents send meter receipts for a running job. */
   meterIntervalS: number;
   /** Renting: clock skew tolerated between an agent's receipt periods and the control plane's wall time. */
@@ -126,13 +130,14 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('ARK_METRICS_TOKEN must be 16 to 512 printable characters without spaces');
   }
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw new ConfigError('ARK_SQLITE_SYNCHRONOUS must be FULL or NORMAL');
+  const publicBaseUrl = (env.ARK_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, '');
   return {
     host,
     port,
     dataDir,
     databaseUrl,
     secretKey: secretKeyFrom(env, dataDir, databaseUrl !== null),
-    publicBaseUrl: (env.ARK_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, ''),
+    publicBaseUrl,
     redisUrl: env.REDIS_URL || null,
     smtp: { url: env.SMTP_URL || null, from: env.SMTP_FROM || 'Ark <no-reply@ark.invalid>' },
     bodyLimitBytes: int(env, 'ARK_BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),
@@ -149,6 +154,8 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || 'info',
     sqliteSynchronous: synchronous,
     termsVersion: env.ARK_TERMS_VERSION || '2026-11',
+    termsUrl: env.ARK_TERMS_URL || `${publicBaseUrl}/terms`,
+    agentChallengeTtlMs: int(env, 'ARK_AGENT_CHALLENGE_TTL_S', 300, 1, 300) * 1000,
     meterIntervalS: int(env, 'ARK_METER_INTERVAL_S', 30, 1, 3600),
     meterSkewMs: int(env, 'ARK_METER_SKEW_MS', 5000, 0, 600_000),
     retrievalWindowS: int(env, 'ARK_RETRIEVAL_WINDOW_S', 3600, 0, 30 * 86400),

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContextInput } from './http/context.js';
+import { ViemWalletCodeReader } from './chain/wallet-code.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { type ControlPlaneIdentity, identityLoader } from './gateway/identity.js';
@@ -42,7 +43,10 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
     : new MemoryRateLimiter();
   const mailer = config.smtp.url ? smtpMailer(config.smtp.url, config.smtp.from) : logMailer((line) => logger.info(line));
   const authenticator = createAccountAuthenticator(store);
-  const services = buildServices({ store, clock, config, mailer, logger });
+  // Agent registration reads contract code on the primary network (the first of ARK_CHAINS); none without it.
+  const primary = config.payments.chains?.networks[0];
+  const walletCode = primary ? new ViemWalletCodeReader({ rpcUrl: primary.rpcUrl, chainId: primary.chainId }) : null;
+  const services = buildServices({ store, clock, config, mailer, logger, walletCode });
   return {
     config,
     store,

@@ -43,6 +43,35 @@ export const ERROR_CATALOG = {
   STEP_UP_TOTP_REQUIRED: { status: 403, retryable: false, message: 'Two-factor authentication is enabled: step up with a TOTP code.' },
   TOTP_CODE_INVALID: { status: 422, retryable: false, message: 'The TOTP code is wrong or was already used.' },
   WITHDRAWAL_ADDRESS_EXISTS: { status: 409, retryable: false, message: 'This withdrawal address is already registered on this network.' },
+  // Wallet proofs (EIP-4361): agent registration and wallet step-up. Every refusal needs a fresh challenge.
+  SIWE_MESSAGE_MALFORMED: { status: 422, retryable: false, message: 'The message is not an EIP-4361 sign-in message.' },
+  SIWE_DOMAIN_MISMATCH: { status: 401, retryable: false, message: 'The signed message is for another domain.' },
+  SIWE_URI_MISMATCH: { status: 401, retryable: false, message: 'The signed message is for another URI.' },
+  SIWE_CHAIN_MISMATCH: { status: 401, retryable: false, message: 'The signed message is for another chain; sign for chain 8453.' },
+  SIWE_MESSAGE_NOT_ISSUED: {
+    status: 401,
+    retryable: false,
+    message: 'The message is not one this server issued for this operation, or it was changed: sign the challenge exactly as returned.',
+  },
+  SIWE_CHALLENGE_EXPIRED: { status: 401, retryable: false, message: 'The challenge has expired; ask for a fresh one.' },
+  SIWE_CHALLENGE_USED: { status: 401, retryable: false, message: 'The challenge was already used; ask for a fresh one.' },
+  SIWE_SIGNATURE_INVALID: { status: 401, retryable: false, message: "The signature is not the wallet's signature of this message." },
+  WALLET_NOT_EOA: {
+    status: 403,
+    retryable: false,
+    message: 'Only externally owned accounts can register: this address has contract code on the primary network.',
+  },
+  WALLET_CHECK_UNAVAILABLE: {
+    status: 503,
+    retryable: true,
+    message: 'The primary network cannot be read right now to check the wallet; retry later.',
+  },
+  STEP_UP_WALLET_REQUIRED: {
+    status: 403,
+    retryable: false,
+    message: "This account steps up with its sign-in wallet: sign a step-up challenge (POST /api/v1/account/step-up/challenge).",
+  },
+  STEP_UP_WALLET_NOT_LINKED: { status: 409, retryable: false, message: 'This account has no sign-in wallet.' },
   // Ledger
   INSUFFICIENT_BALANCE: { status: 409, retryable: false, message: 'The available balance is too low.' },
   AMOUNT_TOO_LARGE: {

@@ -3,6 +3,7 @@ export * from './money.js';
 export * from './errors.js';
 export * from './http/common.js';
 export * from './http/accounts.js';
+export * from './http/agents.js';
 export * from './http/templates.js';
 export * from './http/hosts.js';
 export * from './channel/messages.js';

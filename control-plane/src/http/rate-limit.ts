@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { DomainError } from '../errors.js';
 
 /** Fixed-window counters. `consume` answers whether this hit is still inside the limit. */
 export interface RateLimiter {
@@ -49,4 +50,18 @@ export class RedisRateLimiter implements RateLimiter {
   async close(): Promise<void> {
     this.redis.disconnect();
   }
+}
+
+const MINUTE_MS = 60_000;
+
+/**
+ * Counts one sign-in attempt (sign-up, sign-in, step-up, wallet registration) under every key, against the
+ * per-minute budget; any exhausted key answers 429 UNAVAILABLE.
+ */
+export async function limitAuthAttempts(limiter: RateLimiter, input: { keys: string[]; perMinute: number; now: Date }): Promise<void> {
+  let allowed = true;
+  for (const key of input.keys) {
+    if (!(await limiter.consume(`auth:${key}`, input.perMinute, MINUTE_MS, input.now))) allowed = false;
+  }
+  if (!allowed) throw new DomainError('UNAVAILABLE', 'Too many attempts; wait a minute and retry.');
 }

@@ -1,3 +1,4 @@
+import type { WalletCodeReader } from '../chain/wallet-code.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import type { Mailer } from '../mail.js';
@@ -26,6 +27,8 @@ export interface ServiceDeps {
   mailer: Mailer;
   /** Where failures of background work (the heartbeat flush) are reported. */
   logger?: { error(obj: object, msg: string): void };
+  /** Contract code on the primary network, for agent registration (built by runtime.ts from ARK_CHAINS); absent: none. */
+  walletCode?: WalletCodeReader | null;
 }
 
 /** One area per key. */
@@ -65,7 +68,7 @@ export function buildServices(deps: ServiceDeps): Services {
     hosting,
     pairing: buildPairingServices({ store, clock, settings: config }),
     offers: buildOfferServices({ store, clock, heartbeats }),
-    accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config }),
+    accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config, walletCode: deps.walletCode }),
     templates: buildTemplateServices({ store, clock }),
     billing: buildBillingServices({ store, clock }),
     deposits: buildDepositServices({ store, clock, payments: config.payments }),

@@ -28,6 +28,8 @@ export function accountFacts(row: AccountRow): AccountFacts {
 }
 
 export interface NewAccount {
+  /** A new UUID when not given (an agent account names its placeholder email after its id). */
+  id?: string;
   email: string;
   passwordHash: string | null;
   name: string | null;
@@ -40,7 +42,7 @@ export interface NewAccount {
 /** Inserts an account; a taken (canonical) email is EMAIL_TAKEN. */
 export async function insertAccount(db: Executor, account: NewAccount): Promise<AccountRow> {
   const row: AccountRow = {
-    id: randomUUID(),
+    id: account.id ?? randomUUID(),
     email: account.email,
     password_hash: account.passwordHash,
     name: account.name,

@@ -1,4 +1,5 @@
 import type { AccountsTables } from './tables/accounts.js';
+import type { AgentsTables } from './tables/agents.js';
 import type { AdmissionsTables } from './tables/admissions.js';
 import type { DepositsTables } from './tables/deposits.js';
 import type { FoundationTables } from './tables/foundation.js';
@@ -18,4 +19,5 @@ export interface Database
     GatewayTables,
     JobsTables,
     DepositsTables,
-    AdmissionsTables {}
+    AdmissionsTables,
+    AgentsTables {}

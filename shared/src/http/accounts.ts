@@ -88,18 +88,31 @@ export type SessionCreateRequest = Static<typeof SessionCreateRequest>;
 export const SessionCreated = Type.Object({ session_token: Type.String(), expires_at: Rfc3339Utc }, { additionalProperties: false });
 export type SessionCreated = Static<typeof SessionCreated>;
 
-/** Exactly one proof: a password or a TOTP code. */
+/** An EIP-4361 message as the server issued it: a few hundred characters; the bound leaves room, never megabytes. */
+export const SiweMessageText = Type.String({ minLength: 1, maxLength: 4096 });
+export type SiweMessageText = Static<typeof SiweMessageText>;
+
+/** An EIP-191 personal_sign signature: 65 bytes (r, s, v) or the 64-byte EIP-2098 compact form, hex. */
+export const WalletSignature = Type.String({ pattern: '^0x([0-9a-fA-F]{128}|[0-9a-fA-F]{130})$' });
+export type WalletSignature = Static<typeof WalletSignature>;
+
+/** A wallet proof: a step-up challenge the server issued (EIP-4361) and the sign-in wallet's EIP-191 signature of it. */
+export const WalletProof = Type.Object({ message: SiweMessageText, signature: WalletSignature }, { additionalProperties: false });
+export type WalletProof = Static<typeof WalletProof>;
+
+/** Exactly one proof: a password, a TOTP code, or a wallet signature (accounts created by wallet). */
 export const StepUpRequest = Type.Object(
   {
     password: Type.Optional(Type.String({ minLength: 1, maxLength: PASSWORD_MAX_LENGTH })),
     totp_code: Type.Optional(TotpCode),
+    wallet: Type.Optional(WalletProof),
   },
   { additionalProperties: false, minProperties: 1, maxProperties: 1 },
 );
 export type StepUpRequest = Static<typeof StepUpRequest>;
 
 export const StepUpResponse = Type.Object(
-  { method: Type.Union([Type.Literal('password'), Type.Literal('totp')]), expires_at: Rfc3339Utc },
+  { method: Type.Union([Type.Literal('password'), Type.Literal('totp'), Type.Literal('wallet')]), expires_at: Rfc3339Utc },
   { additionalProperties: false },
 );
 export type StepUpResponse = Static<typeof StepUpResponse>;

@@ -21,10 +21,16 @@ export function normalizeEmail(email: string): string {
   return email.trim().toLowerCase();
 }
 
-/** The proof a step-up asks for: TOTP when enrolled (a password alone is then refused), else the password. */
-export function stepUpMethodOf(account: Pick<AccountFacts, 'totpEnabled' | 'hasPassword'>): StepUpMethod {
+/**
+ * The proof a step-up asks for: TOTP when enrolled (a password alone is then refused), else the password; an agent
+ * account (created by wallet, no password) signs a step-up challenge with its sign-in wallet.
+ */
+export function stepUpMethodOf(
+  account: Pick<AccountFacts, 'totpEnabled' | 'hasPassword'> & { accountKind?: AccountFacts['accountKind'] },
+): StepUpMethod {
   if (account.totpEnabled) return 'totp';
   if (account.hasPassword) return 'password';
+  if (account.accountKind === 'agent') return 'wallet';
   return 'none';
 }
 
@@ -48,19 +54,30 @@ export function accountView(account: AccountFacts, authMethod: Account['auth_met
 export type StepUpDecision =
   | { method: 'password'; password: string }
   | { method: 'totp'; code: string }
-  | { refused: 'STEP_UP_TOTP_REQUIRED' | 'TOTP_NOT_ENROLLED' | 'STEP_UP_FAILED' };
+  | { method: 'wallet'; proof: WalletProof }
+  | { refused: 'STEP_UP_TOTP_REQUIRED' | 'TOTP_NOT_ENROLLED' | 'STEP_UP_FAILED' | 'STEP_UP_WALLET_REQUIRED' | 'STEP_UP_WALLET_NOT_LINKED' };
+
+export interface WalletProof {
+  message: string;
+  signature: string;
+}
 
 export function decideStepUp(
-  account: Pick<AccountFacts, 'totpEnabled' | 'hasPassword'>,
-  request: { password?: string; totp_code?: string },
+  account: Pick<AccountFacts, 'totpEnabled' | 'hasPassword'> & { accountKind?: AccountFacts['accountKind'] },
+  request: { password?: string; totp_code?: string; wallet?: WalletProof },
 ): StepUpDecision {
+  if (request.wallet !== undefined) {
+    // Only agent accounts have a sign-in wallet; a human's wallet proves nothing about the human.
+    if (account.accountKind !== 'agent') return { refused: 'STEP_UP_WALLET_NOT_LINKED' };
+    return { method: 'wallet', proof: request.wallet };
+  }
   if (request.totp_code !== undefined) {
     if (!account.totpEnabled) return { refused: 'TOTP_NOT_ENROLLED' };
     return { method: 'totp', code: request.totp_code };
   }
   if (request.password !== undefined) {
     if (account.totpEnabled) return { refused: 'STEP_UP_TOTP_REQUIRED' };
-    if (!account.hasPassword) return { refused: 'STEP_UP_FAILED' };
+    if (!account.hasPassword) return { refused: account.accountKind === 'agent' ? 'STEP_UP_WALLET_REQUIRED' : 'STEP_UP_FAILED' };
     return { method: 'password', password: request.password };
   }
   return { refused: 'STEP_UP_FAILED' };

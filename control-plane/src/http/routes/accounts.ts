@@ -36,10 +36,10 @@ import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
+import { limitAuthAttempts } from '../rate-limit.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
-const MINUTE_MS = 60_000;
 /** Fastify sends nothing for an undefined payload; the schema's null only documents "no body". */
 const NO_BODY = undefined as unknown as null;
 
@@ -69,14 +69,8 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
   const accounts = ctx.services.accounts;
 
   /** Counts one attempt under every key; any exhausted key answers 429 UNAVAILABLE. */
-  async function limitAttempts(keys: string[]): Promise<void> {
-    const now = clock.now();
-    let allowed = true;
-    for (const key of keys) {
-      if (!(await ctx.rateLimiter.consume(`auth:${key}`, config.authAttemptsPerMinute, MINUTE_MS, now))) allowed = false;
-    }
-    if (!allowed) throw new DomainError('UNAVAILABLE', 'Too many attempts; wait a minute and retry.');
-  }
+  const limitAttempts = (keys: string[]) =>
+    limitAuthAttempts(ctx.rateLimiter, { keys, perMinute: config.authAttemptsPerMinute, now: clock.now() });
 
   /** A failed verification mail is logged, not answered: the account exists either way. */
   const logMailFailure = (log: { error(obj: object, msg: string): void }, accountId: string, mail: { error: unknown }) => {
@@ -217,10 +211,11 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     {
       config: { auth: {} },
       schema: {
-        summary: 'Step up this credential with the password, or a TOTP code once two-factor is enabled',
+        summary:
+          'Step up this credential with the password, a TOTP code once two-factor is enabled, or (agent accounts) a signed wallet step-up challenge',
         tags: ['account'],
         body: StepUpRequest,
-        response: withErrors({ 200: StepUpResponse }, 403, 409),
+        response: withErrors({ 200: StepUpResponse }, 403, 409, 503),
       },
     },
     async (request) => {

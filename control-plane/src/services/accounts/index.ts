@@ -1,12 +1,16 @@
+import type { WalletCodeReader } from '../../chain/wallet-code.js';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
+import type { WalletProof } from '../../domain/accounts/account.js';
 import type { Principal } from '../../domain/accounts/principal.js';
 import { SecretBox } from '../../domain/accounts/secret-box.js';
 import type { Mailer } from '../../mail.js';
 import type { Store } from '../../store/db.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import type { CommitHook } from '../../store/transaction.js';
+import type { AgentProfileFields } from '../../store/agent-wallets.js';
 import type { WithdrawalAddressRow } from '../../store/withdrawal-addresses.js';
+import { issueRegistrationChallenge, registerAgent } from './agent-registration.js';
 import { type CreatedApiKey, createApiKey, listAccountApiKeys, type NewApiKeyInput, revokeAccountApiKey } from './api-keys.js';
 import { listAuditLog } from './audit.js';
 import { type DeletionRequestRecord, requestDeletion } from './deletion.js';
@@ -18,6 +22,7 @@ import { signIn, signOut } from './sessions.js';
 import { createAccountByOperator, type OperatorAccountInput, type SignUpInput, signUp } from './sign-up.js';
 import { stepUp } from './step-up.js';
 import { confirmTotp, startTotpEnrollment } from './totp.js';
+import { issueStepUpChallenge } from './wallet-step-up.js';
 import { resendVerification, verifyEmail } from './verification.js';
 import { addWithdrawalAddress, listAccountWithdrawalAddresses, removeAccountWithdrawalAddress } from './withdrawal-addresses.js';
 
@@ -26,6 +31,8 @@ export interface AccountServicesInput {
   clock: Clock;
   mailer: Mailer;
   config: AccountSettings & Pick<Config, 'secretKey'>;
+  /** Contract code on the primary network (agent registration); null or absent: agent registration answers 503. */
+  walletCode?: WalletCodeReader | null;
 }
 
 /** The account use cases, over one set of dependencies; routes and the CLI share them. */
@@ -36,6 +43,7 @@ export function buildAccountServices(input: AccountServicesInput) {
     mailer: input.mailer,
     settings: input.config,
     box: new SecretBox(input.config.secretKey),
+    walletCode: input.walletCode ?? null,
   };
   const db = deps.store.db;
   return {
@@ -47,7 +55,11 @@ export function buildAccountServices(input: AccountServicesInput) {
     signOut: (principal: Principal) => signOut(deps, principal),
     profile: (principal: Principal) => profileOf(db, principal),
     accountWithEmail: (email: string) => accountWithEmail(db, email),
-    stepUp: (principal: Principal, proof: { password?: string; totp_code?: string }) => stepUp(deps, principal, proof),
+    stepUp: (principal: Principal, proof: { password?: string; totp_code?: string; wallet?: WalletProof }) =>
+      stepUp(deps, principal, proof),
+    walletStepUpChallenge: (principal: Principal) => issueStepUpChallenge(deps, principal),
+    agentRegistrationChallenge: (address: string) => issueRegistrationChallenge(deps, address),
+    registerAgent: (registration: { message: string; signature: string; agent: AgentProfileFields }) => registerAgent(deps, registration),
     startTotpEnrollment: (principal: Principal) => startTotpEnrollment(deps, principal),
     confirmTotp: (principal: Principal, code: string) => confirmTotp(deps, principal, code),
     createApiKey: (key: NewApiKeyInput, commit?: CommitHook<CreatedApiKey>) => createApiKey(deps, key, commit),

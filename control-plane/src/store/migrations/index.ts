@@ -8,6 +8,7 @@ import * as m0006 from './0006-gateway.js';
 import * as m0007 from './0007-jobs.js';
 import * as m0008 from './0008-deposits.js';
 import * as m0011 from './0011-admissions.js';
+import * as m0012 from './0012-agent-wallets.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -20,4 +21,5 @@ export const migrations: Record<string, Migration> = {
   '0007-jobs': m0007,
   '0008-deposits': m0008,
   '0011-admissions': m0011,
+  '0012-agent-wallets': m0012,
 };
