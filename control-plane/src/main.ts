@@ -7,6 +7,7 @@ import { createRuntime } from './runtime.js';
 import { defaultWorkers, startWorkers } from './workers/index.js';
 import { ViemChainReader } from './chain/viem-reader.js';
 import { chainWatchWorkers } from './workers/chain-watch.js';
+import { payoutWalletFromConfig, payoutWorker } from './workers/payouts.js';
 
 // The composition root: the only place that reads process.env and builds real adapters.
 async function main(argv: string[]): Promise<number> {
@@ -46,11 +47,19 @@ async function main(argv: string[]): Promise<number> {
         registry: runtime.metrics.registry,
         logger,
       });
+      // The payout wallet on the primary network (ARK_PAYOUT_KEY_FILE); without it requests wait, locked.
+      const payouts = payoutWorker({
+        withdrawals: runtime.services.withdrawals,
+        wallet: payoutWalletFromConfig(config.payouts, config.payments.chains?.networks[0]?.rpcUrl ?? null),
+        payouts: config.payouts,
+        registry: runtime.metrics.registry,
+        logger,
+      });
       const workers = startWorkers({
         store: runtime.store,
         clock: runtime.clock,
         logger,
-        workers: [...defaultWorkers(runtime.services, config), ...chainWatch.workers],
+        workers: [...defaultWorkers(runtime.services, config), ...chainWatch.workers, ...payouts.workers],
       });
       process.stdout.write(
         `ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`,
@@ -62,6 +71,7 @@ async function main(argv: string[]): Promise<number> {
       });
       await workers.stop();
       await chainWatch.stop();
+      await payouts.stop();
       await app.close();
       await metricsListener?.close();
       await runtime.close();

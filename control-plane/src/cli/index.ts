@@ -12,6 +12,7 @@ import { hostCommands } from './hosts.js';
 import { jobCommands } from './jobs.js';
 import { ledgerCommands } from './ledger.js';
 import { templateCommands } from './templates.js';
+import { withdrawalCommands } from './withdrawals.js';
 
 export { type CliCommand, type CliContext, CliRefusal } from './context.js';
 
@@ -46,6 +47,7 @@ const COMMANDS: readonly CliCommand[] = [
   ...hostCommands,
   ...jobCommands,
   ...chainCommands,
+  ...withdrawalCommands,
 ];
 
 function usage(): string {

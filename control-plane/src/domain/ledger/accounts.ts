@@ -1,6 +1,6 @@
 // Ledger accounts are (owner, kind). Pure rules only: no store, no clock.
 
-export const LEDGER_ACCOUNT_KINDS = ['available', 'hold', 'payable', 'fees', 'external', 'adjustment'] as const;
+export const LEDGER_ACCOUNT_KINDS = ['available', 'hold', 'payable', 'fees', 'external', 'adjustment', 'lock'] as const;
 export type LedgerAccountKind = (typeof LEDGER_ACCOUNT_KINDS)[number];
 
 /** Owner of the platform-wide accounts (fees, admin adjustments). */
@@ -40,4 +40,6 @@ export const ledgerAccounts = {
   /** `source` may name the rail (e.g. a chain id) when per-rail totals are wanted. */
   external: (source: string = WORLD_OWNER): LedgerAccountRef => ({ kind: 'external', owner: source, accountId: null }),
   adjustment: (): LedgerAccountRef => ({ kind: 'adjustment', owner: PLATFORM_OWNER, accountId: null }),
+  /** The money of one withdrawal or payout request, locked from the request until it is paid or fails. */
+  lock: (withdrawalId: string, accountId: string): LedgerAccountRef => ({ kind: 'lock', owner: withdrawalId, accountId }),
 } as const;

@@ -20,12 +20,20 @@ export const POSTING_RULES = {
   release: { from: ['hold'], to: ['available'] },
   /** An audited operator correction, in either direction. */
   adjustment: { from: ['adjustment', 'available', 'payable'], to: ['adjustment', 'available', 'payable'] },
-  /** A renter's withdrawal leaves for the world. */
-  withdrawal: { from: ['available'], to: ['external'] },
+  /** A renter's withdrawal request locks its amount until it is paid or fails. */
+  withdrawal_lock: { from: ['available'], to: ['lock'] },
+  /** A host's payout request locks its amount until it is paid or fails. */
+  payout_lock: { from: ['payable'], to: ['lock'] },
+  /** A withdrawal that failed (rejected, or refused on chain) gives its lock back. */
+  withdrawal_unlock: { from: ['lock'], to: ['available'] },
+  /** A payout that failed gives its lock back. */
+  payout_unlock: { from: ['lock'], to: ['payable'] },
+  /** A renter's withdrawal leaves for the world (from its lock once the transfer is final on chain). */
+  withdrawal: { from: ['available', 'lock'], to: ['external'] },
   /** A failed withdrawal comes back. */
   withdrawal_reversal: { from: ['external'], to: ['available'] },
   /** A host's earnings leave for the world. */
-  payout: { from: ['payable'], to: ['external'] },
+  payout: { from: ['payable', 'lock'], to: ['external'] },
   /** A failed payout comes back. */
   payout_reversal: { from: ['external'], to: ['payable'] },
 } as const satisfies Record<string, { from: readonly LedgerAccountKind[]; to: readonly LedgerAccountKind[] }>;

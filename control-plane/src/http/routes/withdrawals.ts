@@ -1,0 +1,144 @@
+import { HostEarnings, IdempotencyHeaders, IdParams, Page, PageQuery, toDecimal, Withdrawal, WithdrawalCreateRequest } from '@ark/shared';
+import { withdrawalKindFor } from '../../domain/withdrawals/states.js';
+import { type EarningsItem, earningsPosition } from '../../services/withdrawals/index.js';
+import type { WithdrawalRow } from '../../store/withdrawals.js';
+import { principalOf } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { answerInTransaction } from '../idempotency.js';
+import { fetchSize } from '../pagination.js';
+import { withErrors } from '../schemas.js';
+import type { TypedApp } from '../typed-app.js';
+
+/** The request header that carries an acceptance authorization while admissions are paused. */
+const ACCEPTANCE_AUTHORIZATION_HEADER = 'ark-acceptance-authorization';
+
+export function withdrawalView(row: WithdrawalRow): Withdrawal {
+  return {
+    id: row.id,
+    kind: row.kind,
+    state: row.state,
+    amount_micro: toDecimal(row.amount_micro),
+    fee_micro: '0',
+    network: row.network,
+    chain_id: Number(row.chain_id),
+    asset: 'USDC',
+    withdrawal_address_id: row.withdrawal_address_id,
+    address: row.address,
+    address_version: row.address_version.toString(),
+    hold_reasons: JSON.parse(row.hold_reasons) as string[],
+    tx_hash: row.tx_hash,
+    nonce: row.nonce === null ? null : row.nonce.toString(),
+    block_number: row.block_number === null ? null : row.block_number.toString(),
+    failure_reason: row.failure_reason,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    confirmed_at: row.confirmed_at,
+  };
+}
+
+function earningsItemView(item: EarningsItem) {
+  if (item.kind === 'job') {
+    return { kind: 'job' as const, job_id: item.job.job_id, earned_micro: toDecimal(item.job.earned_micro), at: item.job.last_at };
+  }
+  const p = item.payout;
+  return { kind: 'payout' as const, withdrawal_id: p.id, amount_micro: toDecimal(p.amount_micro), state: p.state, at: p.created_at };
+}
+
+export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
+  const withdrawals = ctx.services.withdrawals;
+
+  app.post(
+    '/api/v1/withdrawals',
+    {
+      config: { auth: { stepUp: 'any' }, idempotent: true },
+      schema: {
+        summary: 'Withdraw (renter, from available) or be paid out (host, from payable) in USDC on the primary network; step-up required',
+        description:
+          'The amount is locked in the ledger in the same transaction. The request is then paid automatically, or held UNSIGNED for an ' +
+          "admin's review (over the review threshold, a new address, over the daily limit, the account's first). While admissions are " +
+          'paused, only a request presenting a valid acceptance authorization (header Ark-Acceptance-Authorization) is taken.',
+        tags: ['billing'],
+        headers: IdempotencyHeaders,
+        body: WithdrawalCreateRequest,
+        response: withErrors({ 202: Withdrawal }, 403, 404, 409, 503),
+      },
+    },
+    async (request, reply) => {
+      const principal = principalOf(request);
+      const authorization = request.headers[ACCEPTANCE_AUTHORIZATION_HEADER];
+      const row = await withdrawals.request(
+        {
+          accountId: principal.accountId,
+          kind: withdrawalKindFor(principal.role),
+          amountMicro: BigInt(request.body.amount_micro),
+          withdrawalAddressId: request.body.withdrawal_address_id,
+          network: request.body.network ?? null,
+          authorization: typeof authorization === 'string' ? authorization : null,
+        },
+        answerInTransaction(request, reply, 202, withdrawalView),
+      );
+      return reply.code(202).send(withdrawalView(row));
+    },
+  );
+
+  app.get(
+    '/api/v1/withdrawals',
+    {
+      config: { auth: {} },
+      schema: {
+        summary: 'The caller’s withdrawals and payouts, newest first',
+        tags: ['billing'],
+        querystring: PageQuery,
+        response: withErrors({ 200: Page(Withdrawal) }),
+      },
+    },
+    async (request) => {
+      const accountId = principalOf(request).accountId;
+      const scope = `withdrawals:${accountId}`;
+      const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
+      const rows = await withdrawals.list(accountId, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.created_at, row.id], withdrawalView);
+    },
+  );
+
+  app.get(
+    '/api/v1/withdrawals/:id',
+    {
+      config: { auth: {} },
+      schema: {
+        summary: 'One of the caller’s withdrawals or payouts: state, transaction hash, network, fee',
+        description: 'Anyone else’s answers 404.',
+        tags: ['billing'],
+        params: IdParams,
+        response: withErrors({ 200: Withdrawal }, 404),
+      },
+    },
+    async (request) => withdrawalView(await withdrawals.get(principalOf(request).accountId, request.params.id)),
+  );
+
+  app.get(
+    '/api/v1/hosts/earnings',
+    {
+      config: { auth: { scope: 'host' } },
+      schema: {
+        summary: 'The host’s earnings: payable, locked in payouts, paid out, and a history of earnings per job and payouts (newest first)',
+        tags: ['hosts'],
+        querystring: PageQuery,
+        response: withErrors({ 200: HostEarnings }, 403),
+      },
+    },
+    async (request) => {
+      const accountId = principalOf(request).accountId;
+      const scope = `earnings:${accountId}`;
+      const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
+      const earnings = await withdrawals.earnings(accountId, after, fetchSize(request.query.limit));
+      const page = ctx.paginator.page(scope, earnings.items, request.query.limit, earningsPosition, earningsItemView);
+      return {
+        payable_micro: toDecimal(earnings.payableMicro),
+        locked_micro: toDecimal(earnings.lockedMicro),
+        paid_out_micro: toDecimal(earnings.paidOutMicro),
+        ...page,
+      };
+    },
+  );
+}

@@ -1,0 +1,79 @@
+import type { WithdrawalState } from '../../domain/withdrawals/states.js';
+import { DomainError } from '../../errors.js';
+import type { KeysetPosition } from '../../store/keyset.js';
+import { balanceOf } from '../../store/ledger.js';
+import { ledgerAccounts } from '../../domain/ledger/accounts.js';
+import {
+  findWithdrawal,
+  type JobEarningRow,
+  jobEarnings,
+  listAccountWithdrawals,
+  listWithdrawalsByState,
+  type WithdrawalRow,
+  withdrawalTotals,
+} from '../../store/withdrawals.js';
+import type { WithdrawalDeps } from './deps.js';
+
+/** One of the caller's requests; anyone else's (or none) is NOT_FOUND, so existence never leaks. */
+export async function withdrawalOf(deps: WithdrawalDeps, accountId: string, id: string): Promise<WithdrawalRow> {
+  const row = await findWithdrawal(deps.store.db, id);
+  if (!row || row.account_id !== accountId) throw new DomainError('NOT_FOUND', 'No such withdrawal.');
+  return row;
+}
+
+export function accountWithdrawals(
+  deps: WithdrawalDeps,
+  accountId: string,
+  after: KeysetPosition | null,
+  fetch: number,
+): Promise<WithdrawalRow[]> {
+  return listAccountWithdrawals(deps.store.db, accountId, after, fetch);
+}
+
+export function withdrawalsInState(deps: WithdrawalDeps, state: WithdrawalState | null, after: KeysetPosition | null, fetch: number) {
+  return listWithdrawalsByState(deps.store.db, state, after, fetch);
+}
+
+export type EarningsItem = { kind: 'job'; job: JobEarningRow } | { kind: 'payout'; payout: WithdrawalRow };
+
+export interface HostEarnings {
+  payableMicro: bigint;
+  lockedMicro: bigint;
+  paidOutMicro: bigint;
+  /** Newest first, merged from the two histories; `fetch` rows at most. */
+  items: EarningsItem[];
+}
+
+/** The position of a history item in the merged order: [at, id] descending. */
+export function earningsPosition(item: EarningsItem): [string, string] {
+  return item.kind === 'job' ? [item.job.last_at, item.job.job_id] : [item.payout.created_at, item.payout.id];
+}
+
+/**
+ * A host's money: payable now, locked in open payouts, paid out, and one history of metered earnings per job and
+ * payouts, newest first. Both histories are read past the cursor in the same order and merged, so paging is exact.
+ */
+export async function hostEarnings(
+  deps: WithdrawalDeps,
+  hostAccountId: string,
+  after: KeysetPosition | null,
+  fetch: number,
+): Promise<HostEarnings> {
+  const db = deps.store.db;
+  const [payableMicro, totals, jobs, payouts] = await Promise.all([
+    balanceOf(db, ledgerAccounts.payable(hostAccountId)),
+    withdrawalTotals(db, hostAccountId, 'payout'),
+    jobEarnings(db, hostAccountId, after, fetch),
+    listAccountWithdrawals(db, hostAccountId, after, fetch + 1),
+  ]);
+  const items: EarningsItem[] = [
+    ...jobs.map((job): EarningsItem => ({ kind: 'job', job })),
+    ...payouts.filter((p) => p.kind === 'payout').map((payout): EarningsItem => ({ kind: 'payout', payout })),
+  ];
+  items.sort((a, b) => {
+    const [atA, idA] = earningsPosition(a);
+    const [atB, idB] = earningsPosition(b);
+    return atA === atB ? (idA < idB ? 1 : idA > idB ? -1 : 0) : atA < atB ? 1 : -1;
+  });
+  return { payableMicro, lockedMicro: totals.lockedMicro, paidOutMicro: totals.paidMicro, items: items.slice(0, fetch) };
+}

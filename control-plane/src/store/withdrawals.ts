@@ -1,0 +1,260 @@
+import { PostgresAdapter, type Selectable, sql } from 'kysely';
+import { ledgerAccountKey } from '../domain/ledger/accounts.js';
+import type { WithdrawalKind, WithdrawalState } from '../domain/withdrawals/states.js';
+import { OPEN_STATES } from '../domain/withdrawals/states.js';
+import type { Executor, Tx } from './db.js';
+import { type KeysetPosition, keysetPage } from './keyset.js';
+import type { WithdrawalsTable, WithdrawalTransactionsTable } from './tables/withdrawals.js';
+
+// Withdrawal and payout requests, their signed transactions, and the payout wallet's nonce and lease per network.
+// Both dialects; rows a transaction changes are locked FOR UPDATE on Postgres (SQLite serialises writers).
+
+export type WithdrawalRow = Selectable<WithdrawalsTable>;
+export type WithdrawalTransactionRow = Selectable<WithdrawalTransactionsTable>;
+
+function isPostgres(db: Executor): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
+
+export async function insertWithdrawal(trx: Tx, row: WithdrawalRow): Promise<void> {
+  await trx.insertInto('withdrawals').values(row).execute();
+}
+
+export async function findWithdrawal(db: Executor, id: string): Promise<WithdrawalRow | undefined> {
+  return db.selectFrom('withdrawals').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+/** The row, locked for the rest of the transaction. */
+export async function lockWithdrawal(trx: Tx, id: string): Promise<WithdrawalRow | undefined> {
+  let query = trx.selectFrom('withdrawals').selectAll().where('id', '=', id);
+  if (isPostgres(trx)) query = query.forUpdate();
+  return query.executeTakeFirst();
+}
+
+/** Moves a request on by compare-and-set on its state; false when it was no longer in `from`. */
+export async function updateWithdrawal(
+  trx: Executor,
+  id: string,
+  from: WithdrawalState,
+  patch: Partial<Omit<WithdrawalRow, 'id' | 'account_id' | 'kind' | 'created_at'>> & { updated_at: string },
+): Promise<boolean> {
+  const result = await trx.updateTable('withdrawals').set(patch).where('id', '=', id).where('state', '=', from).executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/** One account's requests, newest first, after the cursor position [created_at, id]. */
+export async function listAccountWithdrawals(
+  db: Executor,
+  accountId: string,
+  after: KeysetPosition | null,
+  fetch: number,
+): Promise<WithdrawalRow[]> {
+  const query = db.selectFrom('withdrawals').selectAll().where('account_id', '=', accountId);
+  return keysetPage(query, ['created_at', 'id'], 'desc', after, fetch).execute();
+}
+
+/** Every account's requests (the review queue when `state` is UNSIGNED), oldest first. */
+export async function listWithdrawalsByState(
+  db: Executor,
+  state: WithdrawalState | null,
+  after: KeysetPosition | null,
+  fetch: number,
+): Promise<WithdrawalRow[]> {
+  let query = db.selectFrom('withdrawals').selectAll();
+  if (state !== null) query = query.where('state', '=', state);
+  return keysetPage(query, ['created_at', 'id'], 'asc', after, fetch).execute();
+}
+
+/** Requests of one network in the given states, oldest first: the payer's work list. */
+export async function withdrawalsToWork(
+  db: Executor,
+  chainId: number,
+  states: readonly WithdrawalState[],
+  limit: number,
+): Promise<WithdrawalRow[]> {
+  return db
+    .selectFrom('withdrawals')
+    .selectAll()
+    .where('chain_id', '=', BigInt(chainId))
+    .where('state', 'in', [...states])
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(limit)
+    .execute();
+}
+
+/** What an account asked for since `since`, FAILED requests aside. */
+export async function requestedSince(db: Executor, accountId: string, since: string): Promise<bigint> {
+  const row = await db
+    .selectFrom('withdrawals')
+    .select((eb) => eb.fn.sum<bigint | null>('amount_micro').as('total'))
+    .where('account_id', '=', accountId)
+    .where('created_at', '>=', since)
+    .where('state', '<>', 'FAILED')
+    .executeTakeFirst();
+  return BigInt(row?.total ?? 0n);
+}
+
+export async function hasConfirmedWithdrawal(db: Executor, accountId: string): Promise<boolean> {
+  const row = await db
+    .selectFrom('withdrawals')
+    .select('id')
+    .where('account_id', '=', accountId)
+    .where('state', '=', 'CONFIRMED')
+    .limit(1)
+    .executeTakeFirst();
+  return row !== undefined;
+}
+
+/** Sums of one account's requests of a kind: still locked (open states) and paid (CONFIRMED). */
+export async function withdrawalTotals(
+  db: Executor,
+  accountId: string,
+  kind: WithdrawalKind,
+): Promise<{ lockedMicro: bigint; paidMicro: bigint }> {
+  const rows = await db
+    .selectFrom('withdrawals')
+    .select(['state', (eb) => eb.fn.sum<bigint>('amount_micro').as('total')])
+    .where('account_id', '=', accountId)
+    .where('kind', '=', kind)
+    .groupBy('state')
+    .execute();
+  let lockedMicro = 0n;
+  let paidMicro = 0n;
+  for (const r of rows) {
+    if (OPEN_STATES.includes(r.state)) lockedMicro += BigInt(r.total);
+    if (r.state === 'CONFIRMED') paidMicro += BigInt(r.total);
+  }
+  return { lockedMicro, paidMicro };
+}
+
+/** Pinned or sent and not final yet, per network: what the payout wallet still owes. */
+export async function pendingPayoutTotal(db: Executor, chainId: number): Promise<{ count: bigint; amountMicro: bigint }> {
+  const row = await db
+    .selectFrom('withdrawals')
+    .select([(eb) => eb.fn.countAll<bigint>().as('count'), (eb) => eb.fn.sum<bigint | null>('amount_micro').as('total')])
+    .where('chain_id', '=', BigInt(chainId))
+    .where('state', 'in', ['INTENT', 'SIGNED', 'BROADCAST'])
+    .executeTakeFirst();
+  return { count: BigInt(row?.count ?? 0n), amountMicro: BigInt(row?.total ?? 0n) };
+}
+
+/** Pinned and not final, in micro: the payer keeps this much in the wallet before pinning more. */
+export async function pinnedUnconfirmedMicro(db: Executor, chainId: number): Promise<bigint> {
+  const row = await db
+    .selectFrom('withdrawals')
+    .select((eb) => eb.fn.sum<bigint | null>('amount_micro').as('total'))
+    .where('chain_id', '=', BigInt(chainId))
+    .where('state', 'in', ['SIGNED', 'BROADCAST'])
+    .executeTakeFirst();
+  return BigInt(row?.total ?? 0n);
+}
+
+export async function insertWithdrawalTransaction(trx: Tx, row: WithdrawalTransactionRow): Promise<void> {
+  await trx.insertInto('withdrawal_transactions').values(row).execute();
+}
+
+/** Every transaction signed for a request, oldest first (any of them may be the one mined). */
+export async function withdrawalTransactions(db: Executor, withdrawalId: string): Promise<WithdrawalTransactionRow[]> {
+  return db
+    .selectFrom('withdrawal_transactions')
+    .selectAll()
+    .where('withdrawal_id', '=', withdrawalId)
+    .orderBy('created_at')
+    .orderBy('tx_hash')
+    .execute();
+}
+
+// --- the payout wallet's state per network
+
+export async function initPayoutWalletState(db: Executor, input: { chainId: number; payerAddress: string; at: string }): Promise<void> {
+  await db
+    .insertInto('payout_wallet_state')
+    .values({
+      chain_id: BigInt(input.chainId),
+      payer_address: input.payerAddress,
+      next_nonce: 0n,
+      lease_owner: null,
+      lease_until: null,
+      updated_at: input.at,
+    })
+    .onConflict((oc) => oc.column('chain_id').doNothing())
+    .execute();
+}
+
+/** Takes or renews the network's payer lease: exactly one replica pays at a time. */
+export async function acquirePayerLease(db: Executor, chainId: number, owner: string, now: Date, leaseMs: number): Promise<boolean> {
+  const nowIso = now.toISOString();
+  const result = await db
+    .updateTable('payout_wallet_state')
+    .set({ lease_owner: owner, lease_until: new Date(now.getTime() + leaseMs).toISOString() })
+    .where('chain_id', '=', BigInt(chainId))
+    .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('lease_owner', '=', owner), eb('lease_until', '<', nowIso)]))
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+export async function releasePayerLease(db: Executor, chainId: number, owner: string): Promise<void> {
+  await db
+    .updateTable('payout_wallet_state')
+    .set({ lease_owner: null, lease_until: null })
+    .where('chain_id', '=', BigInt(chainId))
+    .where('lease_owner', '=', owner)
+    .execute();
+}
+
+export async function payoutWalletState(db: Executor, chainId: number) {
+  return db.selectFrom('payout_wallet_state').selectAll().where('chain_id', '=', BigInt(chainId)).executeTakeFirst();
+}
+
+/**
+ * Moves the next nonce past `nonce` while this replica holds the lease and the state is as read: the nonce is then
+ * this request's alone. Runs in the transaction that stores the signed transaction.
+ */
+export async function claimNonce(
+  trx: Tx,
+  input: { chainId: number; owner: string; payerAddress: string; expectedNext: bigint; nonce: bigint; now: Date },
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('payout_wallet_state')
+    .set({ next_nonce: input.nonce + 1n, payer_address: input.payerAddress, updated_at: input.now.toISOString() })
+    .where('chain_id', '=', BigInt(input.chainId))
+    .where('lease_owner', '=', input.owner)
+    .where('lease_until', '>=', input.now.toISOString())
+    .where('next_nonce', '=', input.expectedNext)
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+// --- a host's earnings
+
+export interface JobEarningRow {
+  job_id: string;
+  earned_micro: bigint;
+  last_at: string;
+}
+
+/** A host's metered earnings per job (charge postings to its payable), latest first, after [last_at, job_id]. */
+export async function jobEarnings(
+  db: Executor,
+  hostAccountId: string,
+  after: KeysetPosition | null,
+  fetch: number,
+): Promise<JobEarningRow[]> {
+  const payable = ledgerAccountKey(hostAccountId, 'payable');
+  const [lastAt, jobId] = (after ?? [null, null]) as [string | null, string | null];
+  const rows = await sql<{ job_id: string; earned_micro: bigint; last_at: string }>`
+    select reference as job_id, sum(amount_micro) as earned_micro, max(at) as last_at
+    from ledger_postings
+    where to_key = ${payable} and kind = 'charge_host'
+    group by reference
+    ${after ? sql`having max(at) < ${lastAt} or (max(at) = ${lastAt} and reference < ${jobId})` : sql``}
+    order by max(at) desc, reference desc
+    limit ${fetch}`.execute(db);
+  return rows.rows.map((r) => ({ job_id: r.job_id, earned_micro: BigInt(r.earned_micro), last_at: r.last_at }));
+}
+
+/** A withdrawal address by id, removed or not (the payer compares its version with the request's). */
+export async function findWithdrawalAddressAnyState(db: Executor, id: string) {
+  return db.selectFrom('withdrawal_addresses').selectAll().where('id', '=', id).executeTakeFirst();
+}

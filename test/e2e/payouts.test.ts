@@ -1,0 +1,251 @@
+// Money out end to end (issue 12), on SQLite and on PostgreSQL: a real anvil playing Base with TestUsdc at the Base
+// USDC address, the real control plane (`ark-cp serve`) paying from a payout wallet read from a 0600 key file, driven
+// only through HTTP, its CLI and the chain. A host earns through a metered job and is paid out; a renter withdraws;
+// a request over the review threshold waits unsigned until an admin with TOTP approves it; another is rejected and its
+// lock returns; review once a nonce is pinned answers 409; an API key on the admin routes answers 403.
+import { randomBytes } from 'node:crypto';
+import type { Address } from 'viem';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type Anvil, startAnvil } from '../harness/anvil.js';
+import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
+import { type DepositChain, setupDepositChain } from './deposit-helpers.js';
+import { type ControlPlane, controlPlaneCli, startControlPlane } from './host-side-helpers.js';
+import {
+  addWithdrawalAddress,
+  adminSession,
+  call,
+  fundedPayoutWallet,
+  hostEarns,
+  PASSWORD,
+  type PayoutWalletSetup,
+  randomAddress,
+  randomTag,
+  steppedUpSession,
+  transfersOnChain,
+  USDC,
+  waitWithdrawal,
+} from './payout-helpers.js';
+
+describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
+  let anvil: Anvil;
+  let chain: DepositChain;
+  let database: TestDatabase | null = null;
+  let cp: ControlPlane;
+  let wallet: PayoutWalletSetup;
+  let admin = '';
+  let adminKey = '';
+  let host = '';
+  let renter = '';
+  let renterEmail = '';
+  let jobId = '';
+  let closeAgent = () => {};
+
+  const cli = async (args: string[]) => JSON.parse(await controlPlaneCli(cp, args));
+  const available = async () => BigInt((await call(cp, 'GET', '/api/v1/billing/balance', { token: renter })).body.available_micro);
+  const earnings = async () => (await call(cp, 'GET', '/api/v1/hosts/earnings?limit=100', { token: host })).body;
+  const withdraw = (token: string, amount: bigint, addressId: string) =>
+    call(cp, 'POST', '/api/v1/withdrawals', { token, body: { amount_micro: amount.toString(), withdrawal_address_id: addressId } });
+  const review = (id: string, decision: 'approve' | 'reject', reason: string, token = admin) =>
+    call(cp, 'POST', `/api/v1/admin/withdrawals/${id}/review`, { token, body: { decision, reason } });
+  const usdcOf = (address: Address) =>
+    chain.public.readContract({
+      address: chain.usdc,
+      abi: chain.contracts.TestUsdc.abi,
+      functionName: 'balanceOf',
+      args: [address],
+    }) as Promise<bigint>;
+
+  beforeAll(async () => {
+    anvil = await startAnvil();
+    chain = await setupDepositChain(anvil);
+    wallet = await fundedPayoutWallet(chain, anvil, 1_000n * USDC);
+    if (dialect === 'postgres') database = await createTestDatabase();
+    cp = await startControlPlane({
+      databaseUrl: database?.url ?? null,
+      env: {
+        ARK_CHAINS: chain.chainsFile,
+        ARK_SECRET_KEY: randomBytes(32).toString('hex'),
+        ARK_CHAIN_POLL_INTERVAL_MS: '200',
+        ARK_PAYOUT_KEY_FILE: wallet.keyFile,
+        ARK_PAYOUT_POLL_INTERVAL_MS: '100',
+        ARK_WITHDRAWAL_REVIEW_ABOVE_MICRO: String(20n * USDC),
+        ARK_WITHDRAWAL_NEW_ADDRESS_HOLD_S: '0',
+        ARK_WITHDRAWAL_REVIEW_FIRST: '0',
+        ARK_HEARTBEAT_INTERVAL_S: '1',
+        ARK_METER_INTERVAL_S: '1',
+        // 3600 USDC an hour: one USDC a second of metered time.
+        ARK_SEED_RATE_MICRO_PER_HOUR: String(3_600n * USDC),
+      },
+    });
+    const tag = randomTag();
+    const adminEmail = `admin-${tag}@example.test`;
+    renterEmail = `renter-${tag}@example.test`;
+    [, host, renter] = await Promise.all([
+      (async () => {
+        await cli(['accounts', 'create', '--email', adminEmail, '--role', 'admin', '--password', PASSWORD, '--verified']);
+        adminKey = (await cli(['keys', 'create', '--email', adminEmail, '--scopes', 'renter', '--label', 'admin-key'])).secret;
+        admin = await adminSession(cp, adminEmail);
+      })(),
+      steppedUpSession(cp, 'host', `host-${tag}@example.test`),
+      steppedUpSession(cp, 'renter', renterEmail),
+    ]);
+    await cli(['ledger', 'credit', '--email', renterEmail, '--amount-micro', String(3_000n * USDC), '--reason', 'e2e funds']);
+    const earned = await hostEarns(cp, { hostToken: host, renterToken: renter, runtimeMs: 3_000 });
+    jobId = earned.jobId;
+    closeAgent = () => earned.agent.close();
+  }, 300_000);
+
+  afterAll(async () => {
+    closeAgent();
+    await cp?.process.stop('SIGKILL');
+    await anvil?.stop();
+    await database?.drop();
+  });
+
+  it('pays a host its metered earnings on chain exactly once, and shows them over HTTP', async () => {
+    const before = await earnings();
+    // Three seconds at one USDC a second: the host's share of the charge is payable.
+    expect(BigInt(before.payable_micro)).toBe(3n * USDC);
+    expect(before.items).toContainEqual({ kind: 'job', job_id: jobId, earned_micro: String(3n * USDC), at: expect.any(String) });
+
+    const to = randomAddress();
+    const addressId = await addWithdrawalAddress(cp, host, to);
+    const requested = await withdraw(host, 2n * USDC, addressId);
+    expect(requested.status, JSON.stringify(requested.body)).toBe(202);
+    expect(requested.body).toMatchObject({
+      kind: 'payout',
+      state: 'INTENT',
+      amount_micro: String(2n * USDC),
+      network: 'base',
+      chain_id: 8453,
+    });
+    const locked = await earnings();
+    expect(locked).toMatchObject({ payable_micro: String(USDC), locked_micro: String(2n * USDC), paid_out_micro: '0' });
+
+    const paid = await waitWithdrawal(cp, anvil, host, requested.body.id, 'CONFIRMED');
+    expect(paid.tx_hash).toMatch(/^0x[0-9a-f]{64}$/);
+    expect(await usdcOf(to)).toBe(2n * USDC);
+    // More blocks and more payer steps pay nothing again.
+    await anvil.mine(3);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    const transfers = await transfersOnChain(chain, wallet.address, to);
+    expect(transfers).toEqual([{ to, value: 2n * USDC, txHash: paid.tx_hash }]);
+    const after = await earnings();
+    expect(after).toMatchObject({ payable_micro: String(USDC), locked_micro: '0', paid_out_micro: String(2n * USDC) });
+    expect(after.items).toContainEqual({
+      kind: 'payout',
+      withdrawal_id: paid.id,
+      amount_micro: String(2n * USDC),
+      state: 'CONFIRMED',
+      at: paid.created_at,
+    });
+    // A renter key is not a host's: earnings are for the host scope.
+    expect((await call(cp, 'GET', '/api/v1/hosts/earnings', { token: adminKey })).status).toBe(403);
+  });
+
+  it('pays a renter withdrawal from the available balance', async () => {
+    const availableBefore = await available();
+    const to = randomAddress();
+    const addressId = await addWithdrawalAddress(cp, renter, to);
+    const requested = await withdraw(renter, 5n * USDC, addressId);
+    expect(requested.status, JSON.stringify(requested.body)).toBe(202);
+    expect(requested.body.kind).toBe('withdrawal');
+    expect(await available()).toBe(availableBefore - 5n * USDC);
+    const paid = await waitWithdrawal(cp, anvil, renter, requested.body.id, 'CONFIRMED');
+    expect(await usdcOf(to)).toBe(5n * USDC);
+    expect(await transfersOnChain(chain, wallet.address, to)).toHaveLength(1);
+    expect(await available()).toBe(availableBefore - 5n * USDC);
+    const listed = await call(cp, 'GET', '/api/v1/withdrawals?limit=1', { token: renter });
+    expect(listed.body.items).toEqual([paid]);
+    // A stranger's id is 404, never 403.
+    expect((await call(cp, 'GET', `/api/v1/withdrawals/${paid.id}`, { token: host })).status).toBe(404);
+    // More than available is refused, nothing locked.
+    const tooMuch = await withdraw(renter, 1_000_000n * USDC, addressId);
+    expect(tooMuch.status).toBe(409);
+    expect(tooMuch.body.error.code).toBe('INSUFFICIENT_BALANCE');
+  });
+
+  it('holds a request over the review threshold unsigned; an admin with TOTP approves it and it is paid', async () => {
+    const to = randomAddress();
+    const addressId = await addWithdrawalAddress(cp, renter, to);
+    const requested = await withdraw(renter, 30n * USDC, addressId);
+    expect(requested.status).toBe(202);
+    const held = await waitWithdrawal(cp, anvil, renter, requested.body.id, 'UNSIGNED');
+    expect(held).toMatchObject({ hold_reasons: ['amount_over_review_threshold'], nonce: null, tx_hash: null });
+    // It stays unsigned: nothing goes out while it waits.
+    await anvil.mine(3);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect((await call(cp, 'GET', `/api/v1/withdrawals/${held.id}`, { token: renter })).body.state).toBe('UNSIGNED');
+    expect(await transfersOnChain(chain, wallet.address, to)).toHaveLength(0);
+
+    // API keys never reach admin routes, not even an admin's.
+    expect((await call(cp, 'GET', '/api/v1/admin/withdrawals?state=UNSIGNED', { token: adminKey })).status).toBe(403);
+    const byKey = await review(held.id, 'approve', 'looks fine to me', adminKey);
+    expect(byKey.status).toBe(403);
+    expect(byKey.body.error.code).toBe('ADMIN_SESSION_REQUIRED');
+    // Nor does a renter's session.
+    expect((await review(held.id, 'approve', 'looks fine to me', renter)).status).toBe(403);
+
+    const queue = await call(cp, 'GET', '/api/v1/admin/withdrawals?state=UNSIGNED&limit=100', { token: admin });
+    expect(queue.status).toBe(200);
+    expect(queue.body.items.map((w: any) => w.id)).toContain(held.id);
+    expect((await review(held.id, 'approve', 'no')).status).toBe(422);
+    const approved = await review(held.id, 'approve', 'customer verified by phone');
+    expect(approved.status, JSON.stringify(approved.body)).toBe(202);
+    expect(approved.body).toEqual({ id: held.id, kind: 'withdrawal', decision: 'approve', state: 'INTENT' });
+    const paid = await waitWithdrawal(cp, anvil, renter, held.id, 'CONFIRMED');
+    expect(await usdcOf(to)).toBe(30n * USDC);
+    expect(await transfersOnChain(chain, wallet.address, to)).toHaveLength(1);
+
+    // Its nonce is pinned (it is paid): review answers 409.
+    expect(paid.nonce).not.toBeNull();
+    const late = await review(held.id, 'reject', 'changed my mind');
+    expect(late.status).toBe(409);
+    expect(late.body.error.code).toBe('WITHDRAWAL_NOT_UNSIGNED');
+    const audit = await call(cp, 'GET', '/api/v1/admin/audit?limit=100', { token: admin });
+    expect(audit.body.items).toContainEqual(
+      expect.objectContaining({
+        action: 'withdrawal.reviewed',
+        subject: held.id,
+        detail: expect.objectContaining({ reason: 'customer verified by phone' }),
+      }),
+    );
+  });
+
+  it('rejects a held request and its lock returns; a request to a removed address is never paid', async () => {
+    const availableBefore = await available();
+    const to = randomAddress();
+    const addressId = await addWithdrawalAddress(cp, renter, to);
+    const requested = await withdraw(renter, 40n * USDC, addressId);
+    await waitWithdrawal(cp, anvil, renter, requested.body.id, 'UNSIGNED');
+    expect(await available()).toBe(availableBefore - 40n * USDC);
+    const rejected = await review(requested.body.id, 'reject', 'address not on file');
+    expect(rejected.body).toEqual({ id: requested.body.id, kind: 'withdrawal', decision: 'reject', state: 'FAILED' });
+    expect(await available()).toBe(availableBefore);
+    const failed = (await call(cp, 'GET', `/api/v1/withdrawals/${requested.body.id}`, { token: renter })).body;
+    expect(failed).toMatchObject({ state: 'FAILED', failure_reason: 'rejected', nonce: null });
+
+    // Held, then the address is removed (its version bumped): approval re-runs the checks and it is held again.
+    const other = await withdraw(renter, 25n * USDC, addressId);
+    await waitWithdrawal(cp, anvil, renter, other.body.id, 'UNSIGNED');
+    expect((await call(cp, 'DELETE', `/api/v1/withdrawal-addresses/${addressId}`, { token: renter })).status).toBe(200);
+    expect((await review(other.body.id, 'approve', 'approved before noticing')).body.state).toBe('INTENT');
+    const again = await waitWithdrawal(cp, anvil, renter, other.body.id, 'UNSIGNED');
+    expect(again.hold_reasons).toEqual(['address_changed']);
+    await anvil.mine(3);
+    await new Promise((resolve) => setTimeout(resolve, 500));
+    expect(await transfersOnChain(chain, wallet.address, to)).toHaveLength(0);
+    expect((await review(other.body.id, 'reject', 'address was removed')).body.state).toBe('FAILED');
+    expect(await available()).toBe(availableBefore);
+  });
+
+  it('operator commands list the queue and show the wallet; the ledger verifies', async () => {
+    const listed = await cli(['withdrawals', 'list', '--state', 'CONFIRMED']);
+    expect(listed.withdrawals.length).toBe(3);
+    const walletView = await cli(['payouts', 'wallet']);
+    expect(walletView).toMatchObject({ address: wallet.address.toLowerCase(), network: 'base', pending_requests: '0', pending_micro: '0' });
+    expect(BigInt(walletView.usdc_balance_micro)).toBe(1_000n * USDC - 37n * USDC);
+    const verified = await cli(['ledger', 'verify']);
+    expect(verified).toMatchObject({ ok: true, sum_micro: '0' });
+  });
+});
