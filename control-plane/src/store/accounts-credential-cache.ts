@@ -4,7 +4,7 @@ import { CompiledQuery, sql } from 'kysely';
 import { decodeScopes } from '../domain/accounts/account.js';
 import type { CredentialKind, Scope, StepUpKind } from '../domain/accounts/principal.js';
 import type { AccountRow } from './accounts.js';
-import type { Store } from './db.js';
+import { type Store, sqliteWrites } from './db.js';
 
 // The authenticator's read path: one credential row joined with its account, by the hash of its secret. On SQLite
 // it has a connection of its own and a cache; on Postgres it runs SQL compiled once.
@@ -45,6 +45,11 @@ export type CredentialLookupHandle = { lookup: CredentialLookup; close(): void }
 /** Verified credentials kept in memory on SQLite (see openCredentialLookup): at most this many, for at most this long. */
 const CREDENTIAL_CACHE_MAX = 4096;
 const CREDENTIAL_CACHE_TTL_MS = 2_000;
+/**
+ * How often, at most, the file is asked whether another process (the CLI) has committed: a revocation there is
+ * refused from at most this long after its commit, as if the request had been read that much earlier.
+ */
+const FOREIGN_COMMIT_CHECK_MS = 1;
 
 /** The two lookups as SQL text, built once by Kysely so both paths read the same columns. */
 function credentialQueries(db: Store['db']) {
@@ -129,11 +134,12 @@ function walIndexChanges(file: string): { changed(): boolean; close(): void } | 
 /**
  * On SQLite the lookup runs on a dedicated connection with statements prepared once (Kysely prepares every
  * statement anew, which costs more than the read itself), and found rows are cached: an entry is used only while
- * nothing has committed to the file since it was read (this process's writer, the CLI, any other connection or
- * process), so a revocation, step-up, verification or any other write is seen by the very next request, exactly as
- * without the cache. The check reads the WAL-index header (`walIndexChanges`): one pread per request, no lock and no
- * transaction; without a `-shm` file it is `PRAGMA data_version` of the lookup connection, a read transaction that
- * reads no page. Expiry and step-up freshness are still compared with `now` on every request;
+ * nothing has committed to the file since it was read. This process's own writes (its writer, any store it opened)
+ * are counted in memory (`sqliteWrites`, store/db.ts), so a revocation, step-up, verification or any other write made
+ * here is seen by the very next request, exactly as without the cache, at no system call. Commits of other
+ * processes (the CLI) are read from the WAL-index header (`walIndexChanges`: one pread, no lock, no transaction;
+ * without a `-shm` file, `PRAGMA data_version` of the lookup connection), at most every FOREIGN_COMMIT_CHECK_MS.
+ * Expiry and step-up freshness are still compared with `now` on every request;
  * unknown tokens are never cached. The TTL and size bound only limit memory and how long a token's hash stays there.
  * On Postgres the lookup runs the SQL compiled once and nothing is cached: other replicas write the same rows and
  * there is no cheap way to learn of it, so a cache would let a revoked key work on until it lapsed.
@@ -152,7 +158,7 @@ export async function openCredentialLookup(store: Store): Promise<CredentialLook
       const walIndex = walIndexChanges(file);
       const dataVersion = connection.prepare('pragma data_version').pluck();
       let cachedAtVersion: unknown = null;
-      const changed = walIndex
+      const fileChanged = walIndex
         ? () => walIndex.changed()
         : () => {
             const version = dataVersion.get();
@@ -160,6 +166,21 @@ export async function openCredentialLookup(store: Store): Promise<CredentialLook
             cachedAtVersion = version;
             return true;
           };
+      // This process's own writes are counted in memory (exact, no system call); the file is asked at most every
+      // FOREIGN_COMMIT_CHECK_MS for what other processes committed.
+      let writesSeen = -1;
+      let fileCheckedAt = Number.NEGATIVE_INFINITY;
+      const changed = () => {
+        const writes = sqliteWrites();
+        const now = performance.now();
+        let dirty = writes !== writesSeen;
+        writesSeen = writes;
+        if (now - fileCheckedAt >= FOREIGN_COMMIT_CHECK_MS) {
+          fileCheckedAt = now;
+          dirty = fileChanged() || dirty;
+        }
+        return dirty;
+      };
       const cache = new Map<string, CachedCredential>();
       return {
         lookup: (kind, hash, nowMs) => {

@@ -54,6 +54,18 @@ export function openStore(options: StoreOptions): Store {
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 
+/** Bumped by every statement other than a read that this process runs on a SQLite store (see sqliteWrites). */
+let sqliteWriteCount = 0;
+const READ_ONLY = /^\s*select\b/i;
+
+/**
+ * How many statements other than plain reads (writes, commits, rollbacks) this process has run on its SQLite stores:
+ * unchanged since a moment means nothing this process did has committed since. The credential cache reads it on
+ * every request instead of asking the file (accounts-credential-cache.ts). Counted when a statement is prepared,
+ * which Kysely does right before running it, in the same synchronous step.
+ */
+export const sqliteWrites = (): number => sqliteWriteCount;
+
 /** Most prepared statements kept per SQLite connection; the least recently prepared goes first. */
 const STATEMENT_CACHE_SIZE = 512;
 
@@ -67,6 +79,7 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectDatab
   return {
     close: () => sqlite.close(),
     prepare(sqlText: string) {
+      if (!READ_ONLY.test(sqlText)) sqliteWriteCount++;
       const cached = cache.get(sqlText);
       if (cached && !cached.busy) return cached;
       const statement = sqlite.prepare(sqlText);
