@@ -13,6 +13,7 @@ import {
 } from '../../store/deposits.js';
 import { transfer } from '../../store/ledger.js';
 import { transact } from '../../store/transaction.js';
+import { emitWebhookEvent } from '../../store/webhooks.js';
 import type { DepositDeps } from './deposit-deps.js';
 
 export type FinalOutcome = 'credited' | 'held' | 'below_minimum' | 'already_final';
@@ -99,5 +100,13 @@ async function post(trx: Tx, row: DepositRow, amountMicro: bigint, at: Date): Pr
     externalRef: chainCreditRef(Number(row.chain_id), row.tx_hash, Number(row.log_index)),
     at,
   });
+  // Told in the credit's own transaction (issue 10): the event exists exactly when the credit does.
+  await emitWebhookEvent(
+    trx,
+    row.account_id,
+    'deposit.credited',
+    { deposit_id: row.id, network: row.network, asset: row.asset, tx_hash: row.tx_hash, credited_micro: amountMicro.toString() },
+    at,
+  );
   return posted.postingId;
 }

@@ -10,6 +10,7 @@ import { type JobRow, lockJob, machineIdOfJob, toJobRecord, updateJob } from '..
 import { balanceOf, transfer } from '../../store/ledger.js';
 import { lockMachineChannel } from '../../store/outbox.js';
 import { inTransactionWithRetry } from '../../store/transaction.js';
+import { emitWebhookEvent } from '../../store/webhooks.js';
 import type { JobDeps } from './deps.js';
 
 // A job row held inside one transaction, and the writes the job use cases make to it: transitions with their events,
@@ -71,6 +72,7 @@ export class HeldJob {
       [{ kind: 'state_changed', message: event?.message ?? `${from} -> ${to}.`, data: { from, to, ...(event?.data ?? {}) } }],
       now,
     );
+    await emitJobStateChanged(this.trx, this.job, from, now);
   }
 
   /** -> STOPPING, and stop_job for the agent. `text` is what the renter or operator gave as the reason. */
@@ -181,6 +183,17 @@ export class HeldJob {
       now,
     );
   }
+}
+
+/** Tells the renter and the host (`job.state_changed`, issue 10), in the transaction that moves the job. */
+export async function emitJobStateChanged(
+  trx: Tx,
+  job: Pick<JobRecord, 'id' | 'state' | 'machineId' | 'accountId' | 'hostAccountId'>,
+  from: JobRecord['state'] | null,
+  now: Date,
+): Promise<void> {
+  const data = { job_id: job.id, from, to: job.state, machine_id: job.machineId };
+  for (const accountId of new Set([job.accountId, job.hostAccountId])) await emitWebhookEvent(trx, accountId, 'job.state_changed', data, now);
 }
 
 /** The job row held in the caller's transaction, which already holds the machine's channel row (the gateway's). */

@@ -4,9 +4,11 @@ import { stopAfterCharge } from '../../domain/jobs/ending.js';
 import { meterStateOf } from '../../domain/jobs/meter.js';
 import { chargeDelta, chargesFor } from '../../domain/metering/charges.js';
 import { describeReceiptVerdict, evaluateReceipt } from '../../domain/metering/receipts.js';
+import { budgetThresholdsCrossed } from '../../domain/webhooks/delivery.js';
 import type { Tx } from '../../store/db.js';
 import { postMeteredCharge } from '../../store/job-charges.js';
 import { updateJob } from '../../store/jobs.js';
+import { emitWebhookEvent } from '../../store/webhooks.js';
 import type { JobDeps } from './deps.js';
 import { holdJob } from './held-job.js';
 
@@ -90,6 +92,16 @@ export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: strin
       ],
       now,
     );
+  }
+  // Charges crossing 50, 80 or 100 % of the funded budget tell the renter (issue 10), in this same transaction.
+  for (const percent of budgetThresholdsCrossed(job.cumulativeChargeMicro, charges.cumulativeMicro, job.fundedBudgetMicro)) {
+    const data = {
+      job_id: job.id,
+      percent,
+      charged_micro: charges.cumulativeMicro.toString(),
+      funded_budget_micro: job.fundedBudgetMicro.toString(),
+    };
+    await emitWebhookEvent(trx, job.accountId, 'job.budget_threshold', data, now);
   }
   const stop = stopAfterCharge(held.job, now);
   if (stop !== null) await held.beginStop(stop, now);

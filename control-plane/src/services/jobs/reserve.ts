@@ -16,6 +16,7 @@ import { findTemplate } from '../../store/templates.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
 import { assertMachineAvailable } from './availability.js';
 import type { JobDeps } from './deps.js';
+import { emitJobStateChanged } from './held-job.js';
 
 export interface Reservation {
   jobId: string;
@@ -133,6 +134,12 @@ export async function reserve(
             },
           },
         ],
+        now,
+      );
+      await emitJobStateChanged(
+        trx,
+        { id: jobId, state: 'RESERVED', machineId: machine.id, accountId, hostAccountId: machine.owner_account_id },
+        null,
         now,
       );
       return { jobId };

@@ -1,0 +1,63 @@
+import { lookup } from 'node:dns/promises';
+import type { WebhookEventType } from '@ark/shared';
+import type { Clock } from '../../clock.js';
+import type { WebhooksConfig } from '../../config-webhooks.js';
+import { SecretBox } from '../../domain/accounts/secret-box.js';
+import type { Store } from '../../store/db.js';
+import type { KeysetPosition } from '../../store/keyset.js';
+import type { CommitHook } from '../../store/transaction.js';
+import { purgeWebhookHistory, type WebhookEndpointRow } from '../../store/webhooks.js';
+import { deliverDue, type WebhookSender } from './deliver.js';
+import { type QueuedDelivery, recentDeliveries, replayDelivery, sendTestEvent } from './deliveries.js';
+import type { HostResolver, WebhookDeps } from './deps.js';
+import {
+  type CreatedEndpoint,
+  createWebhookEndpoint,
+  listAccountWebhookEndpoints,
+  removeAccountWebhookEndpoint,
+  type RotatedSecret,
+  rotateWebhookSecret,
+} from './endpoints.js';
+
+/** How long settled deliveries (and events nobody is owed any more) are kept for the deliveries list and replays. */
+export const WEBHOOK_HISTORY_KEPT_MS = 30 * 86400 * 1000;
+
+const systemResolver: HostResolver = async (host) => (await lookup(host, { all: true })).map((a) => a.address);
+
+/** Signed webhooks (issue 10): endpoints, secrets, the test event, deliveries and their replay, the delivery step. */
+export function buildWebhookServices(input: {
+  store: Store;
+  clock: Clock;
+  settings: WebhooksConfig;
+  secretKey: Buffer;
+  resolve?: HostResolver;
+}) {
+  const deps: WebhookDeps = {
+    store: input.store,
+    clock: input.clock,
+    settings: input.settings,
+    box: new SecretBox(input.secretKey),
+    resolve: input.resolve ?? systemResolver,
+  };
+  return {
+    settings: input.settings,
+    create: (
+      body: { accountId: string; url: string; description: string | null; eventTypes: readonly WebhookEventType[] },
+      commit?: CommitHook<CreatedEndpoint>,
+    ) => createWebhookEndpoint(deps, body, commit),
+    list: (accountId: string, after: KeysetPosition | null, fetch: number): Promise<WebhookEndpointRow[]> =>
+      listAccountWebhookEndpoints(deps, accountId, after, fetch),
+    remove: (accountId: string, id: string) => removeAccountWebhookEndpoint(deps, accountId, id),
+    rotateSecret: (body: { accountId: string; id: string }, commit?: CommitHook<RotatedSecret>) => rotateWebhookSecret(deps, body, commit),
+    sendTest: (body: { accountId: string; id: string }, commit?: CommitHook<QueuedDelivery>) => sendTestEvent(deps, body, commit),
+    replay: (body: { accountId: string; id: string; deliveryId: string }, commit?: CommitHook<QueuedDelivery>) =>
+      replayDelivery(deps, body, commit),
+    deliveries: (body: { accountId: string; id: string; afterSeq: string | null; fetch: number }) => recentDeliveries(deps, body),
+    /** One step of the delivery worker (workers/webhooks.ts gives the real HTTP sender). */
+    deliverDue: (send: WebhookSender) => deliverDue(deps, send),
+    purgeHistory: (now: Date) => purgeWebhookHistory(deps.store.db, new Date(now.getTime() - WEBHOOK_HISTORY_KEPT_MS), 1000),
+  };
+}
+
+export type WebhookServices = ReturnType<typeof buildWebhookServices>;
+export type { WebhookSender } from './deliver.js';
