@@ -18,6 +18,7 @@ import { Paginator } from './http/pagination.js';
 import { registerAccountRoutes } from './http/routes/accounts.js';
 import { registerAgentRoutes } from './http/routes/agents.js';
 import { registerBillingRoutes } from './http/routes/billing.js';
+import { registerX402Routes } from './http/routes/x402.js';
 import { registerJobRoutes } from './http/routes/jobs.js';
 import { registerMachineRoutes } from './http/routes/machines.js';
 import { registerNettestRoutes } from './http/routes/nettest.js';
@@ -154,6 +155,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerTelemetryRoutes,
   registerNettestRoutes,
   registerBillingRoutes,
+  registerX402Routes,
   registerAccountRoutes,
   registerAgentRoutes,
   registerWithdrawalAddressRoutes,

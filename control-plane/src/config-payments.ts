@@ -26,20 +26,27 @@ export interface PaymentsConfig {
 
 type Env = Record<string, string | undefined>;
 
+/** Readers of one variable each: the fallback when unset, else the value, or `fail` naming the variable. */
+export function envReaders(env: Env, fail: (message: string) => Error) {
+  return {
+    micro(name: string, fallback: bigint): bigint {
+      const raw = env[name];
+      if (raw === undefined || raw === '') return fallback;
+      if (!/^(0|[1-9][0-9]{0,15})$/.test(raw)) throw fail(`${name} must be a whole number of micro-USDC up to 10^15, got "${raw}"`);
+      return BigInt(raw);
+    },
+    int(name: string, fallback: number, min: number, max: number): number {
+      const raw = env[name];
+      if (raw === undefined || raw === '') return fallback;
+      if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max)
+        throw fail(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+      return Number(raw);
+    },
+  };
+}
+
 export function paymentsConfigFrom(env: Env, fail: (message: string) => Error): PaymentsConfig {
-  const micro = (name: string, fallback: bigint): bigint => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    if (!/^(0|[1-9][0-9]{0,15})$/.test(raw)) throw fail(`${name} must be a whole number of micro-USDC up to 10^15, got "${raw}"`);
-    return BigInt(raw);
-  };
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max)
-      throw fail(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-    return Number(raw);
-  };
+  const { micro, int } = envReaders(env, fail);
 
   let chains: ChainsConfig | null = null;
   const chainsPath = env.ARK_CHAINS;

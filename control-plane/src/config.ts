@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
+import { type X402Config, x402ConfigFrom } from './config-x402.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
 export interface Config {
@@ -67,6 +68,8 @@ export interface Config {
   metricsToken: string | null;
   /** Money in: watched networks, deposit addresses, balance cap and minimum (config-payments.ts). */
   payments: PaymentsConfig;
+  /** Money in by x402 top-up: the switch, treasury, gas wallet key file and amount bounds (config-x402.ts). */
+  x402: X402Config;
 }
 
 export class ConfigError extends Error {
@@ -121,6 +124,7 @@ export function loadConfig(env: Env = process.env): Config {
     );
   }
   const metricsPort = env.ARK_METRICS_PORT ? int(env, 'ARK_METRICS_PORT', 0, 0, 65535) : null;
+  const payments = paymentsConfigFrom(env, (message) => new ConfigError(message));
   if (metricsPort !== null && metricsPort !== 0 && metricsPort === port && (env.ARK_METRICS_HOST || host) === host) {
     throw new ConfigError('ARK_METRICS_PORT must differ from PORT: the metrics listener is a second one');
   }
@@ -172,6 +176,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsHost: env.ARK_METRICS_HOST || host,
     metricsPort,
     metricsToken,
-    payments: paymentsConfigFrom(env, (message) => new ConfigError(message)),
+    payments,
+    x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),
   };
 }

@@ -7,6 +7,8 @@ import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
 import { type ControlPlaneIdentity, identityLoader } from './gateway/identity.js';
 import { createMetrics } from './http/metrics.js';
+import { ViemX402Chain } from './chain/x402-chain.js';
+import { readSettlementKey } from './config-x402.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { logMailer, smtpMailer } from './mail.js';
 import { buildServices, type Services } from './services/index.js';
@@ -43,10 +45,16 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
     : new MemoryRateLimiter();
   const mailer = config.smtp.url ? smtpMailer(config.smtp.url, config.smtp.from) : logMailer((line) => logger.info(line));
   const authenticator = createAccountAuthenticator(store);
+  // The x402 settlement side on the primary network, with the gas wallet's key read from its file (never logged).
+  const primary402 = config.x402.enabled ? config.payments.chains?.networks[0] : undefined;
+  const x402Chain =
+    primary402 && config.x402.settlementKeyFile
+      ? new ViemX402Chain({ rpcUrl: primary402.rpcUrl, chainId: primary402.chainId, settlementKey: readSettlementKey(config.x402.settlementKeyFile) })
+      : null;
   // Agent registration reads contract code on the primary network (the first of ARK_CHAINS); none without it.
   const primary = config.payments.chains?.networks[0];
   const walletCode = primary ? new ViemWalletCodeReader({ rpcUrl: primary.rpcUrl, chainId: primary.chainId }) : null;
-  const services = buildServices({ store, clock, config, mailer, logger, walletCode });
+  const services = buildServices({ store, clock, config, mailer, logger, x402Chain, walletCode });
   return {
     config,
     store,

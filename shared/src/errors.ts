@@ -5,7 +5,15 @@ export interface ErrorSpec {
   readonly status: number;
   readonly retryable: boolean;
   readonly message: string;
+  /**
+   * Other statuses one use of the code may answer with (always with the same `retryable`). Contract part 7 gives
+   * UNAVAILABLE two: 429 for rate limits, 503 for unavailable money or provider state.
+   */
+  readonly alsoStatus?: readonly number[];
 }
+
+/** The status UNAVAILABLE answers when money or provider state is unavailable (contract part 7), not a rate limit. */
+export const UNAVAILABLE_STATE_STATUS = 503;
 
 export const ERROR_CATALOG = {
   // Wire-level
@@ -21,7 +29,7 @@ export const ERROR_CATALOG = {
   REQUEST_TIMEOUT: { status: 408, retryable: true, message: 'The request did not arrive in time.' },
   UNAUTHENTICATED: { status: 401, retryable: false, message: 'Authentication is required.' },
   FORBIDDEN: { status: 403, retryable: false, message: 'You are not allowed to do this.' },
-  UNAVAILABLE: { status: 429, retryable: true, message: 'Too many requests; slow down and retry.' },
+  UNAVAILABLE: { status: 429, retryable: true, message: 'Too many requests; slow down and retry.', alsoStatus: [503] },
   INTERNAL: { status: 500, retryable: true, message: 'Internal error.' },
   SERVICE_UNAVAILABLE: { status: 503, retryable: true, message: 'The service is temporarily unavailable.' },
   // Idempotency

@@ -8,6 +8,7 @@ import { type Address, createPublicClient, createWalletClient, defineChain, type
 import { HDKey } from 'viem/accounts';
 import { compileTestContracts, type TestContracts } from '../fixtures/contracts/compile.js';
 import { ANVIL_ACCOUNTS, type Anvil } from '../harness/anvil.js';
+import { type ControlPlane, controlPlaneCli } from './host-side-helpers.js';
 
 export const BASE_USDC: Address = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
 /** 3000.00000000 USD per ETH, 8 decimals as Chainlink's ETH/USD. */
@@ -109,3 +110,20 @@ export function randomDepositXpub(): string {
 }
 
 export const oneEth = parseEther('1');
+
+/** A verified renter account made with the CLI, and a renter API key of it (its secret). */
+export async function renterKey(cp: Pick<ControlPlane, 'env'>, email: string): Promise<string> {
+  await controlPlaneCli(cp, [
+    'accounts',
+    'create',
+    '--email',
+    email,
+    '--role',
+    'renter',
+    '--password',
+    'correct horse battery staple',
+    '--verified',
+  ]);
+  return JSON.parse(await controlPlaneCli(cp, ['keys', 'create', '--email', email, '--scopes', 'renter', '--label', 'e2e']))
+    .secret as string;
+}

@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Anvil, startAnvil } from '../harness/anvil.js';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
 import { waitFor } from '../harness/processes.js';
-import { type DepositChain, randomDepositXpub, setupDepositChain } from './deposit-helpers.js';
+import { type DepositChain, randomDepositXpub, renterKey, setupDepositChain } from './deposit-helpers.js';
 import { api, type ControlPlane, controlPlaneCli, startControlPlane } from './host-side-helpers.js';
 
 const USDC = 1_000_000n;
@@ -57,19 +57,7 @@ describe.each(['sqlite', 'postgres'] as const)('deposits on %s', (dialect) => {
       ARK_BALANCE_CAP_MICRO: String(30n * USDC),
     };
     cp = await start();
-    const email = `depositor-${randomBytes(4).toString('hex')}@example.test`;
-    await controlPlaneCli(cp, [
-      'accounts',
-      'create',
-      '--email',
-      email,
-      '--role',
-      'renter',
-      '--password',
-      'correct horse battery staple',
-      '--verified',
-    ]);
-    token = JSON.parse(await controlPlaneCli(cp, ['keys', 'create', '--email', email, '--scopes', 'renter', '--label', 'e2e'])).secret;
+    token = await renterKey(cp, `depositor-${randomBytes(4).toString('hex')}@example.test`);
   }, 240_000);
 
   afterAll(async () => {

@@ -9,6 +9,10 @@ import { outboxWriter } from '../store/outbox.js';
 import { type AccountServices, buildAccountServices } from './accounts/index.js';
 import { type BillingServices, buildBillingServices } from './billing/index.js';
 import { buildDepositServices, type DepositServices } from './billing/deposits-index.js';
+import { buildX402Services, type X402Services } from './billing/x402-index.js';
+import type { X402Deps } from './billing/x402-deps.js';
+import { paidAdmissionGuard as fundingAdmissionGuard } from './admissions/guard.js';
+import type { X402Chain } from '../chain/x402-chain.js';
 import { buildHostingServices, type HostingServices, hostingSettingsOf } from './hosting/index.js';
 import { buildOfferServices, type OfferServices } from './hosting/offers.js';
 import { buildPairingServices, type PairingServices } from './hosting/pairing.js';
@@ -27,6 +31,8 @@ export interface ServiceDeps {
   mailer: Mailer;
   /** Where failures of background work (the heartbeat flush) are reported. */
   logger?: { error(obj: object, msg: string): void };
+  /** The primary network's x402 settlement side (built by runtime.ts when ARK_X402_ENABLED); absent: none (503). */
+  x402Chain?: X402Chain | null;
   /** Contract code on the primary network, for agent registration (built by runtime.ts from ARK_CHAINS); absent: none. */
   walletCode?: WalletCodeReader | null;
 }
@@ -44,6 +50,8 @@ export interface Services {
   billing: BillingServices;
   /** Money in by deposit: addresses, history, the chain watchers (issue 8). */
   deposits: DepositServices;
+  /** Money in by x402 top-up: the route's use case, the settlement worker, the top-ups history (issue 8). */
+  x402: X402Services;
   /** Flushes what the services buffer (heartbeats): after the gateway closed, before the store closes. */
   close(): Promise<void>;
 }
@@ -71,6 +79,15 @@ export function buildServices(deps: ServiceDeps): Services {
     accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config, walletCode: deps.walletCode }),
     templates: buildTemplateServices({ store, clock }),
     billing: buildBillingServices({ store, clock }),
+    x402: buildX402Services({
+      store,
+      clock,
+      config,
+      chain: deps.x402Chain ?? null,
+      // A new top-up is a funding credit: refused (503, retryable) while paid admission is paused.
+      admit: (trx, request) => fundingAdmissionGuard({ clock }).admit(trx, { accountId: request.accountId, kind: 'funding_credit', reference: request.reference }),
+      logger: deps.logger && 'warn' in deps.logger ? (deps.logger as unknown as X402Deps['logger']) : undefined,
+    }),
     deposits: buildDepositServices({ store, clock, payments: config.payments }),
     async close() {
       await hosting.close();

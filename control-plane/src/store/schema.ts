@@ -8,6 +8,7 @@ import type { HostsTables } from './tables/hosts.js';
 import type { JobsTables } from './tables/jobs.js';
 import type { LedgerTables } from './tables/ledger.js';
 import type { TemplatesTables } from './tables/templates.js';
+import type { X402Tables } from './tables/x402.js';
 
 // The whole database, as the union of each aggregate's tables.
 export interface Database
@@ -19,5 +20,6 @@ export interface Database
     GatewayTables,
     JobsTables,
     DepositsTables,
+    X402Tables,
     AdmissionsTables,
     AgentsTables {}

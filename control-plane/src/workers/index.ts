@@ -5,6 +5,7 @@ import { purgePairings } from '../store/pairings.js';
 import type { Worker } from './runner.js';
 import { jobWorkers } from './jobs.js';
 import { telemetryRetentionWorker } from './telemetry-retention.js';
+import { x402Workers } from './x402.js';
 import { webhookWorkers } from './webhooks.js';
 
 export { startWorkers, type Worker, type WorkerLogger, type WorkerRunner } from './runner.js';
@@ -17,6 +18,7 @@ export function defaultWorkers(services: Services, config: Config): Worker[] {
     telemetryRetentionWorker,
     { name: 'pairing-purge', intervalMs: 10 * 60_000, step: (store, now) => purgePairings(store.db, now) },
     { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: purgeIdempotencyKeys },
+    ...x402Workers(services.x402, config),
     ...webhookWorkers(services.webhooks),
   ];
 }

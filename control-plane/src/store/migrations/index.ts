@@ -7,6 +7,7 @@ import * as m0005 from './0005-hosts.js';
 import * as m0006 from './0006-gateway.js';
 import * as m0007 from './0007-jobs.js';
 import * as m0008 from './0008-deposits.js';
+import * as m0009 from './0009-x402.js';
 import * as m0011 from './0011-admissions.js';
 import * as m0012 from './0012-agent-wallets.js';
 
@@ -20,6 +21,7 @@ export const migrations: Record<string, Migration> = {
   '0006-gateway': m0006,
   '0007-jobs': m0007,
   '0008-deposits': m0008,
+  '0009-x402': m0009,
   '0011-admissions': m0011,
   '0012-agent-wallets': m0012,
 };

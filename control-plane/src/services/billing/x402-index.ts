@@ -1,0 +1,64 @@
+import type { TopUp } from '@ark/shared';
+import { getAddress } from 'viem';
+import type { X402Chain } from '../../chain/x402-chain.js';
+import type { Clock } from '../../clock.js';
+import type { Config } from '../../config.js';
+import type { Store } from '../../store/db.js';
+import { type IntentPosition, intentsOfAccount, type X402IntentRow } from '../../store/x402.js';
+import { type X402Deps, x402NetworkOf } from './x402-deps.js';
+import { advanceOpenIntents } from './x402-settlement.js';
+import { topUp } from './x402-top-up.js';
+
+export type { IntentPosition };
+
+/** Money in by x402 top-up: the route's use case, the settlement worker's step, and the top-ups in the balance. */
+export function buildX402Services(input: {
+  store: Store;
+  clock: Clock;
+  config: Config;
+  chain: X402Chain | null;
+  admit?: X402Deps['admit'];
+  logger?: X402Deps['logger'];
+}) {
+  const deps: X402Deps = {
+    store: input.store,
+    clock: input.clock,
+    x402: input.config.x402,
+    payments: input.config.payments,
+    chain: input.chain,
+    network: x402NetworkOf(input.config.x402, input.config.payments),
+    publicBaseUrl: input.config.publicBaseUrl,
+    admit: input.admit,
+    logger: input.logger,
+  };
+  return {
+    enabled: () => deps.x402.enabled,
+    topUp: (request: { accountId: string; amountMicro: bigint; payment: string | null }) => topUp(deps, request),
+    /** Moves every open top-up along (the settlement worker's step): how many changed state. */
+    advanceOpen: () => advanceOpenIntents(deps),
+    /** An account's top-ups, newest first, after a cursor position; `fetch` rows (a page plus one). */
+    history: (accountId: string, after: IntentPosition | null, fetch: number): Promise<X402IntentRow[]> =>
+      intentsOfAccount(input.store.db, accountId, after, Math.max(1, Math.min(fetch, 101))),
+  };
+}
+
+export type X402Services = ReturnType<typeof buildX402Services>;
+
+export const topUpPosition = (row: X402IntentRow): IntentPosition => ({ createdAt: row.created_at, id: row.id });
+
+/** A stored top-up as the balance's history shows it. */
+export function toTopUpView(row: X402IntentRow): TopUp {
+  return {
+    intent_id: row.id,
+    state: row.state as TopUp['state'],
+    network: row.network,
+    payer: getAddress(row.payer),
+    amount_micro: row.amount_micro.toString(),
+    credited_micro: row.credited_micro === null ? null : row.credited_micro.toString(),
+    reason: row.reason,
+    tx_hash: row.tx_hash,
+    log_index: row.log_index === null ? null : Number(row.log_index),
+    created_at: row.created_at,
+    credited_at: row.credited_at,
+  };
+}
