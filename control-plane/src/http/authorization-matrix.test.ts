@@ -236,6 +236,11 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     'GET /api/v1/account': { need: {}, request: () => ({}), ok: [200] },
     // An empty proof: refused by the schema once the caller is admitted, so no step-up is spent.
     'POST /api/v1/account/step-up': { need: {}, request: () => ({ payload: {} }), ok: [422] },
+    // Every seeded account is a person: none has a sign-in wallet to challenge.
+    'POST /api/v1/account/step-up/challenge': { need: {}, request: () => ({}), ok: [409] },
+    // No primary network is configured here, so the wallet's EOA check cannot run: 503, before any challenge is stored.
+    'POST /api/v1/agents/accounts/challenge': { need: 'public', request: () => ({ payload: { address: evmAddress() } }), ok: [503] },
+    'POST /api/v1/agents/accounts': { need: 'public', request: () => ({ payload: {} }), ok: [422] },
     'POST /api/v1/account/totp': { need: { session: true, stepUp: true }, request: () => ({}), ok: [200, 409] },
     'POST /api/v1/account/totp/confirm': { need: { session: true }, request: () => ({ payload: { totp_code: '000000' } }), ok: [409, 422] },
     'POST /api/v1/account/api-keys': {
