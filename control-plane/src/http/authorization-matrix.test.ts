@@ -272,6 +272,21 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       request: () => ({}),
       ok: [200],
     },
+    // No primary network is configured here: withdrawals answer 503 UNAVAILABLE (retryable) to whoever may ask.
+    'POST /api/v1/withdrawals': {
+      need: { stepUp: true },
+      request: () => ({ payload: { amount_micro: '1000000', withdrawal_address_id: randomUUID() } }),
+      ok: [503],
+    },
+    'GET /api/v1/withdrawals': { need: {}, request: () => ({}), ok: [200] },
+    'GET /api/v1/withdrawals/{id}': { need: {}, request: () => ({ url: `/api/v1/withdrawals/${randomUUID()}` }), ok: [404] },
+    'GET /api/v1/hosts/earnings': { need: { scope: 'host' }, request: () => ({}), ok: [200] },
+    'POST /api/v1/admin/withdrawals/{id}/review': {
+      need: { admin: true, stepUp: true },
+      request: () => ({ url: `/api/v1/admin/withdrawals/${randomUUID()}/review`, payload: { decision: 'approve', reason: 'the matrix' } }),
+      ok: [404],
+    },
+    'GET /api/v1/admin/withdrawals': { need: { admin: true }, request: () => ({}), ok: [200] },
     'GET /api/v1/templates': { need: 'public', request: () => ({}), ok: [200] },
     'GET /api/v1/templates/{id}': { need: 'public', request: () => ({ url: `/api/v1/templates/${randomUUID()}` }), ok: [404] },
     'POST /api/v1/admin/templates/{id}/qualifications': {
