@@ -26,6 +26,7 @@ import { registerOfferRoutes } from './http/routes/offers.js';
 import { registerPairPageRoutes } from './http/routes/pair-page.js';
 import { registerPairingRoutes } from './http/routes/pairing.js';
 import { registerQuoteRoutes } from './http/routes/quotes.js';
+import { registerRelayRoutes } from './http/routes/relay.js';
 import { registerTelemetryRoutes } from './http/routes/telemetry.js';
 import { registerSystemRoutes } from './http/routes/system.js';
 import { registerTemplateRoutes } from './http/routes/templates.js';
@@ -143,6 +144,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   }
   registerSystemRoutes(app, ctx);
   for (const register of routeModules) await register(app, ctx);
+  // The relay reaches engines through the agent connections this gateway holds.
+  registerRelayRoutes(app, ctx, gateway.relay);
   return { app, ctx, gateway };
 }
 

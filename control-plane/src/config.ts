@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
+import { type RelayConfig, relayConfigFrom } from './config-relay.js';
 import { type X402Config, x402ConfigFrom } from './config-x402.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
@@ -68,6 +69,8 @@ export interface Config {
   metricsToken: string | null;
   /** Money in: watched networks, deposit addresses, balance cap and minimum (config-payments.ts). */
   payments: PaymentsConfig;
+  /** The OpenAI-compatible relay's limits (config-relay.ts). */
+  relay: RelayConfig;
   /** Money in by x402 top-up: the switch, treasury, gas wallet key file and amount bounds (config-x402.ts). */
   x402: X402Config;
 }
@@ -177,6 +180,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort,
     metricsToken,
     payments,
+    relay: relayConfigFrom((name, fallback, min, max) => int(env, name, fallback, min, max)),
     x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),
   };
 }

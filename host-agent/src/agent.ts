@@ -1,4 +1,14 @@
-import type { CommandKind, CommandMessage, HeartbeatMessage, JobStatusMessage, MeterReceiptMessage, RunNettestBody } from '@ark/shared';
+import type {
+  CommandKind,
+  CommandMessage,
+  HeartbeatMessage,
+  JobStatusMessage,
+  MeterReceiptMessage,
+  RelayCancelMessage,
+  RelayOpenMessage,
+  RunNettestBody,
+} from '@ark/shared';
+import { EngineRelay, type EngineTarget, type RelayReply } from './jobs/engine-relay.js';
 import type { GpuCollector, HostCollector } from './collectors/index.js';
 import type { MeasureOptions, NettestBounds, NettestMeasurement } from './nettest/measure.js';
 import { type NettestReceiptBody, NettestRunner } from './nettest/runner.js';
@@ -23,6 +33,8 @@ export interface AgentChannel {
   status(): object;
   /** Channel events ('connected', 'disconnected', 'ack'): the agent refreshes its status report on them. */
   on?(event: 'connected' | 'disconnected' | 'ack', listener: () => void): unknown;
+  /** Unreliable relay frames (jobs/engine-relay.ts): sent on the current connection, false without one. */
+  sendRelay?(body: RelayReply): boolean;
 }
 
 export interface AgentTimers {
@@ -44,6 +56,8 @@ export interface AgentJobs {
   start(): Promise<void>;
   handleCommand(command: CommandMessage): Promise<void>;
   runningJobs(): HeartbeatBody['running_jobs'];
+  /** Where a ready model job's engine answers, for the relay (absent: no relay). */
+  engineTarget?(jobId: string, fence: string): EngineTarget | undefined;
   /** Stops timers and listeners, leaving containers to the next run. */
   close(): Promise<void>;
 }
@@ -59,7 +73,10 @@ export interface AgentOptions {
   /** Extra, constant facts for the status report (control-plane URL, channel URL). */
   describe?: Record<string, unknown>;
   /** Builds the channel; the agent hands it the command callback. */
-  createChannel: (handlers: { onCommand: (command: CommandMessage) => Promise<void> }) => AgentChannel;
+  createChannel: (handlers: {
+    onCommand: (command: CommandMessage) => Promise<void>;
+    onRelay?: (msg: RelayOpenMessage | RelayCancelMessage) => void;
+  }) => AgentChannel;
   gpu: GpuCollector;
   host: HostCollector;
   heartbeatIntervalMs: number;
@@ -107,6 +124,8 @@ export class Agent {
   #statusWriting: Promise<void> | undefined;
   #statusDirty = false;
   readonly #jobs: AgentJobs | undefined;
+  /** The relay tunnel's end on this machine: engine requests of running model jobs. */
+  readonly #relay: EngineRelay;
   /** Settles once the job runtime has started (or failed to); job commands wait for it. */
   readonly #jobsReady = deferred();
   #jobsStarted = false;
@@ -119,7 +138,15 @@ export class Agent {
       setInterval: (callback, ms) => setInterval(callback, ms),
       clearInterval: (handle) => clearInterval(handle as NodeJS.Timeout),
     };
-    this.#channel = options.createChannel({ onCommand: (command) => this.handleCommand(command) });
+    this.#relay = new EngineRelay({
+      target: (jobId, fence) => this.#jobs?.engineTarget?.(jobId, fence),
+      send: (body) => this.#channel.sendRelay?.(body) ?? false,
+      logger: options.logger,
+    });
+    this.#channel = options.createChannel({
+      onCommand: (command) => this.handleCommand(command),
+      onRelay: (msg) => this.#relay.handle(msg),
+    });
     const enqueue = (body: ReliableBody) => this.#channel.enqueue(body);
     this.#telemetry = new TelemetryPipeline({
       gpu: options.gpu,
@@ -144,6 +171,8 @@ export class Agent {
     this.#startedAt = this.#now();
     // `ark-agent status` should show a connection change or an acknowledgement without waiting for the next tick.
     for (const event of ['connected', 'disconnected', 'ack'] as const) this.#channel.on?.(event, () => void this.#persistStatus());
+    // Relay streams live on one connection: the control plane fails them when it ends, so the engine requests stop too.
+    this.#channel.on?.('disconnected', () => this.#relay.abortAll());
     await this.#channel.start();
     // After the channel's queue is open (the job runtime re-sends what it had not handed over), and before
     // any job command is applied: those wait on this.
@@ -224,6 +253,7 @@ export class Agent {
 
   async #stop(): Promise<void> {
     for (const handle of this.#handles.splice(0)) this.#timers.clearInterval(handle);
+    this.#relay.abortAll();
     await withTimeout(this.#nettest.idle(), this.#options.shutdownGraceMs ?? 5000, undefined);
     // Before the channel closes: the job runtime's last messages still go to the channel's persistent queue.
     if (this.#jobs !== undefined && this.#jobsStarted && this.#jobsProblem === undefined) {

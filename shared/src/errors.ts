@@ -157,6 +157,12 @@ export const ERROR_CATALOG = {
     retryable: false,
     message: 'Access is only available while the job runs, or for a limited window after it stopped.',
   },
+  // The OpenAI-compatible relay
+  RELAY_NOT_MODEL_JOB: { status: 403, retryable: false, message: 'Only jobs on model-kind templates have an OpenAI-compatible relay.' },
+  RELAY_JOB_NOT_RUNNING: { status: 409, retryable: false, message: 'The relay answers only while the job is RUNNING.' },
+  // Provider state unavailable (contract part 7: 503, retryable); too many open streams on a job is UNAVAILABLE 429.
+  RELAY_ENGINE_UNREACHABLE: { status: 503, retryable: true, message: "The job's engine could not be reached through its machine." },
+  RELAY_ENGINE_TIMEOUT: { status: 503, retryable: true, message: "The job's engine did not answer in time." },
   // Admissions (contract part 4, Administration)
   ADMISSIONS_PAUSED: {
     status: 503,

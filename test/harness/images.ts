@@ -110,6 +110,8 @@ function httpStatus(url: string): Promise<number | undefined> {
 export interface BusyboxRootfsOptions {
   /** Extra files, by absolute path inside the image, e.g. `{ '/www/index.html': 'ok' }`. */
   files?: Record<string, string | { content: string; mode: number }>;
+  /** Host files copied in, by absolute path inside the image (mode kept), e.g. `{ '/bin/node': process.execPath }`. */
+  copies?: Record<string, string>;
 }
 
 /**
@@ -146,6 +148,11 @@ export async function buildBusyboxRootfs(workDirectory: string, options: Busybox
     const content = typeof file === 'string' ? file : file.content;
     await writeFile(target, content);
     if (typeof file !== 'string') await chmod(target, file.mode);
+  }
+  for (const [path, source] of Object.entries(options.copies ?? {})) {
+    const target = join(root, path);
+    await mkdir(dirname(target), { recursive: true });
+    await copyFile(source, target);
   }
   const tarball = join(workDirectory, 'rootfs.tar');
   await runCommand('tar', ['--numeric-owner', '--owner=0', '--group=0', '-C', root, '-cf', tarball, '.'], {

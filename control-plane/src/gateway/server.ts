@@ -9,6 +9,7 @@ import type { Store } from '../store/db.js';
 import { GroupApplier } from './applier.js';
 import { CLOSE_CODES, Session } from './session.js';
 import { OutboxWatch } from './delivery.js';
+import { RelayTunnel } from '../relay/tunnel.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';
 import type { ControlPlaneIdentity } from './identity.js';
 import type { GatewayLogger } from './logger.js';
@@ -79,6 +80,8 @@ export class ChannelGateway {
   #closing = false;
   /** Applies reliable messages of every connection here, with group commit. */
   readonly applier: GroupApplier;
+  /** The OpenAI-compatible relay's streams over the connections held here (relay/tunnel.ts). */
+  readonly relay = new RelayTunnel((machineId, body) => this.#byMachine.get(machineId)?.sendRelay(body) ?? false);
 
   constructor(options: ChannelGatewayOptions) {
     this.#options = options;
@@ -237,7 +240,10 @@ export class ChannelGateway {
     const previous = this.#byMachine.get(machineId);
     this.#byMachine.set(machineId, session);
     this.#metrics.connections.set(this.#byMachine.size);
-    if (previous && previous !== session) previous.close(CLOSE_CODES.replaced, 'replaced', true);
+    if (previous && previous !== session) {
+      previous.close(CLOSE_CODES.replaced, 'replaced', true);
+      this.relay.machineGone(machineId);
+    }
   }
 
   forget(session: Session): boolean {
@@ -246,6 +252,7 @@ export class ChannelGateway {
     if (machineId && this.#byMachine.get(machineId) === session) {
       this.#byMachine.delete(machineId);
       this.#metrics.connections.set(this.#byMachine.size);
+      this.relay.machineGone(machineId);
       return true;
     }
     return false;

@@ -262,6 +262,11 @@ export class Session {
         await acknowledgeCommands(gateway.store.db, machineId, msg.upto, gateway.clock.now());
         return;
       }
+      case 'relay_head':
+      case 'relay_data':
+      case 'relay_end':
+        gateway.relay.receive(machineId, msg);
+        return;
       case 'hello':
         return void this.#violation('unexpected_type', 'hello after the handshake');
       default: {
@@ -297,6 +302,11 @@ export class Session {
     this.#sendSeq += 1;
     this.#ws.send(signFrame({ v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest }, this.#gateway.identity.sign));
     return true;
+  }
+
+  /** Sends a relay frame (relay/tunnel.ts) on this connection; false once it is closing or closed. */
+  sendRelay(body: { t: string } & Record<string, unknown>): boolean {
+    return this.#state === 'open' && this.#send(body);
   }
 
   /** Sends outbox commands after the last one sent, in order; wake-ups during a run trigger one more run. */

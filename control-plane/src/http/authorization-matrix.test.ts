@@ -341,6 +341,22 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       request: () => ({ payload: { reason: 'matrix' } }),
       ok: [202],
     },
+    // The relay: renter owner or admin; the fixture job runs no model template, so the owner is told so (a kind, not a refusal).
+    ...Object.fromEntries(
+      [
+        'POST /api/v1/jobs/{id}/openai/v1/chat/completions',
+        'POST /api/v1/jobs/{id}/openai/v1/completions',
+        'GET /api/v1/jobs/{id}/openai/v1/models',
+      ].map((key): [string, Rule] => [
+        key,
+        {
+          need: { scope: 'renter' },
+          owner: { account: 'renterA', admin: true, resource: 'job' },
+          request: () => (key.startsWith('POST') ? { payload: { model: 'm', messages: [{ role: 'user', content: 'hi' }] } } : {}),
+          ok: [403],
+        },
+      ]),
+    ),
     'POST /api/v1/account/deletion-request': { need: { stepUp: true }, request: () => ({}), ok: [202] },
     'DELETE /api/v1/auth/sessions/current': { need: { session: true }, request: () => ({}), ok: [204] },
   };

@@ -7,6 +7,8 @@ import {
   type FrameVerifier,
   type HeartbeatMessage,
   openFrame,
+  type RelayCancelMessage,
+  type RelayOpenMessage,
   type ServerMessage,
   signFrame,
   type WelcomeMessage,
@@ -45,6 +47,8 @@ export interface ChannelClientOptions {
    * so one bad command cannot wedge the ones behind it). Record the intent and return; long work runs after.
    */
   onCommand: (command: CommandMessage) => Promise<void>;
+  /** Relay frames (jobs/engine-relay.ts): handed over as they come, never acknowledged or resent. */
+  onRelay?: (msg: RelayOpenMessage | RelayCancelMessage) => void;
   /** Called each time the channel is established (welcome received). */
   onConnected?: () => void;
   logger: ChannelLogger;
@@ -390,6 +394,15 @@ export class ChannelClient extends EventEmitter {
         this.#flush();
         return;
       }
+      case 'relay_open':
+      case 'relay_cancel': {
+        if (this.#state !== 'ready') {
+          this.#refuse(ws, 'unexpected_relay');
+          return;
+        }
+        this.#options.onRelay?.(msg);
+        return;
+      }
       case 'command': {
         if (this.#state !== 'ready') {
           this.#refuse(ws, 'unexpected_command');
@@ -484,6 +497,11 @@ export class ChannelClient extends EventEmitter {
     return new Promise((resolve) => {
       this.#clock.setTimeout(resolve, ms).unref();
     });
+  }
+
+  /** Sends a relay frame on the current connection (unreliable); false when not connected. */
+  sendRelay(body: { t: string } & Record<string, unknown>): boolean {
+    return this.#state === 'ready' && this.#send(body);
   }
 
   #send(body: { t: string } & Record<string, unknown>): boolean {

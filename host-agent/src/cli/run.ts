@@ -26,7 +26,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
     machineId: identity.machine_id,
     agentVersion: ctx.agentVersion,
     describe: { control_plane_url: identity.control_plane_url, channel_url: identity.channel_url },
-    createChannel: ({ onCommand }) =>
+    createChannel: ({ onCommand, onRelay }) =>
       ctx.createChannel({
         url: identity.channel_url,
         machineId: identity.machine_id,
@@ -35,6 +35,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
         stateDir: config.stateDir,
         agentVersion: ctx.agentVersion,
         onCommand,
+        ...(onRelay === undefined ? {} : { onRelay }),
         // A heartbeat as soon as the channel is up: a waiting machine goes live without waiting a full interval.
         onConnected: () => void agent?.heartbeat().catch((error: unknown) => logger.warn({ error: String(error) }, 'heartbeat failed')),
         logger,

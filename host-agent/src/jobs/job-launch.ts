@@ -2,6 +2,7 @@
 // ready once readiness is verified, when the meter starts. A launch can be resumed from any of its
 // phases after a restart; a stop, clean or close aborts it and decides what happens next. A launch
 // that cannot complete stops the container at once (nothing runs unpaid) and reports failed.
+import { engineContainerPort } from './engine-relay.js';
 import type { LaunchJobBody } from '@ark/shared';
 import type { ContainerState } from '../runtime/container-runtime.js';
 import { gpuDeviceIds } from '../runtime/gpu-devices.js';
@@ -226,7 +227,7 @@ export class JobLaunch {
       plan.health = { port, ...(launch.health_check.path !== undefined ? { path: launch.health_check.path } : {}) };
     }
     if (launch.engine_api_key !== undefined) {
-      const enginePort = launch.health_check?.port ?? launch.ports.find((port) => port.protocol !== 'tcp')?.container_port;
+      const enginePort = engineContainerPort(launch);
       const port = enginePort === undefined ? undefined : this.hostPortOf(job, enginePort);
       if (port === undefined) throw new LaunchFailure('model template without a port to ask for its model list');
       plan.models = { port, apiKey: launch.engine_api_key };

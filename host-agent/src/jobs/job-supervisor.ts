@@ -11,6 +11,7 @@
 // the record-then-send outbox (job-outbox.ts).
 import type { CleanJobBody, CommandMessage, LaunchJobBody, StopJobBody } from '@ark/shared';
 import { JobAccessListener } from './job-access.js';
+import { type EngineTarget, engineContainerPort } from './engine-relay.js';
 import { createJobContext, type JobContext, type JobSupervisorOptions, type LiveJob, liveJob, serial } from './job-context.js';
 import { JobLaunch } from './job-launch.js';
 import { JobMetering } from './job-metering.js';
@@ -171,6 +172,21 @@ export class JobSupervisor {
       if (running.length >= RUNNING_JOBS_MAX) break;
     }
     return running;
+  }
+
+  /** Where the engine of a model job that is ready here under `fence` answers, for the relay; undefined otherwise. */
+  engineTarget(jobId: string, fence: string): EngineTarget | undefined {
+    const record = this.jobs.get(jobId)?.record;
+    const launch = record?.launch;
+    if (record === undefined || launch?.engine_api_key === undefined || record.phase !== 'ready' || record.fence !== fence)
+      return undefined;
+    const containerPort = engineContainerPort(launch);
+    if (containerPort === undefined) return undefined;
+    const port =
+      this.context.settings.networkMode === 'host'
+        ? containerPort
+        : [...(record.ports ?? []), ...(record.probe_ports ?? [])].find((p) => p.container_port === containerPort)?.host_port;
+    return port === undefined ? undefined : { host: this.context.settings.probeHost, port, apiKey: launch.engine_api_key };
   }
 
   /** A copy of one job's record (for the CLI and tests); undefined when unknown. */

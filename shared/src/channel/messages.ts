@@ -147,7 +147,49 @@ export const CommandMessage = Type.Union([
 export type CommandMessage = Static<typeof CommandMessage>;
 export type CommandKind = CommandMessage['kind'];
 
-export const ServerMessage = Type.Union([ChallengeMessage, WelcomeMessage, AckMessage, CommandMessage]);
+// ---- the OpenAI-compatible relay's tunnel (unreliable: never queued, never resent; a lost connection ends the stream) ----
+
+/** Largest engine body piece per relay_data frame (bytes, before base64): well under CHANNEL_MAX_FRAME_BYTES. */
+export const RELAY_CHUNK_MAX_BYTES = 64 * 1024;
+/** Largest request body the relay carries in one relay_open frame (bytes). */
+export const RELAY_BODY_MAX_BYTES = 160 * 1024;
+/** The engine paths the relay may ask for. */
+export const RELAY_ENGINE_PATHS = ['/v1/chat/completions', '/v1/completions', '/v1/models'] as const;
+
+const StreamId = Type.String({ minLength: 1, maxLength: 64, pattern: '^[A-Za-z0-9_-]+$' });
+
+/** Control plane -> agent: open one request to the engine of a running model job; the agent adds the job's key. */
+export const RelayOpenMessage = Type.Object(
+  {
+    ...base('relay_open'),
+    stream_id: StreamId,
+    job_id: Uuid,
+    fence: Int64String,
+    method: Type.Union([Type.Literal('GET'), Type.Literal('POST')]),
+    path: Type.Union(RELAY_ENGINE_PATHS.map((p) => Type.Literal(p))),
+    /** The request body, base64; absent for GET. */
+    body: Type.Optional(Type.String({ maxLength: Math.ceil((RELAY_BODY_MAX_BYTES * 4) / 3) + 4 })),
+    /** How long the agent waits for the engine's answer to begin. */
+    first_byte_timeout_ms: Type.Integer({ minimum: 1, maximum: 3_600_000 }),
+    /** How long the whole answer may take. */
+    total_timeout_ms: Type.Integer({ minimum: 1, maximum: 86_400_000 }),
+  },
+  { additionalProperties: false },
+);
+export type RelayOpenMessage = Static<typeof RelayOpenMessage>;
+
+/** Control plane -> agent: the client went away (or a limit passed); abort the engine request. */
+export const RelayCancelMessage = Type.Object({ ...base('relay_cancel'), stream_id: StreamId }, { additionalProperties: false });
+export type RelayCancelMessage = Static<typeof RelayCancelMessage>;
+
+export const ServerMessage = Type.Union([
+  ChallengeMessage,
+  WelcomeMessage,
+  AckMessage,
+  CommandMessage,
+  RelayOpenMessage,
+  RelayCancelMessage,
+]);
 export type ServerMessage = Static<typeof ServerMessage>;
 
 // ---- agent -> control plane ----
@@ -293,7 +335,43 @@ export type NettestReceiptMessage = Static<typeof NettestReceiptMessage>;
 export const CommandAckMessage = Type.Object({ ...base('command_ack'), upto: Counter(0) }, { additionalProperties: false });
 export type CommandAckMessage = Static<typeof CommandAckMessage>;
 
+/** Agent -> control plane: the engine's answer began (status and content type). */
+export const RelayHeadMessage = Type.Object(
+  {
+    ...base('relay_head'),
+    stream_id: StreamId,
+    status: Type.Integer({ minimum: 100, maximum: 599 }),
+    content_type: Type.String({ maxLength: 256 }),
+  },
+  { additionalProperties: false },
+);
+export type RelayHeadMessage = Static<typeof RelayHeadMessage>;
+
+/** Agent -> control plane: the next piece of the engine's body, base64, exactly as the engine sent it. */
+export const RelayDataMessage = Type.Object(
+  { ...base('relay_data'), stream_id: StreamId, data: Type.String({ maxLength: Math.ceil((RELAY_CHUNK_MAX_BYTES * 4) / 3) + 4 }) },
+  { additionalProperties: false },
+);
+export type RelayDataMessage = Static<typeof RelayDataMessage>;
+
+/** Agent -> control plane: the engine's answer ended; `error` when it failed (no answer, a timeout, a cut). */
+export const RelayEndMessage = Type.Object(
+  {
+    ...base('relay_end'),
+    stream_id: StreamId,
+    error: Type.Optional(
+      Type.Union([Type.Literal('unreachable'), Type.Literal('timeout'), Type.Literal('not_running'), Type.Literal('aborted')]),
+    ),
+    detail: Type.Optional(Type.String({ maxLength: 500 })),
+  },
+  { additionalProperties: false },
+);
+export type RelayEndMessage = Static<typeof RelayEndMessage>;
+
 export const AgentMessage = Type.Union([
+  RelayHeadMessage,
+  RelayDataMessage,
+  RelayEndMessage,
   HelloMessage,
   HeartbeatMessage,
   TelemetryMessage,
@@ -303,5 +381,7 @@ export const AgentMessage = Type.Union([
   CommandAckMessage,
 ]);
 export type AgentMessage = Static<typeof AgentMessage>;
+/** The relay tunnel's agent messages: unreliable, handed to the relay hub as they come. */
+export type RelayAgentMessage = RelayHeadMessage | RelayDataMessage | RelayEndMessage;
 /** The agent messages that are queued, resent and applied once. */
 export type ReliableAgentMessage = TelemetryMessage | MeterReceiptMessage | JobStatusMessage | NettestReceiptMessage;

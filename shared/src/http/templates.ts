@@ -118,6 +118,10 @@ export const Template = Type.Object(
     vram_fit: TemplateVramFit,
     runtimes: Type.Array(TemplateRuntime, { minItems: 1, maxItems: 5 }),
     spec: TemplateSpec,
+    /** The tier jobs on it run in (Job.tier): model-kind templates are community inference, the others containers. */
+    tier: Type.Optional(Type.Union([Type.Literal('container'), Type.Literal('inference')])),
+    /** Present on inference templates: what a renter must not send to the engine. */
+    data_notice: Type.Optional(Type.String({ maxLength: 500 })),
     /** Bound to at least one admitted machine by a qualification record; public views only show published ones. */
     published: Type.Boolean(),
     created_at: Rfc3339Utc,

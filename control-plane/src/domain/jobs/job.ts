@@ -86,7 +86,7 @@ export function jobView(job: JobRecord, now: Date): Job {
     meter_started_at: job.meterStartedAt?.toISOString() ?? null,
     last_meter_receipt_at: job.lastMeterReceiptAt?.toISOString() ?? null,
     stopped_at: job.stoppedAt?.toISOString() ?? null,
-    tier: 'container',
+    tier: job.template?.kind === 'model' ? 'inference' : 'container',
     job_version: job.jobVersion.toString(),
     funded_budget_micro: job.fundedBudgetMicro.toString(),
     duration_limit_s: Number(job.durationLimitS),

@@ -19,6 +19,10 @@ export interface TemplateRecord extends TemplateDefinition {
   updatedAt: string;
 }
 
+/** What the catalog says on every inference (model-kind) template, and Job.tier's meaning (contract part 2). */
+export const INFERENCE_DATA_NOTICE =
+  'Community inference: prompts and answers are processed on a host machine run by a third party. Do not send sensitive data.';
+
 /** The wire view of a template. */
 export function templateView(record: TemplateRecord, published: boolean): Template {
   return {
@@ -32,6 +36,7 @@ export function templateView(record: TemplateRecord, published: boolean): Templa
     },
     runtimes: record.runtimes.map((r) => ({ backend: r.backend, image_digest: r.image_digest })),
     spec: record.spec,
+    ...(record.kind === 'model' ? { tier: 'inference' as const, data_notice: INFERENCE_DATA_NOTICE } : { tier: 'container' as const }),
     published,
     created_at: record.createdAt,
     updated_at: record.updatedAt,

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
 import { validateTemplateImport } from '../../domain/templates/import.js';
+import { INFERENCE_DATA_NOTICE } from '../../domain/templates/template.js';
 import { insertAccount } from '../../store/accounts.js';
 import type { Executor } from '../../store/db.js';
 import { insertMachine } from '../../store/machines.js';
@@ -146,6 +147,9 @@ describe.each(DIALECTS)('template routes on %s', (dialect) => {
           environment: { MODEL: 'x' },
           engine: { name: 'vllm', model: 'm', api_port: 8000 },
         },
+        // A model template runs community inference: the catalog says sensitive data must not be sent.
+        tier: 'inference',
+        data_notice: INFERENCE_DATA_NOTICE,
         published: true,
         created_at: t.clock.now().toISOString(),
         updated_at: t.clock.now().toISOString(),
