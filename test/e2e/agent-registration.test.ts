@@ -208,7 +208,10 @@ describe.each(['sqlite', 'postgres'] as const)('agent registration by wallet on 
     const createKey = () =>
       api(cp.base, 'POST', '/api/v1/account/api-keys', { token, idempotent: true, body: { label: 'worker', scopes: ['renter'] } });
 
+    const addWithdrawalAddress = () =>
+      api(cp.base, 'POST', '/api/v1/withdrawal-addresses', { token, idempotent: true, body: { address: wallet.address } });
     refusedWith(await createKey(), 403, 'STEP_UP_REQUIRED');
+    refusedWith(await addWithdrawalAddress(), 403, 'STEP_UP_REQUIRED');
     refusedWith(
       await api(cp.base, 'POST', '/api/v1/account/step-up', { token, body: { password: 'not an agent proof' } }),
       403,
@@ -240,6 +243,17 @@ describe.each(['sqlite', 'postgres'] as const)('agent registration by wallet on 
     expect(stepped.status, JSON.stringify(stepped.body)).toBe(200);
     expect(stepped.body).toEqual({ method: 'wallet', expires_at: expect.any(String) });
     refusedWith(await stepUp(issued.message), 401, 'SIWE_CHALLENGE_USED');
+
+    // Money out is behind the same step-up: the agent can name where to withdraw to, and ask to withdraw (an empty
+    // balance, or no payout wallet on this server, refuses the amount, not the credential).
+    const address = await addWithdrawalAddress();
+    expect(address.status, JSON.stringify(address.body)).toBe(201);
+    const withdrawal = await api(cp.base, 'POST', '/api/v1/withdrawals', {
+      token,
+      idempotent: true,
+      body: { amount_micro: '1000000', withdrawal_address_id: (address.body as any).id },
+    });
+    expect([409, 503], JSON.stringify(withdrawal.body)).toContain(withdrawal.status);
 
     const created = await createKey();
     expect(created.status, JSON.stringify(created.body)).toBe(201);
