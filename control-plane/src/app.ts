@@ -16,6 +16,8 @@ import { installIdempotency } from './http/idempotency.js';
 import { installMetrics } from './http/metrics.js';
 import { Paginator } from './http/pagination.js';
 import { registerAccountRoutes } from './http/routes/accounts.js';
+import { registerAdminAdmissionRoutes } from './http/routes/admin-admissions.js';
+import { registerAdminOperationRoutes } from './http/routes/admin-operations.js';
 import { registerAgentRoutes } from './http/routes/agents.js';
 import { registerBillingRoutes } from './http/routes/billing.js';
 import { registerX402Routes } from './http/routes/x402.js';
@@ -165,4 +167,6 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerTemplateRoutes,
   registerQuoteRoutes,
   registerJobRoutes,
+  registerAdminAdmissionRoutes,
+  registerAdminOperationRoutes,
 ];

@@ -44,6 +44,7 @@ async function main(argv: string[]): Promise<number> {
         deposits: runtime.services.deposits,
         payments: config.payments,
         readerFor: (network) => new ViemChainReader({ rpcUrl: network.rpcUrl }),
+        alerts: runtime.services.alerts,
         registry: runtime.metrics.registry,
         logger,
       });

@@ -17,6 +17,7 @@ import { ViemChainReader } from '@ark/control-plane/chain/viem-reader';
 import { systemClock } from '@ark/control-plane/clock';
 import { paymentsConfigFrom } from '@ark/control-plane/config-payments';
 import { ledgerAccounts } from '@ark/control-plane/domain/ledger/accounts';
+import { paidAdmissionGuard } from '@ark/control-plane/services/admissions/guard';
 import { buildDepositServices } from '@ark/control-plane/services/billing/deposits-index';
 import type { Dialect } from '@ark/control-plane/store/db';
 import { runTransfer, verifyLedger } from '@ark/control-plane/store/ledger';
@@ -64,7 +65,7 @@ async function measure(dialect: Dialect, transfers: number, samples: number, log
       { ARK_CHAINS: chain.chainsFile, ARK_DEPOSIT_XPUB: randomDepositXpub(), ARK_BALANCE_CAP_MICRO: '0', ARK_CHAIN_MAX_BLOCKS: '1000' },
       (message) => new Error(message),
     );
-    const deposits = buildDepositServices({ store, clock: systemClock, payments });
+    const deposits = buildDepositServices({ store, clock: systemClock, payments, admissions: paidAdmissionGuard({ clock: systemClock }) });
     const network = deposits.networks()[0];
     if (!network) throw new Error('no network');
     const watcher = deposits.watcher(network, new ViemChainReader({ rpcUrl: anvil.url }));

@@ -7,6 +7,13 @@ import type { Store } from '../store/db.js';
 import { HeartbeatBuffer } from '../store/heartbeats.js';
 import { outboxWriter } from '../store/outbox.js';
 import { type AccountServices, buildAccountServices } from './accounts/index.js';
+import { type AdmissionServices, buildAdmissionServices } from './admissions/index.js';
+import { type AlertSink, webhookAlertSink } from './alerts/sink.js';
+import { buildOperationsServices, type OperationsServices } from './operations/index.js';
+import type { ChainReader } from '../chain/reader.js';
+import { ViemChainReader } from '../chain/viem-reader.js';
+import type { ChainNetwork } from '../domain/payments/chains.js';
+import { paidAdmissionGuard } from './admissions/guard.js';
 import { type BillingServices, buildBillingServices } from './billing/index.js';
 import { buildDepositServices, type DepositServices } from './billing/deposits-index.js';
 import { buildX402Services, type X402Services } from './billing/x402-index.js';
@@ -25,6 +32,10 @@ import { buildTemplateServices, type TemplateServices } from './templates/index.
 
 export interface ServiceDeps {
   store: Store;
+  /** Reads a configured network (the subsystem test); default: a viem client over the network's RPC URL. */
+  chainReaderFor?: (network: ChainNetwork) => ChainReader;
+  /** Where alerts go; default: the ARK_ALERT_WEBHOOK_URL sink. */
+  alerts?: AlertSink;
   clock: Clock;
   config: Config;
   /** Sends account mail (verification links). */
@@ -50,6 +61,12 @@ export interface Services {
   billing: BillingServices;
   /** Money in by deposit: addresses, history, the chain watchers (issue 8). */
   deposits: DepositServices;
+  /** The admission switch, acceptance authorizations and the paid-admission guard (issue 12). */
+  admissions: AdmissionServices;
+  /** Where alerts go (ARK_ALERT_WEBHOOK_URL): the chain watchers' finality stall, the subsystem test. */
+  alerts: AlertSink;
+  /** Subsystem tests and the platform's books (issue 12). */
+  operations: OperationsServices;
   /** Money in by x402 top-up: the route's use case, the settlement worker, the top-ups history (issue 8). */
   x402: X402Services;
   /** Flushes what the services buffer (heartbeats): after the gateway closed, before the store closes. */
@@ -59,6 +76,10 @@ export interface Services {
 export function buildServices(deps: ServiceDeps): Services {
   const { store, clock, config } = deps;
   const outbox = outboxWriter(store.dialect);
+  // One guard for every paid operation: reservations, offer publication, funding credits, payouts, withdrawals.
+  const admissionGuard = paidAdmissionGuard({ clock });
+  const alerts = deps.alerts ?? webhookAlertSink({ url: config.operations.alertWebhookUrl, clock });
+  const deposits = buildDepositServices({ store, clock, payments: config.payments, admissions: admissionGuard });
   const heartbeats = new HeartbeatBuffer(store, {
     onError: (error) => deps.logger?.error({ err: error }, 'heartbeat flush failed'),
   });
@@ -70,12 +91,13 @@ export function buildServices(deps: ServiceDeps): Services {
     outbox,
     heartbeats,
     secrets: new JobSecrets(config.secretKey),
+    admissions: admissionGuard,
   });
   return {
     jobs,
     hosting,
     pairing: buildPairingServices({ store, clock, settings: config }),
-    offers: buildOfferServices({ store, clock, heartbeats }),
+    offers: buildOfferServices({ store, clock, heartbeats, admissions: admissionGuard }),
     accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config, walletCode: deps.walletCode }),
     templates: buildTemplateServices({ store, clock }),
     billing: buildBillingServices({ store, clock }),
@@ -88,7 +110,16 @@ export function buildServices(deps: ServiceDeps): Services {
       admit: (trx, request) => fundingAdmissionGuard({ clock }).admit(trx, { accountId: request.accountId, kind: 'funding_credit', reference: request.reference }),
       logger: deps.logger && 'warn' in deps.logger ? (deps.logger as unknown as X402Deps['logger']) : undefined,
     }),
-    deposits: buildDepositServices({ store, clock, payments: config.payments }),
+    deposits,
+    admissions: buildAdmissionServices({ store, clock, releaseHeldDeposits: () => deposits.releaseHeld() }, admissionGuard),
+    alerts,
+    operations: buildOperationsServices({
+      store,
+      clock,
+      settings: { smtpUrl: config.smtp.url, oidcIssuer: config.operations.oidcIssuer, networks: config.payments.chains?.networks ?? [] },
+      alerts,
+      chainReaderFor: deps.chainReaderFor ?? ((network) => new ViemChainReader({ rpcUrl: network.rpcUrl, timeoutMs: 5_000 })),
+    }),
     async close() {
       await hosting.close();
     },

@@ -329,6 +329,16 @@ export async function noteSeenDeposit(db: Executor, id: string, reason: string |
   await db.updateTable('chain_deposits').set({ reason }).where('id', '=', id).where('state', '=', 'SEEN').execute();
 }
 
+/** How many deposits are HELD now, over all accounts and networks. */
+export async function countHeldDeposits(db: Executor): Promise<bigint> {
+  const row = await db
+    .selectFrom('chain_deposits')
+    .select((eb) => eb.fn.countAll<bigint | number | string>().as('n'))
+    .where('state', '=', 'HELD')
+    .executeTakeFirst();
+  return BigInt(row?.n ?? 0);
+}
+
 /** Accounts with HELD deposits, at most `limit`. */
 export async function accountsWithHeldDeposits(db: Executor, limit: number): Promise<string[]> {
   const rows = await db

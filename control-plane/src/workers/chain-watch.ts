@@ -2,12 +2,21 @@ import { Gauge, type Registry } from 'prom-client';
 import type { ChainReader } from '../chain/reader.js';
 import type { PaymentsConfig } from '../config-payments.js';
 import type { ChainNetwork } from '../domain/payments/chains.js';
+import type { AlertSink } from '../services/alerts/sink.js';
 import type { DepositServices } from '../services/billing/deposits-index.js';
 import type { Worker } from './runner.js';
 
 export interface ChainWatchLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
+}
+
+/** Delivers a watcher's alert (logged already) to the alert sink; a failed delivery is logged, never thrown. */
+async function raiseAlert(alerts: AlertSink, logger: ChainWatchLogger, obj: Record<string, unknown>, message: string): Promise<void> {
+  const { alert, ...details } = obj;
+  const delivery = await alerts.send({ name: String(alert), severity: 'critical', summary: message, details });
+  if (!delivery.delivered && alerts.target !== null)
+    logger.warn({ alert, detail: delivery.detail }, 'alert not delivered to the alert sink');
 }
 
 /**
@@ -18,6 +27,8 @@ export function chainWatchWorkers(input: {
   deposits: DepositServices;
   payments: PaymentsConfig;
   readerFor: (network: ChainNetwork) => ChainReader;
+  /** Where the finality-stall alert goes besides the log (ARK_ALERT_WEBHOOK_URL). */
+  alerts?: AlertSink;
   registry: Registry;
   logger: ChainWatchLogger;
 }): { workers: Worker[]; stop(): Promise<void> } {
@@ -40,7 +51,10 @@ export function chainWatchWorkers(input: {
           cursor.set({ network: h.network }, Number(h.cursor));
           stalled.set({ network: h.network }, h.stalled ? 1 : 0);
         },
-        warn: (obj, msg) => input.logger.warn(obj, msg),
+        warn: (obj, msg) => {
+          input.logger.warn(obj, msg);
+          if ('alert' in obj && input.alerts) void raiseAlert(input.alerts, input.logger, obj as Record<string, unknown>, msg);
+        },
         info: (obj, msg) => input.logger.info(obj, msg),
       },
     }),

@@ -1,12 +1,10 @@
 // Admissions: whether the platform takes new paid work and new money, and the single-use acceptance authorizations
 // an admin issues to let one operation of one account through while it does not. Pure: values in, decisions out.
 
-/** The operations the paid-admission guard stands in front of. */
-export const ADMISSION_KINDS = ['reservation', 'offer_publication', 'funding_credit', 'withdrawal', 'payout'] as const;
-export type AdmissionKind = (typeof ADMISSION_KINDS)[number];
+import type { AdmissionKind } from '@ark/shared';
 
-/** The request header that carries an acceptance authorization's id on the operation it authorizes. */
-export const ACCEPTANCE_AUTHORIZATION_HEADER = 'ark-acceptance-authorization';
+/** The operations the paid-admission guard stands in front of (`ADMISSION_KIND_VALUES` in @ark/shared). */
+export type { AdmissionKind };
 
 /** An authorization lives at least a minute (usable at all) and at most a week (a pause is not a standing exception). */
 export const AUTHORIZATION_LIFETIME_S_MIN = 60;

@@ -1,4 +1,6 @@
 import {
+  ACCEPTANCE_AUTHORIZATION_HEADER,
+  AdmittedIdempotencyHeaders,
   BudgetExtensionRequest,
   BudgetExtensionResult,
   IdempotencyHeaders,
@@ -39,16 +41,19 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
         description:
           "In one transaction: consumes the quote (QUOTE_EXPIRED, QUOTE_ALREADY_USED; someone else's quote is 404), snapshots the rate and the " +
           'host-availability ceiling, holds budget_micro from the available balance (INSUFFICIENT_BALANCE, nothing changed) and queues the launch ' +
-          'for the machine. ssh_public_keys are OpenSSH public key lines; env names starting with ARK_ are reserved. Poll GET /api/v1/jobs/{id}.',
-        headers: IdempotencyHeaders,
+          'for the machine. ssh_public_keys are OpenSSH public key lines; env names starting with ARK_ are reserved. Poll GET /api/v1/jobs/{id}. ' +
+          'While admission is paused: 503 ADMISSIONS_PAUSED, unless the Ark-Acceptance-Authorization header names a valid authorization (spent once).',
+        headers: AdmittedIdempotencyHeaders,
         body: JobCreateRequest,
-        response: withErrors({ 202: JobCreated }, 403, 404, 409),
+        response: withErrors({ 202: JobCreated }, 403, 404, 409, 503),
       },
     },
     async (request, reply) => {
       const principal = principalOf(request);
       const toBody = (reserved: Reservation) => ({ job_id: reserved.jobId, state: 'RESERVED' as const });
-      const reserved = await jobs.reserve(principal.accountId, request.body, answerInTransaction(request, reply, 202, toBody));
+      const reserved = await jobs.reserve(principal.accountId, request.body, answerInTransaction(request, reply, 202, toBody), {
+        acceptanceAuthorization: request.headers[ACCEPTANCE_AUTHORIZATION_HEADER],
+      });
       return reply.code(202).send(toBody(reserved));
     },
   );

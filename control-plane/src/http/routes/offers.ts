@@ -1,4 +1,13 @@
-import { IdempotencyHeaders, IdParams, OfferCommitRequest, OfferCommitted, OfferListQuery, OfferSummary, Page } from '@ark/shared';
+import {
+  ACCEPTANCE_AUTHORIZATION_HEADER,
+  AdmittedIdempotencyHeaders,
+  IdParams,
+  OfferCommitRequest,
+  OfferCommitted,
+  OfferListQuery,
+  OfferSummary,
+  Page,
+} from '@ark/shared';
 import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
 import { maxMachineRateForTotal, totalRateMicroPerHour } from '../../domain/pricing.js';
 import type { CommittedOffer } from '../../services/hosting/offers.js';
@@ -62,16 +71,22 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         summary: 'Commit a new offer version',
         description:
           'Host owner. Publishes a versioned future offer: each commit is a new immutable version, moved by compare-and-set on expected_version ' +
-          '("0" for the first; OFFER_VERSION_MISMATCH 409 otherwise). Never alters a running price: jobs keep the rate snapshotted from their quote.',
+          '("0" for the first; OFFER_VERSION_MISMATCH 409 otherwise). Never alters a running price: jobs keep the rate snapshotted from their quote. ' +
+          'While admission is paused: 503 ADMISSIONS_PAUSED, unless the Ark-Acceptance-Authorization header names a valid authorization (spent once).',
         params: IdParams,
-        headers: IdempotencyHeaders,
+        headers: AdmittedIdempotencyHeaders,
         body: OfferCommitRequest,
-        response: withErrors({ 202: OfferCommitted }, 403, 404, 409),
+        response: withErrors({ 202: OfferCommitted }, 403, 404, 409, 503),
       },
     },
     async (request, reply) => {
       const committed = await offers.commit(
-        { principal: principalOf(request), machineId: request.params.id, request: request.body },
+        {
+          principal: principalOf(request),
+          machineId: request.params.id,
+          request: request.body,
+          acceptanceAuthorization: request.headers[ACCEPTANCE_AUTHORIZATION_HEADER],
+        },
         answerInTransaction(request, reply, 202, committedView),
       );
       return reply.code(202).send(committedView(committed));

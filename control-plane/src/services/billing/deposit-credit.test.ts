@@ -8,6 +8,7 @@ import { balanceOf, postingByExternalRef, runTransfer, verifyLedger } from '../.
 import { createTestStore, DIALECTS, type TestStore } from '../../testing/stores.js';
 import { releaseHeldDeposits, settleFinalDeposit } from './deposit-credit.js';
 import type { DepositDeps } from './deposit-deps.js';
+import { paidAdmissionGuard } from '../admissions/guard.js';
 
 const USDC = 1_000_000n;
 let counter = 0;
@@ -17,11 +18,13 @@ describe.each(DIALECTS)('final deposits on %s', (dialect) => {
   let deps: DepositDeps;
   beforeAll(async () => {
     store = await createTestStore(dialect);
+    const clock = new ManualClock();
     deps = {
       store,
-      clock: new ManualClock(),
+      clock,
       payments: paymentsConfigFrom({ ARK_BALANCE_CAP_MICRO: String(10n * USDC) }, (m) => new Error(m)),
       deriver: null,
+      admissions: paidAdmissionGuard({ clock }),
     };
   });
   afterAll(async () => {

@@ -51,6 +51,12 @@ export function settleFinalDeposit(
       await finishDeposit(trx, row.id, 'SEEN', { ...base, state: 'HELD', reason: decision.reason, postingId: null });
       return 'held';
     }
+    // A funding credit: while admission is paused it waits HELD (credited on resume) unless the account holds an
+    // acceptance authorization for it, consumed here with the credit.
+    if (!(await deps.admissions.tryAdmit(trx, fundingCredit(row)))) {
+      await finishDeposit(trx, row.id, 'SEEN', { ...base, state: 'HELD', reason: ADMISSIONS_PAUSED_REASON, postingId: null });
+      return 'held';
+    }
     const postingId = await post(trx, row, valued.amountMicro, now);
     await finishDeposit(trx, row.id, 'SEEN', { ...base, state: 'CREDITED', reason: null, postingId });
     return 'credited';
@@ -58,7 +64,7 @@ export function settleFinalDeposit(
 }
 
 /**
- * Credits HELD deposits that fit under the cap now, per account oldest first; the first that does not fit stops
+ * Credits HELD deposits that fit under the cap now and that admission lets in, per account oldest first; the first that does not fit stops
  * that account (a younger deposit never jumps the queue). Returns how many were credited.
  */
 export async function releaseHeldDeposits(deps: DepositDeps, limits = { accounts: 100, perAccount: 50 }): Promise<number> {
@@ -71,6 +77,8 @@ export async function releaseHeldDeposits(deps: DepositDeps, limits = { accounts
       for (const held of await heldDepositsOf(trx, accountId, limits.perAccount)) {
         const amount = held.amount_micro ?? 0n;
         if (!heldDepositFits(amount, available, deps.payments.balanceCapMicro, MAX_TRANSFER_MICRO)) break;
+        // Paused admission keeps the account's queue waiting, as the cap does.
+        if (!(await deps.admissions.tryAdmit(trx, fundingCredit(held)))) break;
         const postingId = await post(trx, held, amount, now);
         const moved = await finishDeposit(trx, held.id, 'HELD', {
           state: 'CREDITED',
@@ -89,6 +97,12 @@ export async function releaseHeldDeposits(deps: DepositDeps, limits = { accounts
   }
   return credited;
 }
+
+/** The reason a deposit is HELD while admission is paused. */
+export const ADMISSIONS_PAUSED_REASON = 'admissions_paused';
+
+const fundingCredit = (row: DepositRow) =>
+  ({ accountId: row.account_id, kind: 'funding_credit', anyOfAccount: true, reference: `deposit:${row.id}` }) as const;
 
 async function post(trx: Tx, row: DepositRow, amountMicro: bigint, at: Date): Promise<string> {
   const posted = await transfer(trx, {

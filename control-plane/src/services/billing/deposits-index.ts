@@ -4,9 +4,11 @@ import type { Clock } from '../../clock.js';
 import type { PaymentsConfig } from '../../config-payments.js';
 import type { ChainNetwork } from '../../domain/payments/chains.js';
 import type { Store } from '../../store/db.js';
+import type { PaidAdmissionGuard } from '../admissions/guard.js';
 import { depositCountsByState, type DepositPosition, type DepositRow, watchStates } from '../../store/deposits.js';
 import { type ChainWatchEvents, ChainWatcher, storedFinalityStalled } from './chain-watch.js';
 import { depositAddressOf, depositsConfigured } from './deposit-address.js';
+import { releaseHeldDeposits } from './deposit-credit.js';
 import type { DepositDeps } from './deposit-deps.js';
 import { depositHistory } from './deposit-history.js';
 
@@ -25,13 +27,15 @@ export interface NetworkStatus {
 }
 
 /** Money in by deposit: the address view, the history, each network's watcher, and the operators' status. */
-export function buildDepositServices(input: { store: Store; clock: Clock; payments: PaymentsConfig }) {
+export function buildDepositServices(input: { store: Store; clock: Clock; payments: PaymentsConfig; admissions: PaidAdmissionGuard }) {
   const deps: DepositDeps = {
     ...input,
     deriver: input.payments.depositXpub ? new DepositAddressDeriver(input.payments.depositXpub) : null,
   };
   return {
     configured: () => depositsConfigured(deps),
+    /** Credits the HELD deposits that fit and that admission lets in (a resume calls it at once). */
+    releaseHeld: () => releaseHeldDeposits(deps),
     /** Null when deposits are not configured (the route answers 503). */
     address: (accountId: string) => depositAddressOf(deps, accountId),
     history: (accountId: string, after: DepositPosition | null, fetch: number): Promise<DepositRow[]> =>

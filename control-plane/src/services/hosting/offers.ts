@@ -13,6 +13,7 @@ import { findMachine } from '../../store/machines.js';
 import { commitOfferVersion, type ListedOffer, listOffers, type OfferFilter } from '../../store/offers.js';
 import { templateFitCalculator } from '../../store/templates.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
+import type { PaidAdmissionGuard } from '../admissions/guard.js';
 
 // Offers: a host commits versioned future terms for its machine; renters list what is on offer.
 
@@ -21,6 +22,16 @@ export interface OfferDeps {
   clock: Clock;
   /** Last-seen as this process knows it (heartbeats are written behind). */
   heartbeats: HeartbeatReader;
+  /** Offer publication passes the paid-admission guard. */
+  admissions: PaidAdmissionGuard;
+}
+
+export interface OfferCommitInput {
+  principal: Principal;
+  machineId: string;
+  request: OfferCommitRequest;
+  /** An acceptance authorization's id, presented while admission is paused. */
+  acceptanceAuthorization?: string | null;
 }
 
 export interface CommittedOffer {
@@ -31,14 +42,10 @@ export interface CommittedOffer {
 
 /**
  * Commits a new offer version of the host's own machine (NOT_FOUND for anyone else's), by compare-and-set on
- * `expected_version` (OFFER_VERSION_MISMATCH otherwise); HOSTING_BLOCKED under an admin block. Never alters a running
- * price. Audited.
+ * `expected_version` (OFFER_VERSION_MISMATCH otherwise); HOSTING_BLOCKED under an admin block; ADMISSIONS_PAUSED
+ * while admission is paused, unless an acceptance authorization is presented. Never alters a running price. Audited.
  */
-export async function commitOffer(
-  deps: OfferDeps,
-  input: { principal: Principal; machineId: string; request: OfferCommitRequest },
-  commit?: CommitHook<CommittedOffer>,
-): Promise<CommittedOffer> {
+export async function commitOffer(deps: OfferDeps, input: OfferCommitInput, commit?: CommitHook<CommittedOffer>): Promise<CommittedOffer> {
   const { store } = deps;
   const { principal, request } = input;
   const now = deps.clock.now();
@@ -50,6 +57,12 @@ export async function commitOffer(
     store,
     async (trx) => {
       if (await isHostingBlocked(trx, principal.accountId)) throw new DomainError('HOSTING_BLOCKED');
+      await deps.admissions.admit(trx, {
+        accountId: principal.accountId,
+        kind: 'offer_publication',
+        authorization: input.acceptanceAuthorization,
+        reference: `machine:${machine.id}`,
+      });
       const result = await commitOfferVersion(trx, {
         machineId: machine.id,
         expectedVersion: BigInt(request.expected_version),
@@ -102,8 +115,7 @@ export async function browseOffers(
 /** Offer commits and the renters' offer list: the routes share them. */
 export function buildOfferServices(deps: OfferDeps) {
   return {
-    commit: (input: { principal: Principal; machineId: string; request: OfferCommitRequest }, commit?: CommitHook<CommittedOffer>) =>
-      commitOffer(deps, input, commit),
+    commit: (input: OfferCommitInput, commit?: CommitHook<CommittedOffer>) => commitOffer(deps, input, commit),
     browse: (input: { filter: Omit<OfferFilter, 'now'>; templateId: string | null; after: KeysetPosition | null; fetch: number }) =>
       browseOffers(deps, input),
   };

@@ -4,6 +4,7 @@ import type { JobSecrets } from '../../domain/jobs/secrets.js';
 import type { Store } from '../../store/db.js';
 import type { HeartbeatReader } from '../../store/heartbeats.js';
 import type { OutboxWriter } from '../../store/outbox.js';
+import type { PaidAdmissionGuard } from '../admissions/guard.js';
 
 /** What the job use cases read from the configuration. */
 export interface JobSettings {
@@ -53,4 +54,6 @@ export interface JobDeps {
   /** Last-seen as this process knows it (heartbeats may be buffered: store/heartbeats.ts). */
   heartbeats: HeartbeatReader;
   secrets: JobSecrets;
+  /** Reservations pass the paid-admission guard (refused while admission is paused, unless authorized). */
+  admissions: PaidAdmissionGuard;
 }

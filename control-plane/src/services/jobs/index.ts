@@ -35,7 +35,12 @@ export { SWEEP_BATCH, type JobSweeps } from './sweeps.js';
 export interface JobServices {
   readonly settings: JobSettings;
   createQuote(accountId: string, body: QuoteRequest, commit?: CommitHook<QuoteRecord>): Promise<QuoteRecord>;
-  reserve(accountId: string, body: JobCreateRequest, commit?: CommitHook<Reservation>): Promise<Reservation>;
+  reserve(
+    accountId: string,
+    body: JobCreateRequest,
+    commit?: CommitHook<Reservation>,
+    admission?: { acceptanceAuthorization?: string | null },
+  ): Promise<Reservation>;
   stop(jobId: string, caller: StopCaller, reasonText: string, commit?: CommitHook<StopAnswerState>): Promise<StopAnswerState>;
   extendBudget(
     jobId: string,
@@ -57,7 +62,7 @@ export function buildJobServices(deps: JobDeps): JobServices {
   return {
     settings: deps.settings,
     createQuote: (accountId, body, commit) => createQuote(deps, accountId, body, commit),
-    reserve: (accountId, body, commit) => reserve(deps, accountId, body, commit),
+    reserve: (accountId, body, commit, admission) => reserve(deps, accountId, body, commit, admission),
     stop: (jobId, caller, reasonText, commit) => stopJob(deps, jobId, caller, reasonText, commit),
     extendBudget: (jobId, accountId, body, commit) => extendBudget(deps, jobId, accountId, body, commit),
     applyJobStatus: (trx, machineId, msg, now) => applyJobStatus(deps, trx, machineId, msg, now),

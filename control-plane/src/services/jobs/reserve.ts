@@ -27,13 +27,14 @@ const earlier = (a: Date, b: Date): Date => (a.getTime() <= b.getTime() ? a : b)
 /**
  * POST /api/v1/jobs, in one transaction: consumes the quote, snapshots the rate and the host-availability ceiling,
  * assigns GPUs, holds the budget (INSUFFICIENT_BALANCE rolls everything back), creates the job at fence 1 and queues
- * launch_job for the machine.
+ * launch_job for the machine. Passes the paid-admission guard first (ADMISSIONS_PAUSED while paused).
  */
 export async function reserve(
   deps: JobDeps,
   accountId: string,
   body: JobCreateRequest,
   commit?: CommitHook<Reservation>,
+  admission: { acceptanceAuthorization?: string | null } = {},
 ): Promise<Reservation> {
   const sshPublicKeys = validateSshPublicKeys(body.ssh_public_keys);
   const renterEnv = validateRenterEnv(body.env);
@@ -45,6 +46,13 @@ export async function reserve(
       const quote = await lockQuote(trx, store.dialect, body.quote_id);
       if (!quote || quote.accountId !== accountId) throw new DomainError('QUOTE_NOT_FOUND');
       assertQuoteUsable(quote, now);
+      // While admission is paused only a presented acceptance authorization lets it through, spent with it.
+      await deps.admissions.admit(trx, {
+        accountId,
+        kind: 'reservation',
+        authorization: admission.acceptanceAuthorization,
+        reference: `quote:${quote.id}`,
+      });
       // Reservations on one machine queue behind each other, so two never take the same GPU.
       const machine = await lockMachineForReservation(trx, store.dialect, quote.machineId);
       if (!machine) throw new DomainError('MACHINE_NOT_AVAILABLE');

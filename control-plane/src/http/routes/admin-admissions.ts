@@ -1,0 +1,114 @@
+import {
+  AcceptanceAuthorization,
+  AcceptanceAuthorizationCreateRequest,
+  AdmissionState,
+  AdmissionStatus,
+  AdmissionsSetRequest,
+  IdempotencyHeaders,
+} from '@ark/shared';
+import type { AdmissionStatus as AdmissionStatusRecord } from '../../services/admissions/index.js';
+import type { AcceptanceAuthorizationRow, AdmissionState as AdmissionStateRecord } from '../../store/admissions.js';
+import { principalOf } from '../auth.js';
+import type { AppContext } from '../context.js';
+import { answerInTransaction } from '../idempotency.js';
+import { withErrors } from '../schemas.js';
+import type { TypedApp } from '../typed-app.js';
+
+const stateView = (state: AdmissionStateRecord): AdmissionState => ({
+  enabled: state.enabled,
+  reason: state.reason,
+  changed_by: state.changedBy,
+  changed_at: state.changedAt,
+});
+
+const statusView = (status: AdmissionStatusRecord): AdmissionStatus => ({
+  ...stateView(status),
+  held_deposits: Number(status.heldDeposits),
+});
+
+const authorizationView = (row: AcceptanceAuthorizationRow): AcceptanceAuthorization => ({
+  id: row.id,
+  account_id: row.account_id,
+  kind: row.kind,
+  reason: row.reason,
+  created_by: row.created_by,
+  created_at: row.created_at,
+  expires_at: row.expires_at,
+  consumed_at: row.consumed_at,
+});
+
+/** Contract part 4 (Administration): the admission switch and the acceptance authorizations that pass it. */
+export function registerAdminAdmissionRoutes(app: TypedApp, ctx: AppContext): void {
+  const admissions = ctx.services.admissions;
+
+  app.post(
+    '/api/v1/admin/admissions',
+    {
+      // Admin with recent MFA: an interactive admin session with a fresh TOTP step-up.
+      config: { auth: { admin: true, stepUp: 'totp' }, idempotent: true },
+      schema: {
+        tags: ['admin'],
+        summary: 'Pause or resume public admission (admin session with a fresh TOTP step-up). Audited.',
+        description:
+          'While paused, new reservations, host offer publication, funding credits (deposits are HELD, x402 top-ups answer 503), payouts ' +
+          'and withdrawals are refused with 503 ADMISSIONS_PAUSED unless they present a valid acceptance authorization ' +
+          '(header Ark-Acceptance-Authorization), spent once. Running jobs are never stopped and keep being metered. Resuming credits ' +
+          'the deposits HELD meanwhile, per account oldest first.',
+        headers: IdempotencyHeaders,
+        body: AdmissionsSetRequest,
+        response: withErrors({ 202: AdmissionState }, 403, 409),
+      },
+    },
+    async (request, reply) => {
+      const state = await admissions.set(
+        { adminAccountId: principalOf(request).accountId, enabled: request.body.enabled, reason: request.body.reason },
+        answerInTransaction(request, reply, 202, stateView),
+      );
+      return reply.code(202).send(stateView(state));
+    },
+  );
+
+  app.get(
+    '/api/v1/admin/admissions',
+    {
+      config: { auth: { admin: true } },
+      schema: {
+        tags: ['admin'],
+        summary: 'The admission state (admin session)',
+        response: withErrors({ 200: AdmissionStatus }, 403),
+      },
+    },
+    async () => statusView(await admissions.status()),
+  );
+
+  app.post(
+    '/api/v1/admin/acceptance-authorizations',
+    {
+      config: { auth: { admin: true, stepUp: 'totp' }, idempotent: true },
+      schema: {
+        tags: ['admin'],
+        summary: 'Issue a single-use acceptance authorization (admin session with a fresh TOTP step-up). Audited.',
+        description:
+          'Lets exactly one operation of one kind by one account through while admission is paused, until expires_at (1 minute to 7 ' +
+          'days ahead). The client presents its id in the Ark-Acceptance-Authorization header; a funding credit (a deposit) consumes the ' +
+          "account's oldest one by itself.",
+        headers: IdempotencyHeaders,
+        body: AcceptanceAuthorizationCreateRequest,
+        response: withErrors({ 201: AcceptanceAuthorization }, 403, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      const row = await admissions.issueAuthorization(
+        {
+          adminAccountId: principalOf(request).accountId,
+          accountId: request.body.account_id,
+          kind: request.body.kind,
+          expiresAt: new Date(request.body.expires_at),
+          reason: request.body.reason,
+        },
+        answerInTransaction(request, reply, 201, authorizationView),
+      );
+      return reply.code(201).send(authorizationView(row));
+    },
+  );
+}
