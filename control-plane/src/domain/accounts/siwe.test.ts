@@ -21,6 +21,16 @@ const issue = (overrides: Partial<Parameters<typeof challengeMessage>[0]> = {}) 
     ...overrides,
   });
 const at = (ms: number) => new Date(issuedAt.getTime() + ms);
+/** What every message we issue for this site says, besides its times and statement. */
+const ourFields = {
+  scheme: 'https',
+  domain: 'ark.example.test',
+  address: wallet.address,
+  uri: 'https://ark.example.test',
+  version: '1' as const,
+  chainId: 8453,
+  nonce: 'AbCdEfGh12345678',
+};
 
 describe('the site of ARK_PUBLIC_URL', () => {
   it('takes the authority (host and port) as the domain, the scheme, and the URL as the URI', () => {
@@ -42,13 +52,7 @@ describe('issued messages', () => {
   it('are EIP-4361 for our domain, URI and chain 8453, with the nonce, expiry and the terms version in the statement', () => {
     const fields = parseSiweMessage(issue());
     expect(fields).toMatchObject({
-      scheme: 'https',
-      domain: 'ark.example.test',
-      address: wallet.address,
-      uri: 'https://ark.example.test',
-      version: '1',
-      chainId: 8453,
-      nonce: 'AbCdEfGh12345678',
+      ...ourFields,
       statement: siweStatement('register', terms),
     });
     expect(fields.statement).toContain('terms version 2026-11');
@@ -77,13 +81,7 @@ describe('checkSiweMessage', () => {
   });
   const foreign = (fields: Partial<Parameters<typeof createSiweMessage>[0]>) =>
     createSiweMessage({
-      scheme: 'https',
-      domain: 'ark.example.test',
-      address: wallet.address,
-      uri: 'https://ark.example.test',
-      version: '1',
-      chainId: 8453,
-      nonce: 'AbCdEfGh12345678',
+      ...ourFields,
       issuedAt,
       expirationTime: expiresAt,
       ...fields,
