@@ -54,3 +54,18 @@ describe('edge and metrics configuration', () => {
     expect(() => load(env as Record<string, string>)).toThrow(message);
   });
 });
+
+describe('agent wallet configuration', () => {
+  it('defaults: five-minute challenges, the terms published under the public URL', () => {
+    const config = load({ ARK_PUBLIC_URL: 'https://ark.example.test/' });
+    expect(config.agentChallengeTtlMs).toBe(300_000);
+    expect(config.termsUrl).toBe('https://ark.example.test/terms');
+  });
+  it('reads the variables, and never lets a challenge outlive the contract’s five minutes', () => {
+    const config = load({ ARK_AGENT_CHALLENGE_TTL_S: '3', ARK_TERMS_URL: 'https://terms.example.test/v3' });
+    expect(config.agentChallengeTtlMs).toBe(3_000);
+    expect(config.termsUrl).toBe('https://terms.example.test/v3');
+    expect(() => load({ ARK_AGENT_CHALLENGE_TTL_S: '301' })).toThrow(/ARK_AGENT_CHALLENGE_TTL_S must be between 1 and 300/);
+    expect(() => load({ ARK_AGENT_CHALLENGE_TTL_S: '0' })).toThrow(ConfigError);
+  });
+});
