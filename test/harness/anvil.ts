@@ -31,6 +31,8 @@ export interface Anvil {
 }
 
 export interface AnvilOptions {
+  /** A loopback port (a restarted node answering where the last one did); default: a free one. */
+  port?: number;
   chainId?: number;
   slotsInAnEpoch?: number;
   /** Extra command-line arguments. */
@@ -45,7 +47,7 @@ export const ANVIL_ACCOUNTS = [
 ] as const;
 
 export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
-  const port = await freePort();
+  const port = options.port ?? (await freePort());
   const child = spawnProcess(
     anvilBinary(),
     [

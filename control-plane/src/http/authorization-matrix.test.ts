@@ -263,6 +263,23 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       ok: [201],
     },
     'GET /api/v1/admin/audit': { need: { admin: true }, request: () => ({}), ok: [200] },
+    // Admissions and operator controls (issue 12). The matrix resumes (never pauses): later cells still reserve.
+    'POST /api/v1/admin/admissions': {
+      need: { admin: true, stepUp: true },
+      request: () => ({ payload: { enabled: true, reason: 'the matrix' } }),
+      ok: [202],
+    },
+    'GET /api/v1/admin/admissions': { need: { admin: true }, request: () => ({}), ok: [200] },
+    'POST /api/v1/admin/acceptance-authorizations': {
+      need: { admin: true, stepUp: true },
+      request: (cell) => ({
+        payload: { account_id: seeded.renterA.accountId, kind: 'reservation', expires_at: later(cell.now, 600_000), reason: 'the matrix' },
+      }),
+      ok: [201],
+    },
+    // No SMTP server is configured here: the check answers 200 {ok: false, detail} to whoever may ask.
+    'POST /api/v1/admin/settings/test': { need: { admin: true }, request: () => ({ payload: { subsystem: 'mail' } }), ok: [200] },
+    'GET /api/v1/admin/ledger/summary': { need: { admin: true }, request: () => ({}), ok: [200] },
     'POST /api/v1/withdrawal-addresses': { need: { stepUp: true }, request: () => ({ payload: { address: evmAddress() } }), ok: [201] },
     'GET /api/v1/withdrawal-addresses': { need: {}, request: () => ({}), ok: [200] },
     'DELETE /api/v1/withdrawal-addresses/{id}': {
