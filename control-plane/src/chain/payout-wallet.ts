@@ -28,6 +28,17 @@ export interface TransferReceipt {
   feeWei: bigint;
 }
 
+/** An EIP-1559 `transfer(to, amount)` call of `token` at `nonce`. */
+export interface TransferToSign {
+  chainId: number;
+  token: Hex;
+  to: Hex;
+  amount: bigint;
+  nonce: bigint;
+  gas: bigint;
+  fees: Fees;
+}
+
 export interface PayoutWallet {
   readonly address: Hex;
   chainId(): Promise<number>;

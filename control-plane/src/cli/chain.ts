@@ -16,7 +16,8 @@ export async function depositsListCommand(ctx: Pick<CliContext, 'services'>, inp
   return { account_id: account.id, deposits: rows.map(toDepositView) };
 }
 
-function limitOf(raw: string | undefined): number {
+/** `--limit`: 1..100, 100 when absent. */
+export function limitOf(raw: string | undefined): number {
   if (raw === undefined) return 100;
   if (!/^[1-9][0-9]{0,2}$/.test(raw) || Number(raw) > 100) throw new CliRefusal('--limit must be 1..100');
   return Number(raw);

@@ -1,6 +1,7 @@
 import { WITHDRAWAL_STATES, type WithdrawalState } from '../domain/withdrawals/states.js';
 import { withdrawalView } from '../http/routes/withdrawals.js';
 import { payoutWalletFromConfig } from '../workers/payouts.js';
+import { limitOf } from './chain.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
 // Operator commands for money out: the review queue, a review, and the payout wallet.
@@ -48,12 +49,6 @@ export async function payoutsWalletCommand(ctx: Pick<CliContext, 'services' | 'c
     pending_micro: owed.amountMicro.toString(),
     enough_usdc: usdc >= owed.amountMicro,
   };
-}
-
-function limitOf(raw: string | undefined): number {
-  if (raw === undefined) return 100;
-  if (!/^[1-9][0-9]{0,2}$/.test(raw) || Number(raw) > 100) throw new CliRefusal('--limit must be 1..100');
-  return Number(raw);
 }
 
 export const withdrawalCommands: CliCommand[] = [
