@@ -6,6 +6,7 @@ import { logMailer } from '../mail.js';
 import { openConfiguredStore } from '../runtime.js';
 import { buildServices } from '../services/index.js';
 import { accountCommands } from './accounts.js';
+import { admissionCommands } from './admissions.js';
 import { chainCommands } from './chain.js';
 import { type CliCommand, type CliContext, type CliValues, refusalLines } from './context.js';
 import { hostCommands } from './hosts.js';
@@ -44,6 +45,7 @@ const COMMANDS: readonly CliCommand[] = [
   ...accountCommands,
   ...templateCommands,
   ...ledgerCommands,
+  ...admissionCommands,
   ...hostCommands,
   ...jobCommands,
   ...chainCommands,

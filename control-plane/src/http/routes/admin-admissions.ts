@@ -14,15 +14,15 @@ import { answerInTransaction } from '../idempotency.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
-const stateView = (state: AdmissionStateRecord): AdmissionState => ({
+export const admissionStateView = (state: AdmissionStateRecord): AdmissionState => ({
   enabled: state.enabled,
   reason: state.reason,
   changed_by: state.changedBy,
   changed_at: state.changedAt,
 });
 
-const statusView = (status: AdmissionStatusRecord): AdmissionStatus => ({
-  ...stateView(status),
+export const admissionStatusView = (status: AdmissionStatusRecord): AdmissionStatus => ({
+  ...admissionStateView(status),
   held_deposits: Number(status.heldDeposits),
 });
 
@@ -62,9 +62,9 @@ export function registerAdminAdmissionRoutes(app: TypedApp, ctx: AppContext): vo
     async (request, reply) => {
       const state = await admissions.set(
         { adminAccountId: principalOf(request).accountId, enabled: request.body.enabled, reason: request.body.reason },
-        answerInTransaction(request, reply, 202, stateView),
+        answerInTransaction(request, reply, 202, admissionStateView),
       );
-      return reply.code(202).send(stateView(state));
+      return reply.code(202).send(admissionStateView(state));
     },
   );
 
@@ -78,7 +78,7 @@ export function registerAdminAdmissionRoutes(app: TypedApp, ctx: AppContext): vo
         response: withErrors({ 200: AdmissionStatus }, 403),
       },
     },
-    async () => statusView(await admissions.status()),
+    async () => admissionStatusView(await admissions.status()),
   );
 
   app.post(
