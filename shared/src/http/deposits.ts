@@ -33,7 +33,7 @@ export const Deposit = Type.Object(
     amount_micro: Nullable(MicroTotal),
     /** What the balance received; null until CREDITED. */
     credited_micro: Nullable(MicroTotal),
-    /** Why it is not credited (yet): below_minimum, balance_cap, older_deposit_held, price_stale, price_not_positive. */
+    /** Why it is not credited (yet): below_minimum, balance_cap, older_deposit_held, admissions_paused, price_stale, price_not_positive. */
     reason: Nullable(Type.String()),
     seen_at: Rfc3339Utc,
     credited_at: Nullable(Rfc3339Utc),
