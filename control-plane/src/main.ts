@@ -55,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
         payouts: config.payouts,
         registry: runtime.metrics.registry,
         logger,
+        alerts: runtime.services.alerts,
       });
       const workers = startWorkers({
         store: runtime.store,

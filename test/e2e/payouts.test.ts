@@ -4,10 +4,13 @@
 // a request over the review threshold waits unsigned until an admin with TOTP approves it; another is rejected and its
 // lock returns; review once a nonce is pinned answers 409; an API key on the admin routes answers 403.
 import { randomBytes } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import type { Address } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Anvil, startAnvil } from '../harness/anvil.js';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
+import { waitFor } from '../harness/processes.js';
 import { type DepositChain, setupDepositChain } from './deposit-helpers.js';
 import { type ControlPlane, controlPlaneCli, startControlPlane } from './host-side-helpers.js';
 import {
@@ -39,6 +42,9 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
   let renterEmail = '';
   let jobId = '';
   let closeAgent = () => {};
+  // The operator's alert receiver (ARK_ALERT_WEBHOOK_URL): a real HTTP server on loopback keeping what it is sent.
+  let receiver: Server;
+  const alerts: any[] = [];
 
   const cli = async (args: string[]) => JSON.parse(await controlPlaneCli(cp, args));
   const available = async () => BigInt((await call(cp, 'GET', '/api/v1/billing/balance', { token: renter })).body.available_micro);
@@ -60,10 +66,22 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     chain = await setupDepositChain(anvil);
     wallet = await fundedPayoutWallet(chain, anvil, 1_000n * USDC);
     if (dialect === 'postgres') database = await createTestDatabase();
+    receiver = createServer((request, response) => {
+      let body = '';
+      request.on('data', (chunk) => {
+        body += chunk;
+      });
+      request.on('end', () => {
+        alerts.push(JSON.parse(body));
+        response.writeHead(204).end();
+      });
+    });
+    await new Promise<void>((resolve) => receiver.listen(0, '127.0.0.1', resolve));
     cp = await startControlPlane({
       databaseUrl: database?.url ?? null,
       env: {
         ARK_CHAINS: chain.chainsFile,
+        ARK_ALERT_WEBHOOK_URL: `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/alerts`,
         ARK_SECRET_KEY: randomBytes(32).toString('hex'),
         ARK_CHAIN_POLL_INTERVAL_MS: '200',
         ARK_PAYOUT_KEY_FILE: wallet.keyFile,
@@ -100,6 +118,7 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     await cp?.process.stop('SIGKILL');
     await anvil?.stop();
     await database?.drop();
+    await new Promise((resolve) => receiver?.close(resolve));
   });
 
   it('pays a host its metered earnings on chain exactly once, and shows them over HTTP', async () => {
@@ -239,12 +258,87 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     expect(await available()).toBe(availableBefore);
   });
 
+  it('waits while the wallet lacks USDC, raises the alert (log, gauge, alert sink), and pays once it is funded', async () => {
+    const gauge = async () => {
+      const text = await (await fetch(`${cp.base}/metrics`)).text();
+      return /^ark_payout_wallet_low_funds (\d+)/m.exec(text)?.[1];
+    };
+    const amount = (await usdcOf(wallet.address)) + 5n * USDC;
+    const to = randomAddress();
+    const requested = await withdraw(renter, amount, await addWithdrawalAddress(cp, renter, to));
+    await waitWithdrawal(cp, anvil, renter, requested.body.id, 'UNSIGNED');
+    expect((await review(requested.body.id, 'approve', 'large but expected')).status).toBe(202);
+    const fired = await waitFor(() => alerts.find((a) => a.alert === 'payout_wallet_low_funds' && a.details.firing === true), {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      description: 'the low-funds alert at the alert sink',
+    });
+    expect(fired).toMatchObject({ source: 'ark-control-plane', severity: 'critical', details: { wallet: wallet.address.toLowerCase() } });
+    expect(await gauge()).toBe('1');
+    // It waits, approved and unsigned: nothing is pinned while the money is not there.
+    const waiting = (await call(cp, 'GET', `/api/v1/withdrawals/${requested.body.id}`, { token: renter })).body;
+    expect(waiting).toMatchObject({ state: 'INTENT', nonce: null, tx_hash: null });
+
+    await chain.sendUsdc(wallet.address, 10n * USDC);
+    await waitWithdrawal(cp, anvil, renter, requested.body.id, 'CONFIRMED');
+    expect(await usdcOf(to)).toBe(amount);
+    expect(await transfersOnChain(chain, wallet.address, to)).toHaveLength(1);
+    expect(await gauge()).toBe('0');
+    await waitFor(() => alerts.some((a) => a.alert === 'payout_wallet_low_funds' && a.details.firing === false), {
+      timeoutMs: 10_000,
+      intervalMs: 100,
+      description: 'the low-funds alert resolved',
+    });
+  });
+
+  it('refuses withdrawals while admissions are paused, except one carrying an acceptance authorization', async () => {
+    const addressId = await addWithdrawalAddress(cp, renter, randomAddress());
+    const pause = (enabled: boolean) =>
+      call(cp, 'POST', '/api/v1/admin/admissions', { token: admin, body: { enabled, reason: 'payout rail drill' } });
+    expect((await pause(false)).status).toBe(202);
+    try {
+      const availableBefore = await available();
+      const refused = await withdraw(renter, 2n * USDC, addressId);
+      expect(refused.status).toBe(503);
+      expect(refused.body.error).toMatchObject({ code: 'ADMISSIONS_PAUSED', retryable: true });
+      expect(await available()).toBe(availableBefore);
+      const renterId = (await call(cp, 'GET', '/api/v1/account', { token: renter })).body.account_id;
+      const issued = await call(cp, 'POST', '/api/v1/admin/acceptance-authorizations', {
+        token: admin,
+        body: {
+          account_id: renterId,
+          kind: 'withdrawal',
+          expires_at: new Date(Date.now() + 600_000).toISOString(),
+          reason: 'support case 7',
+        },
+      });
+      expect(issued.status, JSON.stringify(issued.body)).toBe(201);
+      const header = { 'ark-acceptance-authorization': issued.body.id };
+      const admitted = await call(cp, 'POST', '/api/v1/withdrawals', {
+        token: renter,
+        headers: header,
+        body: { amount_micro: String(2n * USDC), withdrawal_address_id: addressId },
+      });
+      expect(admitted.status, JSON.stringify(admitted.body)).toBe(202);
+      // Single use: the same authorization does not admit a second one.
+      const again = await call(cp, 'POST', '/api/v1/withdrawals', {
+        token: renter,
+        headers: header,
+        body: { amount_micro: String(2n * USDC), withdrawal_address_id: addressId },
+      });
+      expect(again.status).not.toBe(202);
+      await waitWithdrawal(cp, anvil, renter, admitted.body.id, 'CONFIRMED');
+    } finally {
+      expect((await pause(true)).status).toBe(202);
+    }
+  });
+
   it('operator commands list the queue and show the wallet; the ledger verifies', async () => {
     const listed = await cli(['withdrawals', 'list', '--state', 'CONFIRMED']);
-    expect(listed.withdrawals.length).toBe(3);
+    expect(listed.withdrawals.length).toBe(5);
     const walletView = await cli(['payouts', 'wallet']);
     expect(walletView).toMatchObject({ address: wallet.address.toLowerCase(), network: 'base', pending_requests: '0', pending_micro: '0' });
-    expect(BigInt(walletView.usdc_balance_micro)).toBe(1_000n * USDC - 37n * USDC);
+    expect(BigInt(walletView.usdc_balance_micro)).toBe(3n * USDC);
     const verified = await cli(['ledger', 'verify']);
     expect(verified).toMatchObject({ ok: true, sum_micro: '0' });
   });

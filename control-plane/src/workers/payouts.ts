@@ -1,6 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
 import { type PayoutWallet, readPayoutKey, ViemPayoutWallet } from '../chain/payout-wallet.js';
 import type { PayoutsConfig } from '../config-payouts.js';
+import type { AlertSink } from '../services/alerts/sink.js';
 import type { WithdrawalServices } from '../services/withdrawals/index.js';
 import type { Worker } from './runner.js';
 
@@ -8,9 +9,6 @@ export interface PayoutLogger {
   info(obj: object, msg: string): void;
   warn(obj: object, msg: string): void;
 }
-
-/** Where the low-funds alert goes besides the log and the gauge (the operator's alert sink, when configured). */
-export type PayoutAlert = (alert: { name: string; firing: boolean; detail: string }) => void;
 
 /** The payout wallet of the primary network from ARK_PAYOUT_KEY_FILE; null when either is not configured. */
 export function payoutWalletFromConfig(payouts: PayoutsConfig, rpcUrl: string | null): PayoutWallet | null {
@@ -29,7 +27,8 @@ export function payoutWorker(input: {
   payouts: PayoutsConfig;
   registry: Registry;
   logger: PayoutLogger;
-  alert?: PayoutAlert;
+  /** Where the low-funds alert goes besides the log and the gauge (ARK_ALERT_WEBHOOK_URL). */
+  alerts?: AlertSink;
 }): { workers: Worker[]; stop(): Promise<void> } {
   const { wallet } = input;
   if (wallet === null) return { workers: [], stop: async () => {} };
@@ -54,7 +53,17 @@ export function payoutWorker(input: {
         : `payout wallet ${wallet.address} has funds again`;
       if (low) input.logger.warn({ alert: 'payout_wallet_low_funds', ...stringify(detail) }, text);
       else input.logger.info({ alert: 'payout_wallet_low_funds' }, text);
-      input.alert?.({ name: 'payout_wallet_low_funds', firing: low, detail: text });
+      const sent = input.alerts?.send({
+        name: 'payout_wallet_low_funds',
+        severity: low ? 'critical' : 'info',
+        summary: text,
+        details: { wallet: wallet.address, firing: low, ...stringify(detail) },
+      });
+      // A failed delivery is logged, never thrown: the log line and the gauge already carry the alert.
+      void sent?.then((d) => {
+        if (!d.delivered && input.alerts?.target !== null)
+          input.logger.warn({ alert: 'payout_wallet_low_funds', detail: d.detail }, 'alert not delivered to the alert sink');
+      });
     },
     warn: (obj, msg) => input.logger.warn(obj, msg),
     info: (obj, msg) => input.logger.info(obj, msg),
