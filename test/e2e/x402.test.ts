@@ -209,6 +209,15 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
     expectedAvailable += 5n * USDC;
     expect(confirmed.status).toBe(200);
     expect(confirmed.body).toMatchObject({ intent_id: paid.body.intent_id, tx_hash: paid.body.tx_hash, credited_micro: '5000000' });
+    // The balance lists it among the top-ups, with its state, network and transaction.
+    const history = (await api(cp.base, 'GET', '/api/v1/billing/balance', { token })).body.top_ups;
+    expect(history.items.find((item: { intent_id: string }) => item.intent_id === paid.body.intent_id)).toMatchObject({
+      state: 'CONFIRMED',
+      network: 'base',
+      tx_hash: paid.body.tx_hash,
+      credited_micro: '5000000',
+      payer: payer.address,
+    });
     // The same header again, under the v1 name too: the same result, and still one credit.
     const repeated = await send(5n * USDC, paid.header, token, 'X-PAYMENT');
     expect(repeated.body).toEqual(confirmed.body);

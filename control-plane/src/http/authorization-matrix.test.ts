@@ -224,6 +224,8 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     'GET /api/v1/billing/balance': { need: { scope: 'renter' }, request: () => ({}), ok: [200] },
     // 503 while the operator has not configured deposit addresses (as in these tests).
     'GET /api/v1/billing/deposit-address': { need: { scope: 'renter' }, request: () => ({}), ok: [200, 503] },
+    // 404 while the operator has not enabled x402 (as in these tests): after authentication, to renters only.
+    'POST /api/v1/billing/x402/top-up': { need: { scope: 'renter' }, request: () => ({ query: { amount_micro: '1000000' } }), ok: [404] },
     // Sign-up and sign-in with a password too short to hash: admitted, refused by the schema (hashing is slow on purpose).
     'POST /api/v1/accounts': {
       need: 'public',

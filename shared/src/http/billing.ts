@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { MicroTotal } from '../formats.js';
 import { DepositPage } from './deposits.js';
+import { TopUpPage } from './x402.js';
 
 /** `GET /api/v1/billing/balance`: the caller's prepaid balance. */
 export const BillingBalance = Type.Object(
@@ -12,6 +13,8 @@ export const BillingBalance = Type.Object(
     currency: Type.Literal('USDC'),
     /** The caller's deposits, newest first; `cursor` and `limit` in the query page them. */
     deposits: DepositPage,
+    /** The caller's x402 top-ups, newest first (state, network, tx hash); `top_ups_cursor` and `limit` page them. */
+    top_ups: TopUpPage,
   },
   { additionalProperties: false },
 );

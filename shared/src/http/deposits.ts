@@ -96,8 +96,11 @@ export const DepositAddress = Type.Object(
 );
 export type DepositAddress = Static<typeof DepositAddress>;
 
-/** The balance view's query: its `deposits` history is cursor-paged. */
-export const BillingBalanceQuery = PageQuery;
+/** The balance view's query: `cursor` pages its `deposits`, `top_ups_cursor` its x402 `top_ups`; `limit` sizes both. */
+export const BillingBalanceQuery = Type.Object(
+  { ...PageQuery.properties, top_ups_cursor: Type.Optional(Type.String({ minLength: 1, maxLength: 512 })) },
+  { additionalProperties: false },
+);
 export type BillingBalanceQuery = Static<typeof BillingBalanceQuery>;
 
 export const DepositPage = Type.Object(

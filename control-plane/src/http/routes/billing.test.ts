@@ -25,6 +25,7 @@ describe.each(DIALECTS)('GET /api/v1/billing/balance on %s', (dialect) => {
       held_micro: '0',
       currency: 'USDC',
       deposits: { items: [], next_cursor: null },
+      top_ups: { items: [], next_cursor: null },
     });
     expect(response.headers['cache-control']).toBe('private, no-store');
   });
@@ -78,12 +79,14 @@ describe.each(DIALECTS)('GET /api/v1/billing/balance on %s', (dialect) => {
       held_micro: '5500001',
       currency: 'USDC',
       deposits: { items: [], next_cursor: null },
+      top_ups: { items: [], next_cursor: null },
     });
     expect((await get(other.apiKey)).json()).toEqual({
       available_micro: '7000000',
       held_micro: '2000000',
       currency: 'USDC',
       deposits: { items: [], next_cursor: null },
+      top_ups: { items: [], next_cursor: null },
     });
   });
 

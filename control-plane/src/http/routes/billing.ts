@@ -1,6 +1,7 @@
 import { BillingBalance, BillingBalanceQuery, DepositAddress, toDecimal } from '@ark/shared';
 import { type DepositPosition, depositPosition } from '../../services/billing/deposit-history.js';
 import { toDepositView } from '../../services/billing/deposit-view.js';
+import { type IntentPosition, topUpPosition, toTopUpView } from '../../services/billing/x402-index.js';
 import { stateUnavailable } from '../../errors.js';
 import { fetchSize } from '../pagination.js';
 import { principalOf } from '../auth.js';
@@ -15,7 +16,8 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
       config: { auth: { scope: 'renter' } },
       schema: {
         tags: ['billing'],
-        summary: "The caller's prepaid balance: available, held by its jobs, and its deposits (cursor-paged, newest first)",
+        summary:
+          "The caller's prepaid balance: available, held by its jobs, its deposits and its x402 top-ups (each cursor-paged, newest first)",
         querystring: BillingBalanceQuery,
         response: withErrors({ 200: BillingBalance }, 403),
       },
@@ -24,15 +26,19 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
       const accountId = principalOf(request).accountId;
       const scope = `deposits:${accountId}`;
       const after = ctx.paginator.decode<DepositPosition>(scope, request.query.cursor);
-      const [balances, rows] = await Promise.all([
+      const topUpScope = `top-ups:${accountId}`;
+      const topUpsAfter = ctx.paginator.decode<IntentPosition>(topUpScope, request.query.top_ups_cursor);
+      const [balances, rows, topUps] = await Promise.all([
         ctx.services.billing.balances(accountId),
         ctx.services.deposits.history(accountId, after, fetchSize(request.query.limit)),
+        ctx.services.x402.history(accountId, topUpsAfter, fetchSize(request.query.limit)),
       ]);
       return {
         available_micro: toDecimal(balances.availableMicro),
         held_micro: toDecimal(balances.heldMicro),
         currency: 'USDC' as const,
         deposits: ctx.paginator.page(scope, rows, request.query.limit, depositPosition, toDepositView),
+        top_ups: ctx.paginator.page(topUpScope, topUps, request.query.limit, topUpPosition, toTopUpView),
       };
     },
   );
