@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
-import { type X402Config, x402ConfigFrom } from './config-x402.js';
 import { type OperationsConfig, operationsConfigFrom } from './config-operations.js';
 import { type RelayConfig, relayConfigFrom } from './config-relay.js';
 import { type X402Config, x402ConfigFrom } from './config-x402.js';
@@ -71,8 +70,6 @@ export interface Config {
   metricsToken: string | null;
   /** Money in: watched networks, deposit addresses, balance cap and minimum (config-payments.ts). */
   payments: PaymentsConfig;
-  /** Money in by x402 top-up: the switch, treasury, gas wallet key file and amount bounds (config-x402.ts). */
-  x402: X402Config;
   /** Operator controls: the alert webhook, the sign-in provider's issuer, subsystem test rate (config-operations.ts). */
   operations: OperationsConfig;
   /** The OpenAI-compatible relay's limits (config-relay.ts). */

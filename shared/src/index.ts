@@ -11,7 +11,6 @@ export * from './channel/manifest.js';
 export * from './channel/codec.js';
 export * from './http/billing.js';
 export * from './http/deposits.js';
-export * from './http/x402.js';
 export * from './http/admin-operations.js';
 export * from './http/x402.js';
 export * from './http/quotes.js';

@@ -61,8 +61,6 @@ export interface Services {
   billing: BillingServices;
   /** Money in by deposit: addresses, history, the chain watchers (issue 8). */
   deposits: DepositServices;
-  /** Money in by x402 top-up: the route's use case, the settlement worker, the top-ups history (issue 8). */
-  x402: X402Services;
   /** The admission switch, acceptance authorizations and the paid-admission guard (issue 12). */
   admissions: AdmissionServices;
   /** Where alerts go (ARK_ALERT_WEBHOOK_URL): the chain watchers' finality stall, the subsystem test. */
