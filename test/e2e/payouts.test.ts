@@ -86,6 +86,7 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
         ARK_CHAIN_POLL_INTERVAL_MS: '200',
         ARK_PAYOUT_KEY_FILE: wallet.keyFile,
         ARK_PAYOUT_POLL_INTERVAL_MS: '100',
+        ARK_PAYOUT_REPLACE_AFTER_S: '1',
         ARK_WITHDRAWAL_REVIEW_ABOVE_MICRO: String(20n * USDC),
         ARK_WITHDRAWAL_NEW_ADDRESS_HOLD_S: '0',
         ARK_WITHDRAWAL_REVIEW_FIRST: '0',
@@ -182,6 +183,44 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     const tooMuch = await withdraw(renter, 1_000_000n * USDC, addressId);
     expect(tooMuch.status).toBe(409);
     expect(tooMuch.body.error.code).toBe('INSUFFICIENT_BALANCE');
+  });
+
+  it('replaces a stuck transfer at the same nonce with a higher fee, and exactly one of the two is paid', async () => {
+    const to = randomAddress();
+    const addressId = await addWithdrawalAddress(cp, renter, to);
+    let id = '';
+    let first = { tx_hash: '', nonce: '' };
+    const get = async () => (await call(cp, 'GET', `/api/v1/withdrawals/${id}`, { token: renter })).body;
+    // Nothing is mined until the test says so: the first transfer sits in the node's pool.
+    await anvil.rpc('evm_setAutomine', [false]);
+    try {
+      const requested = await withdraw(renter, 3n * USDC, addressId);
+      expect(requested.status).toBe(202);
+      id = requested.body.id;
+      const sent = await waitFor(async () => ((await get()).state === 'BROADCAST' ? get() : null), {
+        timeoutMs: 30_000,
+        intervalMs: 100,
+        description: 'the transfer broadcast',
+      });
+      // Unmined past ARK_PAYOUT_REPLACE_AFTER_S: signed again at the same nonce with higher fees, stored, then sent.
+      const replaced = await waitFor(
+        async () => {
+          const now = await get();
+          return now.tx_hash !== sent.tx_hash ? now : null;
+        },
+        { timeoutMs: 30_000, intervalMs: 100, description: 'the replacement' },
+      );
+      expect(replaced).toMatchObject({ state: 'BROADCAST', nonce: sent.nonce });
+      first = sent;
+    } finally {
+      await anvil.rpc('evm_setAutomine', [true]);
+    }
+    const paid = await waitWithdrawal(cp, anvil, renter, id, 'CONFIRMED');
+    const transfers = await transfersOnChain(chain, wallet.address, to);
+    expect(transfers).toEqual([{ to, value: 3n * USDC, txHash: paid.tx_hash }]);
+    // A replacement was mined (the first left the pool), at the nonce pinned first.
+    expect(paid.nonce).toBe(first.nonce);
+    expect(paid.tx_hash).not.toBe(first.tx_hash);
   });
 
   it('holds a request over the review threshold unsigned; an admin with TOTP approves it and it is paid', async () => {
@@ -335,7 +374,7 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
 
   it('operator commands list the queue and show the wallet; the ledger verifies', async () => {
     const listed = await cli(['withdrawals', 'list', '--state', 'CONFIRMED']);
-    expect(listed.withdrawals.length).toBe(5);
+    expect(listed.withdrawals.length).toBe(6);
     const walletView = await cli(['payouts', 'wallet']);
     expect(walletView).toMatchObject({ address: wallet.address.toLowerCase(), network: 'base', pending_requests: '0', pending_micro: '0' });
     expect(BigInt(walletView.usdc_balance_micro)).toBe(3n * USDC);
