@@ -32,6 +32,8 @@ import { registerRelayRoutes } from './http/routes/relay.js';
 import { registerTelemetryRoutes } from './http/routes/telemetry.js';
 import { registerSystemRoutes } from './http/routes/system.js';
 import { registerTemplateRoutes } from './http/routes/templates.js';
+import { registerTicketRoutes } from './http/routes/tickets.js';
+import { registerWebhookRoutes } from './http/routes/webhooks.js';
 import { registerWithdrawalAddressRoutes } from './http/routes/withdrawal-addresses.js';
 import type { AppContext, AppContextInput } from './http/context.js';
 import type { TypedApp } from './http/typed-app.js';
@@ -167,6 +169,8 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerTemplateRoutes,
   registerQuoteRoutes,
   registerJobRoutes,
+  registerTicketRoutes,
+  registerWebhookRoutes,
   registerAdminAdmissionRoutes,
   registerAdminOperationRoutes,
 ];

@@ -17,15 +17,10 @@ export interface WebhooksConfig {
 }
 
 type Env = Record<string, string | undefined>;
+/** loadConfig's integer reader: the variable's value, its default, and its bounds (a bad value stops the start). */
+type IntOf = (name: string, fallback: number, min: number, max: number) => number;
 
-export function webhooksConfigFrom(env: Env, fail: (message: string) => Error): WebhooksConfig {
-  const int = (name: string, fallback: number, min: number, max: number): number => {
-    const raw = env[name];
-    if (raw === undefined || raw === '') return fallback;
-    if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max)
-      throw fail(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
-    return Number(raw);
-  };
+export function webhooksConfigFrom(env: Env, int: IntOf, fail: (message: string) => Error): WebhooksConfig {
   const allow = env.ARK_WEBHOOK_ALLOW_PRIVATE ?? '';
   if (!['', 'true', 'false'].includes(allow)) throw fail(`ARK_WEBHOOK_ALLOW_PRIVATE must be true or false, got "${allow}"`);
   return {

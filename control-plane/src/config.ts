@@ -5,6 +5,7 @@ import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
 import { type OperationsConfig, operationsConfigFrom } from './config-operations.js';
 import { type RelayConfig, relayConfigFrom } from './config-relay.js';
 import { type X402Config, x402ConfigFrom } from './config-x402.js';
+import { type WebhooksConfig, webhooksConfigFrom } from './config-webhooks.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
 export interface Config {
@@ -76,6 +77,8 @@ export interface Config {
   relay: RelayConfig;
   /** Money in by x402 top-up: the switch, treasury, gas wallet key file and amount bounds (config-x402.ts). */
   x402: X402Config;
+  /** Signed webhooks: private endpoints, attempt timeout, when a failing endpoint is disabled (config-webhooks.ts). */
+  webhooks: WebhooksConfig;
 }
 
 export class ConfigError extends Error {
@@ -186,5 +189,10 @@ export function loadConfig(env: Env = process.env): Config {
     payments,
     relay: relayConfigFrom((name, fallback, min, max) => int(env, name, fallback, min, max)),
     x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),
+    webhooks: webhooksConfigFrom(
+      env,
+      (name, fallback, min, max) => int(env, name, fallback, min, max),
+      (message) => new ConfigError(message),
+    ),
   };
 }

@@ -174,6 +174,22 @@ export const ERROR_CATALOG = {
     retryable: false,
     message: 'The acceptance authorization is not valid for this operation.',
   },
+  // Support tickets
+  TICKET_FORBIDDEN: {
+    status: 403,
+    retryable: false,
+    message: 'Only the opener, the host of the ticket’s rental or an operator may do this to the ticket.',
+  },
+  TICKET_CLOSED: { status: 409, retryable: false, message: 'The ticket is closed; reopen it to write on it.' },
+  TICKET_MESSAGE_LIMIT_REACHED: { status: 409, retryable: false, message: 'The ticket holds the most messages one ticket may; open a new one.' },
+  TICKET_JOB_NOT_FOUND: { status: 404, retryable: false, message: 'No job of yours (as renter or host) has this id.' },
+  // Webhooks
+  WEBHOOK_URL_REFUSED: {
+    status: 422,
+    retryable: false,
+    message: 'The endpoint URL must be https and resolve only to public addresses (not loopback, private or link-local).',
+  },
+  WEBHOOK_ENDPOINT_LIMIT_REACHED: { status: 409, retryable: false, message: 'The account has the most webhook endpoints one account may.' },
   // Agent channel
   CHANNEL_VERSION_UNSUPPORTED: {
     status: 400,

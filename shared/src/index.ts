@@ -15,5 +15,7 @@ export * from './http/admin-operations.js';
 export * from './http/x402.js';
 export * from './http/quotes.js';
 export * from './http/jobs.js';
+export * from './http/tickets.js';
+export * from './http/webhooks.js';
 export * from './canonical-json.js';
 export * from './redact.js';

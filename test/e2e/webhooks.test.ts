@@ -7,7 +7,10 @@ import { mkdtempSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { bearer, createTestApp, seedAccount } from '@ark/control-plane/testing/app';
+import { ManualClock } from '@ark/control-plane/clock';
+import { bearer, createTestApp, type SeededAccount, seedAccount, testConfig } from '@ark/control-plane/testing/app';
+import { fund, liveMachine, meterReceipt, deliver as deliverToAgent, reserveJob, runJob } from '@ark/control-plane/testing/renting';
+import { httpWebhookSender } from '@ark/control-plane/workers/webhooks';
 import { Webhook } from 'standardwebhooks';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
@@ -18,6 +21,8 @@ const PASSWORD = 'correct horse battery staple';
 
 interface Received {
   id: string;
+  /** The path and query it was sent to. */
+  url: string;
   headers: IncomingHttpHeaders;
   body: string;
   status: number;
@@ -42,7 +47,7 @@ class Receiver {
         const scripted = this.script.get(id)?.shift();
         const status = this.always ?? scripted ?? 200;
         setTimeout(() => {
-          this.requests.push({ id, headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status });
+          this.requests.push({ id, url: String(req.url), headers: req.headers, body: Buffer.concat(chunks).toString('utf8'), status });
           res.writeHead(status).end();
         }, this.delayMs);
       });
@@ -91,7 +96,13 @@ describe.each(['sqlite', 'postgres'] as const)('signed webhooks on %s', (dialect
   const deliveries = async (endpointId: string) => {
     const answer = await api(cp.base, 'GET', `/api/v1/webhooks/${endpointId}/deliveries?limit=100`, { token: renterKey });
     expect(answer.status).toBe(200);
-    return answer.body.items as Array<{ delivery_id: string; event_id: string; state: string; attempts: number; last_status: number | null }>;
+    return answer.body.items as Array<{
+      delivery_id: string;
+      event_id: string;
+      state: string;
+      attempts: number;
+      last_status: number | null;
+    }>;
   };
   const start = async (port?: number) => startControlPlane({ port, dataDir, databaseUrl: database?.url ?? null, env });
 
@@ -109,7 +120,9 @@ describe.each(['sqlite', 'postgres'] as const)('signed webhooks on %s', (dialect
     cp = await start();
     const renterEmail = `renter-${randomUUID().slice(0, 8)}@example.test`;
     await controlPlaneCli(cp, ['accounts', 'create', '--email', renterEmail, '--role', 'renter', '--password', PASSWORD, '--verified']);
-    renterKey = JSON.parse(await controlPlaneCli(cp, ['keys', 'create', '--email', renterEmail, '--scopes', 'renter', '--label', 'e2e'])).secret;
+    renterKey = JSON.parse(
+      await controlPlaneCli(cp, ['keys', 'create', '--email', renterEmail, '--scopes', 'renter', '--label', 'e2e']),
+    ).secret;
     const adminEmail = `admin-${randomUUID().slice(0, 8)}@example.test`;
     await controlPlaneCli(cp, ['accounts', 'create', '--email', adminEmail, '--role', 'admin', '--password', PASSWORD, '--verified']);
     const signIn = await api(cp.base, 'POST', '/api/v1/auth/sessions', { body: { email: adminEmail, password: PASSWORD } });
@@ -145,7 +158,11 @@ describe.each(['sqlite', 'postgres'] as const)('signed webhooks on %s', (dialect
     // Both attempts carried the same id and body; each verifies.
     expect(attempts[0]?.body).toBe(received.body);
     for (const attempt of attempts) expect(verifier.verify(attempt.body, headersOf(attempt))).toEqual(JSON.parse(attempt.body));
-    expect(JSON.parse(received.body)).toEqual({ type: 'webhook.test', timestamp: expect.stringMatching(/Z$/), data: { endpoint_id: endpoint.id } });
+    expect(JSON.parse(received.body)).toEqual({
+      type: 'webhook.test',
+      timestamp: expect.stringMatching(/Z$/),
+      data: { endpoint_id: endpoint.id },
+    });
     // A forged body does not verify.
     expect(() => verifier.verify(received.body.replace('webhook.test', 'webhook.tost'), headersOf(received))).toThrow();
     const seen = (await deliveries(endpoint.id)).find((d) => d.event_id === eventId);
@@ -155,8 +172,17 @@ describe.each(['sqlite', 'postgres'] as const)('signed webhooks on %s', (dialect
     const replay = await post(`/api/v1/webhooks/${endpoint.id}/deliveries/${seen?.delivery_id}/replay`, renterKey);
     expect(replay.status).toBe(202);
     expect(replay.body.event_id).toBe(eventId);
-    await waitFor(() => receiver.accepted().filter((r) => r.id === eventId).length === 2, { timeoutMs: 10_000, intervalMs: 50, description: 'replay' });
-    expect(receiver.accepted().filter((r) => r.id === eventId).map((r) => r.body)).toEqual([received.body, received.body]);
+    await waitFor(() => receiver.accepted().filter((r) => r.id === eventId).length === 2, {
+      timeoutMs: 10_000,
+      intervalMs: 50,
+      description: 'replay',
+    });
+    expect(
+      receiver
+        .accepted()
+        .filter((r) => r.id === eventId)
+        .map((r) => r.body),
+    ).toEqual([received.body, received.body]);
     expect((await api(cp.base, 'DELETE', `/api/v1/webhooks/${endpoint.id}`, { token: renterKey })).status).toBe(200);
   }, 60_000);
 
@@ -216,11 +242,14 @@ describe.each(['sqlite', 'postgres'] as const)('signed webhooks on %s', (dialect
     const deliveredAtKill = receiver.requests.length - before;
     receiver.delayMs = 0;
     cp = await start(port);
-    await waitFor(() => new Set(receiver.accepted('ticket.message_created').map((r) => JSON.parse(r.body).data.message_id)).size >= MESSAGES, {
-      timeoutMs: 30_000,
-      intervalMs: 50,
-      description: 'every message delivered after the restart',
-    });
+    await waitFor(
+      () => new Set(receiver.accepted('ticket.message_created').map((r) => JSON.parse(r.body).data.message_id)).size >= MESSAGES,
+      {
+        timeoutMs: 30_000,
+        intervalMs: 50,
+        description: 'every message delivered after the restart',
+      },
+    );
     expect(deliveredAtKill).toBeLessThan(MESSAGES);
 
     const got = receiver.accepted('ticket.message_created');
@@ -250,7 +279,13 @@ describe.each(['sqlite', 'postgres'] as const)('signed webhooks on %s', (dialect
     const t = await createTestApp(dialect);
     try {
       const account = await seedAccount(t.ctx);
-      for (const url of ['http://127.0.0.1:9/x', 'https://127.0.0.1/x', 'https://localhost/x', 'https://[::1]/x', 'https://169.254.169.254/latest']) {
+      for (const url of [
+        'http://127.0.0.1:9/x',
+        'https://127.0.0.1/x',
+        'https://localhost/x',
+        'https://[::1]/x',
+        'https://169.254.169.254/latest',
+      ]) {
         const answer = await t.app.inject({
           method: 'POST',
           url: '/api/v1/webhooks',
@@ -262,6 +297,99 @@ describe.each(['sqlite', 'postgres'] as const)('signed webhooks on %s', (dialect
       }
     } finally {
       await t.destroy();
+    }
+  });
+});
+
+/** Metered in the event test: 90 % of the one-hour reservation. */
+const METERED_MS = 3_240_000;
+
+// What the areas emit, in the transaction of their change: job state changes (to the renter and the host), budget
+// thresholds, machine online/offline. The real app in process with a manual clock, the real sender to a real receiver.
+describe.each(['sqlite', 'postgres'] as const)('events emitted on %s', (dialect) => {
+  it('job state changes, budget thresholds and machine liveness reach the subscribed endpoints, in order, signed', async () => {
+    const receiver = new Receiver();
+    await receiver.start();
+    const base = testConfig();
+    // The manual clock ends near the wall clock (the hour of metering below is advanced, not waited), so receivers
+    // accept the deliveries' timestamps (Standard Webhooks tolerates five minutes).
+    const clock = new ManualClock(new Date(Date.now() - METERED_MS - 2000));
+    const t = await createTestApp(dialect, { clock, configOverrides: { webhooks: { ...base.webhooks, allowPrivate: true } } });
+    try {
+      const machine = await liveMachine(t.ctx, t.app);
+      const renter = await seedAccount(t.ctx, { role: 'renter' });
+      await fund(t.ctx, renter.accountId, 1_000_000_000n);
+      const subscribe = async (who: SeededAccount, types: string[]) => {
+        const answer = await t.app.inject({
+          method: 'POST',
+          url: '/api/v1/webhooks',
+          headers: { ...bearer(who.apiKey), 'idempotency-key': randomUUID() },
+          payload: { url: `${receiver.url}?for=${who.accountId}`, event_types: types },
+        });
+        expect(answer.statusCode, answer.body).toBe(201);
+        return answer.json() as { id: string; secret: string };
+      };
+      const renterHook = await subscribe(renter, ['job.state_changed', 'job.budget_threshold']);
+      const hostHook = await subscribe(machine.host, ['machine.online', 'machine.offline', 'job.state_changed']);
+
+      expect(await t.ctx.services.webhooks.tellLivenessChanges()).toBe(1);
+      expect(await t.ctx.services.webhooks.tellLivenessChanges()).toBe(0);
+      const { jobId } = await reserveJob(t.app, renter, machine);
+      const ready = await runJob(t, machine.machineId, jobId);
+      // 60 % of the hour, then 90 %: the charges cross 50 % and then 80 % of the budget.
+      t.clock.advance((METERED_MS * 2) / 3);
+      await deliverToAgent(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, ready, t.clock.now()));
+      const mid = t.clock.now();
+      t.clock.advance(METERED_MS / 3);
+      await deliverToAgent(t.ctx, machine.machineId, meterReceipt(jobId, 1, 2, mid, t.clock.now()));
+      // The agent falls silent past three heartbeat intervals.
+      expect(await t.ctx.services.webhooks.tellLivenessChanges()).toBe(1);
+
+      for (let round = 0; round < 50; round++) {
+        const step = await t.ctx.services.webhooks.deliverDue(httpWebhookSender);
+        if (step.attempted === 0) break;
+      }
+      // Each endpoint's deliveries, in the order they arrived, verified with its own secret.
+      const bodies = (secret: string, accountId: string) =>
+        receiver.requests
+          .filter((r) => r.status === 200 && r.url.endsWith(`?for=${accountId}`))
+          .map((r) => new Webhook(secret).verify(r.body, headersOf(r)) as { type: string; data: any });
+      const renterEvents = bodies(renterHook.secret, renter.accountId);
+      const hostEvents = bodies(hostHook.secret, machine.host.accountId);
+
+      const jobEvents = await t.app.inject({
+        method: 'GET',
+        url: `/api/v1/jobs/${jobId}/events?limit=100`,
+        headers: bearer(renter.apiKey),
+      });
+      const states = [
+        'RESERVED',
+        ...jobEvents
+          .json()
+          .items.filter((e: any) => e.kind === 'state_changed')
+          .map((e: any) => e.data.to),
+      ];
+      expect(states.slice(0, 3)).toEqual(['RESERVED', 'STARTING', 'RUNNING']);
+      const jobChanges = (events: Array<{ type: string; data: any }>) =>
+        events.filter((e) => e.type === 'job.state_changed').map((e) => e.data.to);
+      expect(jobChanges(renterEvents)).toEqual(states);
+      expect(jobChanges(hostEvents)).toEqual(states);
+      expect(renterEvents.find((e) => e.type === 'job.state_changed')?.data).toEqual({
+        job_id: jobId,
+        from: null,
+        to: 'RESERVED',
+        machine_id: machine.machineId,
+      });
+      expect(renterEvents.filter((e) => e.type === 'job.budget_threshold').map((e) => e.data.percent)).toEqual([50, 80]);
+      expect(hostEvents.filter((e) => e.type.startsWith('machine.')).map((e) => [e.type, e.data.machine_id])).toEqual([
+        ['machine.online', machine.machineId],
+        ['machine.offline', machine.machineId],
+      ]);
+      // Nothing the host did not ask for.
+      expect(hostEvents.some((e) => e.type === 'job.budget_threshold')).toBe(false);
+    } finally {
+      await t.destroy();
+      await receiver.close();
     }
   });
 });

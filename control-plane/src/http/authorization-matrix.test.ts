@@ -115,6 +115,8 @@ const ajv = new Ajv.default({ strict: false });
 addFormats.default(ajv);
 const isEnvelope = ajv.compile(ErrorEnvelope);
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
+/** A public address as an IP literal: registering it resolves nothing. */
+const WEBHOOK_URL = 'https://93.184.215.14/ark-hook';
 const evmAddress = () => `0x${randomBytes(20).toString('hex')}`;
 const later = (now: Date, ms: number) => new Date(now.getTime() + ms).toISOString();
 
@@ -150,6 +152,16 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       scopes,
       ...(expiresAt ? { expires_at: expiresAt } : {}),
     });
+
+  const freshTicket = async () =>
+    (await postAs(seeded.renterA.sessionToken, '/api/v1/tickets', { category: 'matrix', text: 'help' })).ticket_id;
+  let endpointId: string | null = null;
+  /** One endpoint of renterA's for the operations that leave it in place (an account holds at most 20). */
+  const theEndpoint = async () => {
+    endpointId ??= (await postAs(seeded.renterA.sessionToken, '/api/v1/webhooks', { url: WEBHOOK_URL, event_types: ['job.state_changed'] }))
+      .id as string;
+    return endpointId;
+  };
 
   // The table: every operation, in the order it runs (what ends a session or the account last).
   const RULES: Record<string, Rule> = {
@@ -306,6 +318,67 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       ok: [404],
     },
     'GET /api/v1/admin/withdrawals': { need: { admin: true }, request: () => ({}), ok: [200] },
+    // Support tickets: a party reads a case (anyone else 404); writing, closing and reopening are decided by the
+    // handler on the case's parties (201/200, or 403 TICKET_FORBIDDEN as contract part 4 says).
+    'POST /api/v1/tickets': { need: {}, request: () => ({ payload: { category: 'matrix', text: 'hello' } }), ok: [201] },
+    'GET /api/v1/tickets': { need: {}, request: () => ({}), ok: [200] },
+    'GET /api/v1/tickets/{id}': {
+      need: {},
+      owner: { account: 'renterA', admin: true, resource: 'fresh' },
+      fresh: freshTicket,
+      request: () => ({}),
+      ok: [200],
+    },
+    'POST /api/v1/tickets/{id}/messages': {
+      need: {},
+      fresh: freshTicket,
+      request: () => ({ payload: { text: 'matrix' } }),
+      ok: [201, 403],
+    },
+    'POST /api/v1/tickets/{id}/close': { need: {}, fresh: freshTicket, request: () => ({}), ok: [200, 403] },
+    'POST /api/v1/tickets/{id}/reopen': { need: {}, fresh: freshTicket, request: () => ({}), ok: [200, 403] },
+    'GET /api/v1/admin/tickets': { need: { admin: true }, request: () => ({}), ok: [200] },
+    // Webhooks: an account's own endpoints (an IP literal: no name is resolved; nothing is sent from here).
+    'POST /api/v1/webhooks': {
+      need: {},
+      request: () => ({ payload: { url: WEBHOOK_URL, event_types: ['job.state_changed'] } }),
+      ok: [201],
+    },
+    'GET /api/v1/webhooks': { need: {}, request: () => ({}), ok: [200] },
+    'POST /api/v1/webhooks/{id}/rotate-secret': {
+      need: {},
+      owner: { account: 'renterA', admin: false, resource: 'fresh' },
+      fresh: theEndpoint,
+      request: () => ({}),
+      ok: [200],
+    },
+    'POST /api/v1/webhooks/{id}/test': {
+      need: {},
+      owner: { account: 'renterA', admin: false, resource: 'fresh' },
+      fresh: theEndpoint,
+      request: () => ({}),
+      ok: [202],
+    },
+    'GET /api/v1/webhooks/{id}/deliveries': {
+      need: {},
+      owner: { account: 'renterA', admin: false, resource: 'fresh' },
+      fresh: theEndpoint,
+      request: () => ({}),
+      ok: [200],
+    },
+    'POST /api/v1/webhooks/{id}/deliveries/{delivery_id}/replay': {
+      need: {},
+      request: () => ({ url: `/api/v1/webhooks/${randomUUID()}/deliveries/${randomUUID()}/replay` }),
+      ok: [404],
+    },
+    'DELETE /api/v1/webhooks/{id}': {
+      need: {},
+      owner: { account: 'renterA', admin: false, resource: 'fresh' },
+      fresh: async () =>
+        (await postAs(seeded.renterA.sessionToken, '/api/v1/webhooks', { url: WEBHOOK_URL, event_types: ['job.state_changed'] })).id,
+      request: () => ({}),
+      ok: [200],
+    },
     'GET /api/v1/templates': { need: 'public', request: () => ({}), ok: [200] },
     'GET /api/v1/templates/{id}': { need: 'public', request: () => ({ url: `/api/v1/templates/${randomUUID()}` }), ok: [404] },
     'POST /api/v1/admin/templates/{id}/qualifications': {

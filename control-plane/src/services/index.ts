@@ -25,6 +25,8 @@ import { buildOfferServices, type OfferServices } from './hosting/offers.js';
 import { buildPairingServices, type PairingServices } from './hosting/pairing.js';
 import { buildJobServices, type JobServices, jobSettingsOf } from './jobs/index.js';
 import { buildTemplateServices, type TemplateServices } from './templates/index.js';
+import { buildTicketServices, type TicketServices } from './tickets/index.js';
+import { buildWebhookServices, type WebhookServices } from './webhooks/index.js';
 
 // The composition of the use cases: built once per process by the composition root (runtime.ts for `ark-cp serve`,
 // buildApp when a test gives none, the CLI for one command) and handed to every edge: routes, the gateway's handler
@@ -69,6 +71,10 @@ export interface Services {
   operations: OperationsServices;
   /** Money in by x402 top-up: the route's use case, the settlement worker, the top-ups history (issue 8). */
   x402: X402Services;
+  /** Support tickets (issue 10). */
+  tickets: TicketServices;
+  /** Signed webhooks: endpoints, deliveries, the delivery step (issue 10). */
+  webhooks: WebhookServices;
   /** Flushes what the services buffer (heartbeats): after the gateway closed, before the store closes. */
   close(): Promise<void>;
 }
@@ -119,6 +125,14 @@ export function buildServices(deps: ServiceDeps): Services {
       settings: { smtpUrl: config.smtp.url, oidcIssuer: config.operations.oidcIssuer, networks: config.payments.chains?.networks ?? [] },
       alerts,
       chainReaderFor: deps.chainReaderFor ?? ((network) => new ViemChainReader({ rpcUrl: network.rpcUrl, timeoutMs: 5_000 })),
+    }),
+    tickets: buildTicketServices({ store, clock }),
+    webhooks: buildWebhookServices({
+      store,
+      clock,
+      settings: config.webhooks,
+      secretKey: config.secretKey,
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
     }),
     async close() {
       await hosting.close();

@@ -8,6 +8,8 @@ import type { HostsTables } from './tables/hosts.js';
 import type { JobsTables } from './tables/jobs.js';
 import type { LedgerTables } from './tables/ledger.js';
 import type { TemplatesTables } from './tables/templates.js';
+import type { TicketsTables } from './tables/tickets.js';
+import type { WebhooksTables } from './tables/webhooks.js';
 import type { X402Tables } from './tables/x402.js';
 
 // The whole database, as the union of each aggregate's tables.
@@ -22,4 +24,6 @@ export interface Database
     DepositsTables,
     X402Tables,
     AdmissionsTables,
-    AgentsTables {}
+    AgentsTables,
+    TicketsTables,
+    WebhooksTables {}

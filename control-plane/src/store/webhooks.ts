@@ -325,3 +325,59 @@ export async function purgeWebhookHistory(db: Executor, before: Date, limit: num
     .execute();
   return old.length;
 }
+
+// ---- machine liveness told to owners
+
+export interface LivenessChange {
+  machineId: string;
+  ownerAccountId: string;
+  online: boolean;
+}
+
+/**
+ * Machines whose liveness differs from what their owner was last told: heard from since `onlineSince` but told
+ * offline (or never told), or told online and silent since then. At most `limit` of each.
+ */
+export async function livenessChanges(db: Executor, onlineSince: Date, limit: number): Promise<LivenessChange[]> {
+  const since = iso(onlineSince);
+  const cameOnline = await db
+    .selectFrom('machines as m')
+    .leftJoin('webhook_machine_liveness as l', 'l.machine_id', 'm.id')
+    .select(['m.id', 'm.owner_account_id'])
+    .where('m.last_heartbeat_at', '>=', since)
+    .where((eb) => eb.or([eb('l.online', 'is', null), eb('l.online', '=', 0n)]))
+    .limit(limit)
+    .execute();
+  const wentOffline = await db
+    .selectFrom('webhook_machine_liveness as l')
+    .innerJoin('machines as m', 'm.id', 'l.machine_id')
+    .select(['m.id', 'm.owner_account_id'])
+    .where('l.online', '=', 1n)
+    .where((eb) => eb.or([eb('m.last_heartbeat_at', 'is', null), eb('m.last_heartbeat_at', '<', since)]))
+    .limit(limit)
+    .execute();
+  return [
+    ...cameOnline.map((r) => ({ machineId: r.id, ownerAccountId: r.owner_account_id, online: true })),
+    ...wentOffline.map((r) => ({ machineId: r.id, ownerAccountId: r.owner_account_id, online: false })),
+  ];
+}
+
+/** Records what the owner is told now; false when another replica recorded the same change first. */
+export async function recordLivenessTold(trx: Tx, machineId: string, online: boolean, now: Date): Promise<boolean> {
+  const value = online ? 1n : 0n;
+  const at = iso(now);
+  const updated = await trx
+    .updateTable('webhook_machine_liveness')
+    .set({ online: value, changed_at: at })
+    .where('machine_id', '=', machineId)
+    .where('online', '!=', value)
+    .executeTakeFirst();
+  if (Number(updated.numUpdatedRows) === 1) return true;
+  const inserted = await trx
+    .insertInto('webhook_machine_liveness')
+    .values({ machine_id: machineId, online: value, changed_at: at })
+    .onConflict((oc) => oc.column('machine_id').doNothing())
+    .returning('machine_id')
+    .executeTakeFirst();
+  return inserted !== undefined;
+}

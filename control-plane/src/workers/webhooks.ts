@@ -63,6 +63,12 @@ export function webhookWorkers(webhooks: WebhookServices, send: WebhookSender = 
       // The runner logs a positive number: attempts made in this step.
       step: async () => (await webhooks.deliverDue(send)).attempted,
     },
+    // A third of the heartbeat interval, as the job liveness sweep: a change is told within about one interval.
+    {
+      name: 'webhook-machine-liveness',
+      intervalMs: Math.max(1000, Math.floor(webhooks.heartbeatIntervalMs / 3)),
+      step: () => webhooks.tellLivenessChanges(),
+    },
     { name: 'webhook-history-purge', intervalMs: 60 * 60_000, step: (_store, now) => webhooks.purgeHistory(now) },
   ];
 }

@@ -20,21 +20,21 @@ export const partiesOf = (ticket: TicketRow): TicketParties => ({
   state: ticket.state,
 });
 
-/** The ticket row locked in the caller's transaction, with its parties; TICKET_NOT_FOUND when there is none. */
+/** The ticket row locked in the caller's transaction, with its parties; NOT_FOUND when there is none. */
 export async function lockedTicket(deps: TicketDeps, trx: Tx, ticketId: string): Promise<{ ticket: TicketRow; parties: TicketParties }> {
   const ticket = await lockTicket(trx, deps.store.dialect, ticketId);
-  if (!ticket) throw new DomainError('TICKET_NOT_FOUND');
+  if (!ticket) throw new DomainError('NOT_FOUND', 'No ticket of yours has this id.');
   return { ticket, parties: partiesOf(ticket) };
 }
 
-/** A case with its messages, for a party to it; TICKET_NOT_FOUND for anyone else (existence does not leak). */
+/** A case with its messages, for a party to it; NOT_FOUND for anyone else (existence does not leak). */
 export async function ticketWithMessages(
   deps: TicketDeps,
   ticketId: string,
   caller: TicketCaller,
 ): Promise<{ ticket: TicketRow; messages: TicketMessageRow[] }> {
   const ticket = await findTicket(deps.store.db, ticketId);
-  if (!ticket || !mayRead(partiesOf(ticket), caller)) throw new DomainError('TICKET_NOT_FOUND');
+  if (!ticket || !mayRead(partiesOf(ticket), caller)) throw new DomainError('NOT_FOUND', 'No ticket of yours has this id.');
   return { ticket, messages: await messagesOfTicket(deps.store.db, ticket.id, TICKET_MESSAGES_MAX) };
 }
 

@@ -14,10 +14,10 @@ import {
 } from '../../store/webhooks.js';
 import type { WebhookDeps } from './deps.js';
 
-/** The account's live endpoint, locked in the caller's transaction; WEBHOOK_NOT_FOUND when there is none. */
+/** The account's live endpoint, locked in the caller's transaction; NOT_FOUND when there is none. */
 export async function lockedEndpoint(deps: WebhookDeps, trx: Tx, input: { accountId: string; id: string }): Promise<WebhookEndpointRow> {
   const endpoint = await lockWebhookEndpoint(trx, deps.store.dialect, input.accountId, input.id);
-  if (!endpoint) throw new DomainError('WEBHOOK_NOT_FOUND');
+  if (!endpoint) throw new DomainError('NOT_FOUND', 'No webhook endpoint of yours has this id.');
   return endpoint;
 }
 
@@ -67,7 +67,7 @@ export function replayDelivery(
     async (trx) => {
       const endpoint = await lockedEndpoint(deps, trx, input);
       const original = await findDelivery(trx, endpoint.id, input.deliveryId);
-      if (!original) throw new DomainError('WEBHOOK_DELIVERY_NOT_FOUND');
+      if (!original) throw new DomainError('NOT_FOUND', 'No delivery of this endpoint has this id.');
       const delivery = await enqueueDelivery(trx, {
         endpointId: endpoint.id,
         eventId: original.event_id,
@@ -86,6 +86,6 @@ export async function recentDeliveries(
   input: { accountId: string; id: string; afterSeq: string | null; fetch: number },
 ): Promise<WebhookDeliveryRow[]> {
   const endpoint = await findWebhookEndpoint(deps.store.db, input.accountId, input.id);
-  if (!endpoint) throw new DomainError('WEBHOOK_NOT_FOUND');
+  if (!endpoint) throw new DomainError('NOT_FOUND', 'No webhook endpoint of yours has this id.');
   return listDeliveries(deps.store.db, endpoint.id, input.afterSeq, input.fetch);
 }

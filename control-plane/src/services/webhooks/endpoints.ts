@@ -63,7 +63,7 @@ export function listAccountWebhookEndpoints(
   return listWebhookEndpoints(deps.store.db, accountId, after, fetch);
 }
 
-/** Removes an endpoint; what it was still owed is dropped. WEBHOOK_NOT_FOUND when the account has no such live one. */
+/** Removes an endpoint; what it was still owed is dropped. NOT_FOUND when the account has no such live one. */
 export async function removeAccountWebhookEndpoint(deps: WebhookDeps, accountId: string, id: string): Promise<void> {
   const now = deps.clock.now();
   const removed = await transact(deps.store, async (trx) => {
@@ -71,7 +71,7 @@ export async function removeAccountWebhookEndpoint(deps: WebhookDeps, accountId:
     await appendAudit(trx, { at: now, actorAccountId: accountId, action: 'webhook.removed', subject: id });
     return true;
   });
-  if (!removed) throw new DomainError('WEBHOOK_NOT_FOUND');
+  if (!removed) throw new DomainError('NOT_FOUND', 'No webhook endpoint of yours has this id.');
 }
 
 export interface RotatedSecret {

@@ -9,6 +9,7 @@ import type { CommitHook } from '../../store/transaction.js';
 import { purgeWebhookHistory, type WebhookEndpointRow } from '../../store/webhooks.js';
 import { deliverDue, type WebhookSender } from './deliver.js';
 import { type QueuedDelivery, recentDeliveries, replayDelivery, sendTestEvent } from './deliveries.js';
+import { tellLivenessChanges } from './machine-liveness.js';
 import type { HostResolver, WebhookDeps } from './deps.js';
 import {
   type CreatedEndpoint,
@@ -30,6 +31,8 @@ export function buildWebhookServices(input: {
   clock: Clock;
   settings: WebhooksConfig;
   secretKey: Buffer;
+  /** The agents' heartbeat interval: a machine is online within 3 of them (machine.online / machine.offline). */
+  heartbeatIntervalMs: number;
   resolve?: HostResolver;
 }) {
   const deps: WebhookDeps = {
@@ -41,6 +44,7 @@ export function buildWebhookServices(input: {
   };
   return {
     settings: input.settings,
+    heartbeatIntervalMs: input.heartbeatIntervalMs,
     create: (
       body: { accountId: string; url: string; description: string | null; eventTypes: readonly WebhookEventType[] },
       commit?: CommitHook<CreatedEndpoint>,
@@ -55,6 +59,8 @@ export function buildWebhookServices(input: {
     deliveries: (body: { accountId: string; id: string; afterSeq: string | null; fetch: number }) => recentDeliveries(deps, body),
     /** One step of the delivery worker (workers/webhooks.ts gives the real HTTP sender). */
     deliverDue: (send: WebhookSender) => deliverDue(deps, send),
+    /** One step of the liveness worker: machine.online / machine.offline for changes not told yet. */
+    tellLivenessChanges: () => tellLivenessChanges(deps, input.heartbeatIntervalMs),
     purgeHistory: (now: Date) => purgeWebhookHistory(deps.store.db, new Date(now.getTime() - WEBHOOK_HISTORY_KEPT_MS), 1000),
   };
 }

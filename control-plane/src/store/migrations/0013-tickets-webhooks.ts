@@ -84,10 +84,20 @@ export async function up(db: Kysely<any>): Promise<void> {
     .execute();
   await db.schema.createIndex('webhook_deliveries_order').on('webhook_deliveries').columns(['endpoint_id', 'state', 'seq']).execute();
   // The worker's scan: the head of each endpoint's pending deliveries.
+  // What machine.online / machine.offline last told each machine's owner, so a change is told once.
+  await db.schema
+    .createTable('webhook_machine_liveness')
+    .addColumn('machine_id', 'text', (c) => c.primaryKey())
+    // 1 online, 0 offline.
+    .addColumn('online', 'bigint', (c) => c.notNull())
+    .addColumn('changed_at', 'text', (c) => c.notNull())
+    .execute();
+  await db.schema.createIndex('webhook_machine_liveness_online').on('webhook_machine_liveness').columns(['online']).execute();
   await db.schema.createIndex('webhook_deliveries_pending').on('webhook_deliveries').columns(['state', 'next_attempt_at']).execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable('webhook_machine_liveness').execute();
   await db.schema.dropTable('webhook_deliveries').execute();
   await db.schema.dropTable('webhook_events').execute();
   await db.schema.dropTable('webhook_endpoints').execute();

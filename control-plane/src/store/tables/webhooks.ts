@@ -54,8 +54,17 @@ export interface WebhookDeliveriesTable {
   created_at: string;
 }
 
+/** The liveness last told to a machine's owner (machine.online / machine.offline). */
+export interface WebhookMachineLivenessTable {
+  machine_id: string;
+  /** 1 online, 0 offline. */
+  online: bigint;
+  changed_at: string;
+}
+
 export interface WebhooksTables {
   webhook_endpoints: WebhookEndpointsTable;
   webhook_events: WebhookEventsTable;
   webhook_deliveries: WebhookDeliveriesTable;
+  webhook_machine_liveness: WebhookMachineLivenessTable;
 }
