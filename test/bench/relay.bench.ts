@@ -4,9 +4,12 @@
 // over the agent's signed channel), alternately. Figures, medians over the rounds:
 // - firstByteMs: from sending the request to the first streamed token; addedFirstByteMs = relay - direct, and the
 //   ratio relay / direct;
-// - chunksPerSecond: server-sent events received per second over a 256-token answer; the ratio relay / direct.
-// Budgets: the relay adds at most 50 ms to the first byte, and streams at least a fifth of the engine's own rate
-// (every piece is signed, sent over the channel and verified; figures in test/bench/README.md).
+// - chunksPerSecond: server-sent events received per second over a 1024-token answer, from sending the request to the
+//   stream's end, with an engine that writes its tokens as fast as it can (each its own write): the relay's capacity
+//   against the engine's own; the ratio relay / direct.
+// Budgets: the relay adds at most 50 ms to the first byte, and carries at least 1000 events a second on one stream
+// (five times a fast engine's token rate; every piece is signed, sent over the channel and verified, so the relay
+// is far below a bare loopback engine's own rate, which the ratio shows). Figures in test/bench/README.md.
 // Run: pnpm exec tsx test/bench/relay.bench.ts [--rounds 20] [--dialect sqlite]
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -34,11 +37,11 @@ export interface RelayBenchFigures {
   addedFirstByteMs: number;
   firstByteRatio: number;
   chunksPerSecondRatio: number;
-  budgets: { addedFirstByteMsMax: number; chunksPerSecondRatioMin: number };
+  budgets: { addedFirstByteMsMax: number; relayChunksPerSecondMin: number };
   withinBudget: { firstByte: boolean; chunksPerSecond: boolean };
 }
 
-const TOKENS = 256;
+const TOKENS = 1024;
 
 const median = (values: number[]): number => {
   const sorted = [...values].sort((a, b) => a - b);
@@ -47,7 +50,7 @@ const median = (values: number[]): number => {
 };
 const round = (n: number, places = 2) => Math.round(n * 10 ** places) / 10 ** places;
 
-/** One streamed chat completion: time to the first token, and events per second from the first to the last. */
+/** One streamed chat completion: time to the first token, and events per second from sending to the end. */
 async function streamOnce(url: string, key: string): Promise<{ firstByteMs: number; chunksPerSecond: number }> {
   const sent = performance.now();
   const response = await fetch(url, {
@@ -63,21 +66,21 @@ async function streamOnce(url: string, key: string): Promise<{ firstByteMs: numb
   if (response.status !== 200 || response.body === null) throw new Error(`${url}: ${response.status} ${await response.text()}`);
   const decoder = new TextDecoder();
   let first = 0;
-  let last = 0;
   let events = 0;
-  let text = '';
+  // Events end with a blank line; only the tail of the previous piece is kept, so counting stays linear.
+  let tail = '';
   for await (const piece of response.body as unknown as AsyncIterable<Uint8Array>) {
     const now = performance.now();
-    text += decoder.decode(piece, { stream: true });
+    const text = tail + decoder.decode(piece, { stream: true });
     const count = text.split('\n\n').length - 1;
-    if (count > events) {
-      if (events === 0) first = now;
-      last = now;
-      events = count;
-    }
+    if (count > 0 && events === 0) first = now;
+    events += count;
+    const end = text.lastIndexOf('\n\n');
+    tail = end < 0 ? text : text.slice(end + 2);
   }
-  if (!text.includes('data: [DONE]')) throw new Error(`${url}: the stream did not end with [DONE]`);
-  return { firstByteMs: first - sent, chunksPerSecond: events / Math.max((last - first) / 1000, 0.001) };
+  const ended = performance.now();
+  if (events < TOKENS + 2) throw new Error(`${url}: ${events} events, expected ${TOKENS + 2} (the role, each token, the end)`);
+  return { firstByteMs: first - sent, chunksPerSecond: events / Math.max((ended - sent) / 1000, 0.001) };
 }
 
 export async function run(options: RelayBenchOptions = {}): Promise<RelayBenchFigures> {
@@ -110,7 +113,7 @@ export async function run(options: RelayBenchOptions = {}): Promise<RelayBenchFi
       const directFigures = figures(samples.direct);
       const relayFigures = figures(samples.relay);
       log(`relay: direct ${JSON.stringify(directFigures)}, relay ${JSON.stringify(relayFigures)}`);
-      const budgets = { addedFirstByteMsMax: 50, chunksPerSecondRatioMin: 0.2 };
+      const budgets = { addedFirstByteMsMax: 50, relayChunksPerSecondMin: 1000 };
       const addedFirstByteMs = round(relayFigures.firstByteMedianMs - directFigures.firstByteMedianMs);
       const chunksPerSecondRatio = round(relayFigures.chunksPerSecondMedian / directFigures.chunksPerSecondMedian, 3);
       return {
@@ -124,7 +127,7 @@ export async function run(options: RelayBenchOptions = {}): Promise<RelayBenchFi
         budgets,
         withinBudget: {
           firstByte: addedFirstByteMs <= budgets.addedFirstByteMsMax,
-          chunksPerSecond: chunksPerSecondRatio >= budgets.chunksPerSecondRatioMin,
+          chunksPerSecond: relayFigures.chunksPerSecondMedian >= budgets.relayChunksPerSecondMin,
         },
       };
     } finally {

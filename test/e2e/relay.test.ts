@@ -197,6 +197,9 @@ describe.skipIf(!isDockerAvailable())('the OpenAI-compatible relay on real parts
       expect(refused.status).toBe(409);
       expect(refused.body.error.code).toBe('RELAY_JOB_NOT_RUNNING');
       await expect(client.models.list()).rejects.toMatchObject({ status: 409 });
+      const access = await site.renter('GET', `/api/v1/jobs/${job.jobId}/access`);
+      expect(access.status).toBe(403);
+      expect(JSON.stringify(access.body)).not.toContain(job.access.api_key);
     });
   });
 });

@@ -104,13 +104,32 @@ export class EngineRelay {
       )
         return void controller.abort();
       if (response.body !== null) {
-        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-          for (let at = 0; at < chunk.byteLength; at += RELAY_CHUNK_MAX_BYTES) {
-            const piece = Buffer.from(chunk.buffer, chunk.byteOffset + at, Math.min(RELAY_CHUNK_MAX_BYTES, chunk.byteLength - at));
-            if (!this.#options.send({ t: 'relay_data', stream_id: streamId, data: piece.toString('base64') }))
-              return void controller.abort();
+        // Pieces that arrive in the same turn of the event loop go out as one frame at the end of that turn: nothing
+        // ever waits for more data, and an engine faster than one signed frame per piece is not slowed to that rate.
+        const pending: Buffer[] = [];
+        let flushing: Promise<boolean> | null = null;
+        const flush = (): boolean => {
+          const all = Buffer.concat(pending.splice(0));
+          for (let at = 0; at < all.byteLength; at += RELAY_CHUNK_MAX_BYTES) {
+            const piece = all.subarray(at, Math.min(at + RELAY_CHUNK_MAX_BYTES, all.byteLength));
+            if (!this.#options.send({ t: 'relay_data', stream_id: streamId, data: piece.toString('base64') })) return false;
           }
+          return true;
+        };
+        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
+          pending.push(Buffer.from(chunk));
+          flushing ??= new Promise<boolean>((resolve) =>
+            setImmediate(() => {
+              flushing = null;
+              resolve(flush());
+            }),
+          ).then((sent) => {
+            if (!sent) controller.abort();
+            return sent;
+          });
         }
+        if (flushing !== null && !(await flushing)) return;
+        if (pending.length > 0 && !flush()) return void controller.abort();
       }
       end();
     } catch (error) {
