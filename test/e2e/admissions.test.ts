@@ -40,6 +40,37 @@ describe.each(['sqlite', 'postgres'] as const)('admissions on %s', (dialect) => 
   let meterFrom = new Date();
   let messageId = 0;
   let heldDeposit: Hex;
+  let pairedWhilePaused: { machine: TestMachine; agent: RawAgent } | undefined;
+  let beating: NodeJS.Timeout | undefined;
+
+  /** A machine enrolled over HTTP that speaks the channel itself (signed frames), handshaken. */
+  const enrollMachine = async (): Promise<{ machine: TestMachine; agent: RawAgent; ackedUpto: number }> => {
+    const token = await call(cp, 'POST', '/api/v1/hosts/enrollment-tokens', { token: hostToken });
+    expect(token.status).toBe(201);
+    const enrolling = testMachine();
+    const enrolled = await api(cp.base, 'POST', '/api/v1/agents/enroll', {
+      body: {
+        enrollment_token: token.body.enrollment_token,
+        public_key: enrolling.publicKeyBase64,
+        // Eight GPUs: every reservation of the test takes one and none has to wait for another to end.
+        manifest: sampleManifest({
+          gpus: Array.from({ length: 8 }, (_, i) => ({
+            pci_address: `00000000:0${i + 1}:00.0`,
+            model: 'NVIDIA GeForce RTX 4090',
+            vram_bytes: '25757220864',
+          })),
+        }),
+      },
+    });
+    expect(enrolled.status).toBe(201);
+    enrolling.id = enrolled.body.machine_id;
+    const connected = await RawAgent.connect(cp.base, enrolling, enrolled.body.control_plane_public_key);
+    return { machine: enrolling, agent: connected, ackedUpto: (await connected.handshake()).acked_upto };
+  };
+  const listedOffer = async (machineId: string) =>
+    ((await renter('GET', '/api/v1/offers?limit=100')).body.items as any[]).find((item) => item.machine_id === machineId);
+  const liveState = async (machineId: string) =>
+    (await call(cp, 'GET', `/api/v1/hosts/machines/${machineId}`, { token: hostToken })).body.live as string;
 
   const cli = async (args: string[]) => JSON.parse(await controlPlaneCli(cp, args));
   const renter = (method: string, path: string, body?: unknown, headers?: Record<string, string>) =>
@@ -151,32 +182,13 @@ describe.each(['sqlite', 'postgres'] as const)('admissions on %s', (dialect) => 
     depositAddress = (await renter('GET', '/api/v1/billing/deposit-address')).body.address;
 
     // The machine enrolls over HTTP and speaks the channel itself; its first healthy heartbeat lists the seeded offer.
-    const token = await call(cp, 'POST', '/api/v1/hosts/enrollment-tokens', { token: hostToken });
-    expect(token.status).toBe(201);
-    machine = testMachine();
-    const enrolled = await api(cp.base, 'POST', '/api/v1/agents/enroll', {
-      body: {
-        enrollment_token: token.body.enrollment_token,
-        public_key: machine.publicKeyBase64,
-        // Eight GPUs: every reservation of the test takes one and none has to wait for another to end.
-        manifest: sampleManifest({
-          gpus: Array.from({ length: 8 }, (_, i) => ({
-            pci_address: `00000000:0${i + 1}:00.0`,
-            model: 'NVIDIA GeForce RTX 4090',
-            vram_bytes: '25757220864',
-          })),
-        }),
-      },
-    });
-    expect(enrolled.status).toBe(201);
-    machine.id = enrolled.body.machine_id;
-    agent = await RawAgent.connect(cp.base, machine, enrolled.body.control_plane_public_key);
-    messageId = (await agent.handshake()).acked_upto;
+    ({ machine, agent, ackedUpto: messageId } = await enrollMachine());
+    // The machine stays online (and its job bound) as an agent keeps it: a heartbeat well inside the 1 s interval.
+    beating = setInterval(() => agent.heartbeat(), 400);
     offer = await waitFor(
       async () => {
         agent.heartbeat();
-        const listed = await renter('GET', '/api/v1/offers?limit=100');
-        return (listed.body.items as any[]).find((item) => item.machine_id === machine.id);
+        return listedOffer(machine.id);
       },
       { timeoutMs: 30_000, intervalMs: 300, description: 'the seeded offer listed' },
     );
@@ -218,7 +230,9 @@ describe.each(['sqlite', 'postgres'] as const)('admissions on %s', (dialect) => 
   }, 300_000);
 
   afterAll(async () => {
+    clearInterval(beating);
     agent?.close();
+    pairedWhilePaused?.agent.close();
     await cp?.process.stop('SIGKILL');
     await anvil?.stop();
     await database?.drop();
@@ -259,6 +273,15 @@ describe.each(['sqlite', 'postgres'] as const)('admissions on %s', (dialect) => 
     expect(BigInt(after.accepted_runtime_ms)).toBe(meteredMs);
     expect(BigInt(after.cumulative_charge_micro)).toBeGreaterThan(BigInt(before.cumulative_charge_micro));
     heldDeposit = hash;
+
+    // A machine paired while paused does not go live: its healthy heartbeats leave its seeded offer unlisted.
+    pairedWhilePaused = await enrollMachine();
+    for (let i = 0; i < 3; i++) {
+      pairedWhilePaused.agent.heartbeat();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+    }
+    expect(await liveState(pairedWhilePaused.machine.id)).toBe('waiting');
+    expect(await listedOffer(pairedWhilePaused.machine.id)).toBeUndefined();
   });
 
   it('an acceptance authorization lets exactly one operation of its account and kind through, once', async () => {
@@ -303,6 +326,17 @@ describe.each(['sqlite', 'postgres'] as const)('admissions on %s', (dialect) => 
     expect(credited.credited_micro).toBe(String(3n * USDC));
     expect(BigInt((await balance()).available_micro)).toBe(availableBefore + 3n * USDC);
     expect((await reserve()).status).toBe(202);
+    // The machine paired while paused goes live on its next healthy heartbeat.
+    const paired = pairedWhilePaused;
+    if (!paired) throw new Error('needs the machine of the first test');
+    await waitFor(
+      async () => {
+        paired.agent.heartbeat();
+        return listedOffer(paired.machine.id);
+      },
+      { timeoutMs: 15_000, intervalMs: 300, description: 'the machine paired while paused listed after the resume' },
+    );
+    expect(await liveState(paired.machine.id)).toBe('live');
     expect(JSON.parse(await controlPlaneCli(cp, ['ledger', 'verify'])).ok).toBe(true);
   });
 

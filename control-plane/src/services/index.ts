@@ -8,6 +8,8 @@ import { HeartbeatBuffer } from '../store/heartbeats.js';
 import { outboxWriter } from '../store/outbox.js';
 import { type AccountServices, buildAccountServices } from './accounts/index.js';
 import { type AdmissionServices, buildAdmissionServices } from './admissions/index.js';
+import { paidAdmissionGuard } from './admissions/guard.js';
+import { type AdmissionServices, buildAdmissionServices } from './admissions/index.js';
 import { type AlertSink, webhookAlertSink } from './alerts/sink.js';
 import { buildOperationsServices, type OperationsServices } from './operations/index.js';
 import type { ChainReader } from '../chain/reader.js';
@@ -84,12 +86,22 @@ export function buildServices(deps: ServiceDeps): Services {
   const outbox = outboxWriter(store.dialect);
   // One guard for every paid operation: reservations, offer publication, funding credits, payouts, withdrawals.
   const admissionGuard = paidAdmissionGuard({ clock });
+  const deposits = buildDepositServices({ store, clock, payments: config.payments, admissions: admissionGuard });
+  // One guard for every paid operation: reservations, offer publication, funding credits, payouts, withdrawals.
+  const admissionGuard = paidAdmissionGuard({ clock });
   const alerts = deps.alerts ?? webhookAlertSink({ url: config.operations.alertWebhookUrl, clock });
   const deposits = buildDepositServices({ store, clock, payments: config.payments, admissions: admissionGuard });
   const heartbeats = new HeartbeatBuffer(store, {
     onError: (error) => deps.logger?.error({ err: error }, 'heartbeat flush failed'),
   });
-  const hosting = buildHostingServices({ store, clock, settings: hostingSettingsOf(config), outbox, heartbeats });
+  const hosting = buildHostingServices({
+    store,
+    clock,
+    settings: hostingSettingsOf(config),
+    outbox,
+    heartbeats,
+    admissions: admissionGuard,
+  });
   const jobs = buildJobServices({
     store,
     clock,

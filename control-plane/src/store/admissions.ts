@@ -64,7 +64,7 @@ export async function findAcceptanceAuthorization(db: Executor, id: string): Pro
  * compare-and-set, so two operations presenting it at once cannot both pass.
  */
 export async function consumeAcceptanceAuthorization(
-  trx: Tx,
+  trx: Executor,
   input: { id: string; accountId: string; kind: AdmissionKind; now: Date; reference: string | null },
 ): Promise<boolean> {
   const now = iso(input.now);

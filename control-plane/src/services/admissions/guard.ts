@@ -6,7 +6,7 @@ import {
   openAuthorizationOf,
   readAdmissionState,
 } from '../../store/admissions.js';
-import type { Tx } from '../../store/db.js';
+import type { Executor } from '../../store/db.js';
 import type { Clock } from '../../clock.js';
 
 export interface AdmissionRequest {
@@ -30,19 +30,19 @@ export type Admission = { via: 'open' } | { via: 'authorization'; authorizationI
 /**
  * The one paid-admission guard (contract part 4, Administration): every funding credit, reservation, host offer
  * publication, payout and withdrawal asks it inside its own transaction. While admission is open it admits
- * everything and consumes nothing. While it is paused it admits only an operation that consumes a valid acceptance
+ * everything and consumes nothing. Call it with the operation's transaction (an Executor that is one). While it is paused it admits only an operation that consumes a valid acceptance
  * authorization, in the caller's transaction, so the authorization is spent exactly when the operation commits (a
  * rolled-back operation leaves it unused).
  */
 export interface PaidAdmissionGuard {
   /** Admits or throws ADMISSIONS_PAUSED (503, retryable) / ACCEPTANCE_AUTHORIZATION_INVALID (403). */
-  admit(trx: Tx, request: AdmissionRequest): Promise<Admission>;
+  admit(trx: Executor, request: AdmissionRequest): Promise<Admission>;
   /** Like admit, but answers null instead of refusing (a deposit is HELD rather than refused). */
-  tryAdmit(trx: Tx, request: AdmissionRequest): Promise<Admission | null>;
+  tryAdmit(trx: Executor, request: AdmissionRequest): Promise<Admission | null>;
 }
 
 export function paidAdmissionGuard(deps: { clock: Clock }): PaidAdmissionGuard {
-  async function decide(trx: Tx, request: AdmissionRequest, refuse: boolean): Promise<Admission | null> {
+  async function decide(trx: Executor, request: AdmissionRequest, refuse: boolean): Promise<Admission | null> {
     const state = await readAdmissionState(trx, 'share');
     if (state.enabled) return { via: 'open' };
     const now = deps.clock.now();

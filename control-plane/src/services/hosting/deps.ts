@@ -3,6 +3,7 @@ import type { Config } from '../../config.js';
 import type { Store } from '../../store/db.js';
 import type { HeartbeatBuffer } from '../../store/heartbeats.js';
 import type { OutboxWriter } from '../../store/outbox.js';
+import type { PaidAdmissionGuard } from '../admissions/guard.js';
 
 /** What the hosting use cases read from the configuration. */
 export interface HostingSettings {
@@ -27,6 +28,8 @@ export interface HostingDeps {
   outbox: OutboxWriter;
   /** The process's write-behind buffer of plain heartbeats, and what readers of last-seen consult. */
   heartbeats: HeartbeatBuffer;
+  /** Going live lists the seeded offer: a host offer publication, so it passes the paid-admission guard. */
+  admissions?: PaidAdmissionGuard;
 }
 
 /** Who acts on a machine: its owner, or an administrator (signed in with a session). */

@@ -4,6 +4,7 @@ import { type Executor, fromJson, toBool } from '../../store/db.js';
 import { findMachine, type MachineRow, writeHeartbeat, writeLiveness } from '../../store/machines.js';
 import { markOfferListed } from '../../store/offers.js';
 import { inTransactionWithRetry } from '../../store/transaction.js';
+import type { PaidAdmissionGuard } from '../admissions/guard.js';
 import type { HostingDeps } from './deps.js';
 
 // Heartbeats drive liveness and the go-live state (waiting -> live on the first healthy one, which lists the offer).
@@ -23,19 +24,36 @@ export async function recordHeartbeat(deps: HostingDeps, machineId: string, hear
     return false;
   }
   deps.heartbeats.forget(machineId);
-  await inTransactionWithRetry(deps.store, (trx) => applyHeartbeat(trx, machineId, heartbeat, now));
+  await inTransactionWithRetry(deps.store, (trx) => applyHeartbeat(trx, machineId, heartbeat, now, deps.admissions));
   return true;
 }
 
 /**
  * Applies a heartbeat inside the caller's transaction: liveness (last_heartbeat_at, at the control plane's clock,
  * never the agent's) and the go-live transition by compare-and-set, so a racing heartbeat never moves it twice. When
- * the machine goes live its offer is listed (unverified) in the same transaction.
+ * the machine goes live its offer is listed (unverified) in the same transaction, if the paid-admission guard lets a
+ * host publication in: while admission is paused the machine keeps waiting (an offer_publication authorization of the
+ * host's is spent instead), and goes live on its first healthy heartbeat after the resume.
  */
-export async function applyHeartbeat(db: Executor, machineId: string, heartbeat: HeartbeatMessage, now: Date): Promise<void> {
+export async function applyHeartbeat(
+  db: Executor,
+  machineId: string,
+  heartbeat: HeartbeatMessage,
+  now: Date,
+  admissions?: PaidAdmissionGuard,
+): Promise<void> {
   const machine = await findMachine(db, machineId);
   if (!machine) return;
-  const next = onHeartbeat(machine.live_state, machine.live_error, heartbeat);
+  let next = onHeartbeat(machine.live_state, machine.live_error, heartbeat);
+  if (next.wentLive && admissions) {
+    const admitted = await admissions.tryAdmit(db, {
+      accountId: machine.owner_account_id,
+      kind: 'offer_publication',
+      anyOfAccount: true,
+      reference: `machine:${machine.id}`,
+    });
+    if (!admitted) next = { ...next, live: machine.live_state, error: machine.live_error, wentLive: false };
+  }
   const write = {
     at: now,
     healthy: heartbeat.healthy,
