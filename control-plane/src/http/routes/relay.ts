@@ -44,7 +44,12 @@ export function registerRelayRoutes(app: TypedApp, ctx: AppContext, tunnel: Rela
     assertOwnerOrAdmin(principal, job.accountId);
     const body = request.method === 'POST' ? Buffer.from(JSON.stringify(request.body)) : null;
     const answer = await relay.call({ job, method: request.method, path, body });
-    // The client went away before the engine finished: the agent aborts the engine request.
+    // The client went away before the engine finished (or while the answer was being opened): the agent aborts the
+    // engine request and the job's stream slot is freed.
+    if (reply.raw.destroyed || request.raw.socket?.destroyed === true) {
+      answer.cancel();
+      return reply;
+    }
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) answer.cancel();
     });
