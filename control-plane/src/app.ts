@@ -23,6 +23,7 @@ import { registerBillingRoutes } from './http/routes/billing.js';
 import { registerX402Routes } from './http/routes/x402.js';
 import { registerJobRoutes } from './http/routes/jobs.js';
 import { registerMachineRoutes } from './http/routes/machines.js';
+import { registerMarketRoutes } from './http/routes/market.js';
 import { registerNettestRoutes } from './http/routes/nettest.js';
 import { registerOfferRoutes } from './http/routes/offers.js';
 import { registerPairPageRoutes } from './http/routes/pair-page.js';
@@ -159,6 +160,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerPairPageRoutes,
   registerMachineRoutes,
   registerOfferRoutes,
+  registerMarketRoutes,
   registerTelemetryRoutes,
   registerNettestRoutes,
   registerBillingRoutes,

@@ -32,6 +32,8 @@ export interface Config {
   seedRateMicroPerHour: bigint;
   /** Hosting: how often agents send heartbeats; a machine is online within 3 intervals of its last one. */
   heartbeatIntervalMs: number;
+  /** Hosting: listed machines a market bucket needs before its metrics are reported (GET /api/v1/hosts/market). */
+  marketMinSampleSize: number;
   /** Hosting: base URL agents measure their network against (ping, download, upload); null: this control plane's own. */
   nettestEndpoint: string | null;
   /** Hosting: where a person enters a pairing code (RFC 8628 verification_uri); null: `<public URL>/pair`. */
@@ -162,6 +164,7 @@ export function loadConfig(env: Env = process.env): Config {
     newHostMachineCap: int(env, 'ARK_NEW_HOST_MACHINE_CAP', 3, 0, 100_000),
     seedRateMicroPerHour: BigInt(int(env, 'ARK_SEED_RATE_MICRO_PER_HOUR', 500_000, 1, 1_000_000_000_000)),
     heartbeatIntervalMs: int(env, 'ARK_HEARTBEAT_INTERVAL_S', 15, 1, 3600) * 1000,
+    marketMinSampleSize: int(env, 'ARK_MARKET_MIN_SAMPLE_SIZE', 5, 3, 100_000),
     nettestEndpoint: env.ARK_NETTEST_ENDPOINT ? env.ARK_NETTEST_ENDPOINT.replace(/\/$/, '') : null,
     pairingVerificationUri: env.ARK_PAIRING_VERIFICATION_URI || null,
     logLevel: env.LOG_LEVEL || 'info',

@@ -17,5 +17,6 @@ export * from './http/quotes.js';
 export * from './http/jobs.js';
 export * from './http/tickets.js';
 export * from './http/webhooks.js';
+export * from './http/market.js';
 export * from './canonical-json.js';
 export * from './redact.js';

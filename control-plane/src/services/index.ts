@@ -26,6 +26,7 @@ import { buildHostingServices, type HostingServices, hostingSettingsOf } from '.
 import { buildOfferServices, type OfferServices } from './hosting/offers.js';
 import { buildPairingServices, type PairingServices } from './hosting/pairing.js';
 import { buildJobServices, type JobServices, jobSettingsOf } from './jobs/index.js';
+import { buildMarketServices, type MarketServices } from './market/index.js';
 import { buildTemplateServices, type TemplateServices } from './templates/index.js';
 import { buildTicketServices, type TicketServices } from './tickets/index.js';
 import { buildWebhookServices, type WebhookServices } from './webhooks/index.js';
@@ -77,6 +78,8 @@ export interface Services {
   tickets: TicketServices;
   /** Signed webhooks: endpoints, deliveries, the delivery step (issue 10). */
   webhooks: WebhookServices;
+  /** Host market statistics: the worker's refresh and the hosts' read (issue 10). */
+  market: MarketServices;
   /** Flushes what the services buffer (heartbeats): after the gateway closed, before the store closes. */
   close(): Promise<void>;
 }
@@ -146,6 +149,7 @@ export function buildServices(deps: ServiceDeps): Services {
       secretKey: config.secretKey,
       heartbeatIntervalMs: config.heartbeatIntervalMs,
     }),
+    market: buildMarketServices({ store, clock, minSampleSize: config.marketMinSampleSize }),
     async close() {
       await hosting.close();
     },

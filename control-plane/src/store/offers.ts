@@ -5,6 +5,7 @@ import type { OfferTerms } from '../domain/offers/offer.js';
 import { DomainError } from '../errors.js';
 import { type Executor, isUniqueViolation, toBool } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
+import { openListing } from './market.js';
 
 // Offers: one per machine, with immutable versions. The current version moves only by compare-and-set.
 
@@ -90,6 +91,7 @@ export async function markOfferListed(db: Executor, machineId: string, now: Date
     .set({ listed: 1n, updated_at: iso(now) })
     .where('machine_id', '=', machineId)
     .execute();
+  await openListing(db, machineId, now);
 }
 
 /**
@@ -129,6 +131,7 @@ export async function commitOfferVersion(
       throw error;
     }
     await insertVersion(db, offerId, 1n, input.terms, input.accountId, now);
+    await openListing(db, machineId, now);
     return { offerId, version: 1n };
   }
   const moved = await db
@@ -141,6 +144,7 @@ export async function commitOfferVersion(
   const offer = await db.selectFrom('offers').select('id').where('machine_id', '=', machineId).executeTakeFirstOrThrow();
   const version = expectedVersion + 1n;
   await insertVersion(db, offer.id, version, input.terms, input.accountId, now);
+  await openListing(db, machineId, now);
   return { offerId: offer.id, version };
 }
 

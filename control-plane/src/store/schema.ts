@@ -7,6 +7,7 @@ import type { GatewayTables } from './tables/gateway.js';
 import type { HostsTables } from './tables/hosts.js';
 import type { JobsTables } from './tables/jobs.js';
 import type { LedgerTables } from './tables/ledger.js';
+import type { MarketTables } from './tables/market.js';
 import type { TemplatesTables } from './tables/templates.js';
 import type { TicketsTables } from './tables/tickets.js';
 import type { WebhooksTables } from './tables/webhooks.js';
@@ -26,4 +27,5 @@ export interface Database
     AdmissionsTables,
     AgentsTables,
     TicketsTables,
-    WebhooksTables {}
+    WebhooksTables,
+    MarketTables {}

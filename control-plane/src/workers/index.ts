@@ -4,6 +4,7 @@ import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { purgePairings } from '../store/pairings.js';
 import type { Worker } from './runner.js';
 import { jobWorkers } from './jobs.js';
+import { marketWorker } from './market.js';
 import { telemetryRetentionWorker } from './telemetry-retention.js';
 import { x402Workers } from './x402.js';
 import { webhookWorkers } from './webhooks.js';
@@ -20,5 +21,6 @@ export function defaultWorkers(services: Services, config: Config): Worker[] {
     { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: purgeIdempotencyKeys },
     ...x402Workers(services.x402, config),
     ...webhookWorkers(services.webhooks),
+    marketWorker(services.market),
   ];
 }

@@ -11,6 +11,7 @@ import * as m0009 from './0009-x402.js';
 import * as m0011 from './0011-admissions.js';
 import * as m0012 from './0012-agent-wallets.js';
 import * as m0013 from './0013-tickets-webhooks.js';
+import * as m0015 from './0015-market.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -26,4 +27,5 @@ export const migrations: Record<string, Migration> = {
   '0011-admissions': m0011,
   '0012-agent-wallets': m0012,
   '0013-tickets-webhooks': m0013,
+  '0015-market': m0015,
 };
