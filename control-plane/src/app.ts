@@ -36,6 +36,8 @@ import { registerTemplateRoutes } from './http/routes/templates.js';
 import { registerTicketRoutes } from './http/routes/tickets.js';
 import { registerWebhookRoutes } from './http/routes/webhooks.js';
 import { registerWithdrawalAddressRoutes } from './http/routes/withdrawal-addresses.js';
+import { registerAdminWithdrawalRoutes } from './http/routes/admin-withdrawals.js';
+import { registerWithdrawalRoutes } from './http/routes/withdrawals.js';
 import type { AppContext, AppContextInput } from './http/context.js';
 import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
@@ -168,6 +170,8 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerAccountRoutes,
   registerAgentRoutes,
   registerWithdrawalAddressRoutes,
+  registerWithdrawalRoutes,
+  registerAdminWithdrawalRoutes,
   registerTemplateRoutes,
   registerQuoteRoutes,
   registerJobRoutes,

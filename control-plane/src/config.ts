@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
+import { type PayoutsConfig, payoutsConfigFrom } from './config-payouts.js';
 import { type OperationsConfig, operationsConfigFrom } from './config-operations.js';
 import { type RelayConfig, relayConfigFrom } from './config-relay.js';
 import { type X402Config, x402ConfigFrom } from './config-x402.js';
@@ -73,6 +74,8 @@ export interface Config {
   metricsToken: string | null;
   /** Money in: watched networks, deposit addresses, balance cap and minimum (config-payments.ts). */
   payments: PaymentsConfig;
+  /** Money out: the payout wallet and the withdrawal holds (config-payouts.ts). */
+  payouts: PayoutsConfig;
   /** Operator controls: the alert webhook, the sign-in provider's issuer, subsystem test rate (config-operations.ts). */
   operations: OperationsConfig;
   /** The OpenAI-compatible relay's limits (config-relay.ts). */
@@ -190,6 +193,7 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken,
     operations: operationsConfigFrom(env, (message) => new ConfigError(message)),
     payments,
+    payouts: payoutsConfigFrom(env, (message) => new ConfigError(message)),
     relay: relayConfigFrom((name, fallback, min, max) => int(env, name, fallback, min, max)),
     x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),
     webhooks: webhooksConfigFrom(

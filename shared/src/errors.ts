@@ -51,6 +51,14 @@ export const ERROR_CATALOG = {
   STEP_UP_TOTP_REQUIRED: { status: 403, retryable: false, message: 'Two-factor authentication is enabled: step up with a TOTP code.' },
   TOTP_CODE_INVALID: { status: 422, retryable: false, message: 'The TOTP code is wrong or was already used.' },
   WITHDRAWAL_ADDRESS_EXISTS: { status: 409, retryable: false, message: 'This withdrawal address is already registered on this network.' },
+  // Money out: withdrawals and payouts (issue 12)
+  WITHDRAWAL_NETWORK_UNSUPPORTED: { status: 422, retryable: false, message: 'Withdrawals are paid on the primary network only.' },
+  WITHDRAWAL_BELOW_MINIMUM: { status: 422, retryable: false, message: 'The amount is below the smallest withdrawal.' },
+  WITHDRAWAL_NOT_UNSIGNED: {
+    status: 409,
+    retryable: false,
+    message: 'The withdrawal is no longer unsigned (a nonce is pinned, or it is final): it cannot be reviewed.',
+  },
   // Wallet proofs (EIP-4361): agent registration and wallet step-up. Every refusal needs a fresh challenge.
   SIWE_MESSAGE_MALFORMED: { status: 422, retryable: false, message: 'The message is not an EIP-4361 sign-in message.' },
   SIWE_DOMAIN_MISMATCH: { status: 401, retryable: false, message: 'The signed message is for another domain.' },

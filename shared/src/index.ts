@@ -20,3 +20,4 @@ export * from './http/webhooks.js';
 export * from './http/market.js';
 export * from './canonical-json.js';
 export * from './redact.js';
+export * from './http/withdrawals.js';

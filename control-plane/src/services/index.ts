@@ -28,6 +28,7 @@ import { buildPairingServices, type PairingServices } from './hosting/pairing.js
 import { buildJobServices, type JobServices, jobSettingsOf } from './jobs/index.js';
 import { buildMarketServices, type MarketServices } from './market/index.js';
 import { buildTemplateServices, type TemplateServices } from './templates/index.js';
+import { buildWithdrawalServices, type WithdrawalServices } from './withdrawals/index.js';
 import { buildTicketServices, type TicketServices } from './tickets/index.js';
 import { buildWebhookServices, type WebhookServices } from './webhooks/index.js';
 
@@ -66,6 +67,8 @@ export interface Services {
   billing: BillingServices;
   /** Money in by deposit: addresses, history, the chain watchers (issue 8). */
   deposits: DepositServices;
+  /** Money out: withdrawals, payouts, their review and the payer (issue 12). */
+  withdrawals: WithdrawalServices;
   /** The admission switch, acceptance authorizations and the paid-admission guard (issue 12). */
   admissions: AdmissionServices;
   /** Where alerts go (ARK_ALERT_WEBHOOK_URL): the chain watchers' finality stall, the subsystem test. */
@@ -132,6 +135,13 @@ export function buildServices(deps: ServiceDeps): Services {
       logger: deps.logger && 'warn' in deps.logger ? (deps.logger as unknown as X402Deps['logger']) : undefined,
     }),
     deposits,
+    withdrawals: buildWithdrawalServices({
+      store,
+      clock,
+      payments: config.payments,
+      payouts: config.payouts,
+      admit: (trx, request) => admissionGuard.admit(trx, request),
+    }),
     admissions: buildAdmissionServices({ store, clock, releaseHeldDeposits: () => deposits.releaseHeld() }, admissionGuard),
     alerts,
     operations: buildOperationsServices({

@@ -9,6 +9,7 @@ import type { JobsTables } from './tables/jobs.js';
 import type { LedgerTables } from './tables/ledger.js';
 import type { MarketTables } from './tables/market.js';
 import type { TemplatesTables } from './tables/templates.js';
+import type { WithdrawalsTables } from './tables/withdrawals.js';
 import type { TicketsTables } from './tables/tickets.js';
 import type { WebhooksTables } from './tables/webhooks.js';
 import type { X402Tables } from './tables/x402.js';
@@ -28,4 +29,5 @@ export interface Database
     AgentsTables,
     TicketsTables,
     WebhooksTables,
-    MarketTables {}
+    MarketTables,
+    WithdrawalsTables {}

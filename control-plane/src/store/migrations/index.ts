@@ -8,6 +8,7 @@ import * as m0006 from './0006-gateway.js';
 import * as m0007 from './0007-jobs.js';
 import * as m0008 from './0008-deposits.js';
 import * as m0009 from './0009-x402.js';
+import * as m0010 from './0010-withdrawals.js';
 import * as m0011 from './0011-admissions.js';
 import * as m0012 from './0012-agent-wallets.js';
 import * as m0013 from './0013-tickets-webhooks.js';
@@ -24,6 +25,7 @@ export const migrations: Record<string, Migration> = {
   '0007-jobs': m0007,
   '0008-deposits': m0008,
   '0009-x402': m0009,
+  '0010-withdrawals': m0010,
   '0011-admissions': m0011,
   '0012-agent-wallets': m0012,
   '0013-tickets-webhooks': m0013,
