@@ -214,6 +214,7 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       ok: [409],
     },
     'GET /api/v1/offers': { need: { scope: 'renter' }, request: () => ({}), ok: [200] },
+    'GET /api/v1/hosts/market': { need: { scope: 'host' }, request: () => ({ query: { window: '7d' } }), ok: [200] },
     'GET /api/v1/hosts/machines/{id}/telemetry': {
       need: { scope: 'host' },
       owner: { account: 'hostA', admin: true, resource: 'machine' },

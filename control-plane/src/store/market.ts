@@ -36,8 +36,8 @@ interface ListedRow {
 
 function listedMachines(db: Executor, ownerAccountId?: string) {
   let query = db
-    .selectFrom('offer_listings as l')
-    .innerJoin('machines as m', 'm.id', 'l.machine_id')
+    .selectFrom('machines as m')
+    .innerJoin('offer_listings as l', 'l.machine_id', 'm.id')
     .innerJoin('offers as o', 'o.machine_id', 'm.id')
     .innerJoin('offer_versions as v', (join) => join.onRef('v.offer_id', '=', 'o.id').onRef('v.version', '=', 'o.current_version'))
     .select([

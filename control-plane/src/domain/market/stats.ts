@@ -151,6 +151,8 @@ export function marketSnapshot(
     list.push(m);
     byModel.set(m.gpuModel, list);
   }
+  // Sorted by rate once: each window's sample keeps the order, so its percentiles need no sort of their own.
+  for (const list of byModel.values()) list.sort((a, b) => ascending(a.rateMicro, b.rateMicro));
   const models = [...byModel.keys()].sort();
   const out: Array<{ windowDays: number; bucket: MarketBucket }> = [];
   for (let days = 1; days <= maxDays; days += 1) {
