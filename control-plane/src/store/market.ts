@@ -35,7 +35,7 @@ interface ListedRow {
 }
 
 function listedMachines(db: Executor, ownerAccountId?: string) {
-  let query = db
+  const query = db
     .selectFrom('machines as m')
     .innerJoin('offer_listings as l', 'l.machine_id', 'm.id')
     .innerJoin('offers as o', 'o.machine_id', 'm.id')
@@ -49,11 +49,10 @@ function listedMachines(db: Executor, ownerAccountId?: string) {
       'l.listed_from',
       'l.listed_until',
     ])
-    .where('m.gpu_model', 'is not', null)
-    .orderBy('m.id')
-    .orderBy('l.listed_from');
-  if (ownerAccountId !== undefined) query = query.where('m.owner_account_id', '=', ownerAccountId);
-  return query;
+    .where('m.gpu_model', 'is not', null);
+  // The caller's own machines need no order (only whether one of a machine's intervals meets the window).
+  if (ownerAccountId !== undefined) return query.where('m.owner_account_id', '=', ownerAccountId);
+  return query.orderBy('m.id').orderBy('l.listed_from');
 }
 
 function groupListings(rows: ListedRow[]): Map<string, MarketMachine> {
