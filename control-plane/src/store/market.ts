@@ -34,8 +34,8 @@ interface ListedRow {
   listed_until: string | null;
 }
 
-function listedMachines(db: Executor, ownerAccountId?: string) {
-  const query = db
+function listedMachines(db: Executor) {
+  return db
     .selectFrom('machines as m')
     .innerJoin('offer_listings as l', 'l.machine_id', 'm.id')
     .innerJoin('offers as o', 'o.machine_id', 'm.id')
@@ -49,14 +49,14 @@ function listedMachines(db: Executor, ownerAccountId?: string) {
       'l.listed_from',
       'l.listed_until',
     ])
-    .where('m.gpu_model', 'is not', null);
-  // The caller's own machines need no order (only whether one of a machine's intervals meets the window).
-  if (ownerAccountId !== undefined) return query.where('m.owner_account_id', '=', ownerAccountId);
-  return query.orderBy('m.id').orderBy('l.listed_from');
+    .where('m.gpu_model', 'is not', null)
+    .orderBy('m.id')
+    .orderBy('l.listed_from');
 }
 
-function groupListings(rows: ListedRow[]): Map<string, MarketMachine> {
+function groupListings(rows: ListedRow[]): { machines: Map<string, MarketMachine>; owners: Map<string, Map<string, MarketMachine[]>> } {
   const machines = new Map<string, MarketMachine>();
+  const owners = new Map<string, Map<string, MarketMachine[]>>();
   for (const row of rows) {
     const listing = { from: ms(row.listed_from), until: row.listed_until === null ? null : ms(row.listed_until) };
     const known = machines.get(row.machine_id);
@@ -64,7 +64,7 @@ function groupListings(rows: ListedRow[]): Map<string, MarketMachine> {
       (known.listings as Array<{ from: number; until: number | null }>).push(listing);
       continue;
     }
-    machines.set(row.machine_id, {
+    const machine: MarketMachine = {
       gpuModel: row.gpu_model as string,
       gpuCount: Number(row.gpu_count),
       rateMicro: BigInt(row.rate_micro_per_hour),
@@ -72,17 +72,26 @@ function groupListings(rows: ListedRow[]): Map<string, MarketMachine> {
       firstRentalAt: null,
       lastRentalEnd: null,
       allocatedGpus: 0,
-    });
+    };
+    machines.set(row.machine_id, machine);
+    const models = owners.get(row.owner_account_id) ?? new Map<string, MarketMachine[]>();
+    owners.set(row.owner_account_id, models);
+    const list = models.get(machine.gpuModel) ?? [];
+    list.push(machine);
+    models.set(machine.gpuModel, list);
   }
-  return machines;
+  return { machines, owners };
 }
 
 /**
  * Every machine that was ever listed, with its listing intervals, current rate and rental history reduced to what
- * the statistics use. Identifiers stay in this function: the result carries none.
+ * the statistics use; machine identifiers stay in this function. `owners` groups the same machines by host and model,
+ * for each host's own rate (stored under the host's account only).
  */
-export async function loadMarketMachines(db: Executor): Promise<MarketMachine[]> {
-  const machines = groupListings(await listedMachines(db).execute());
+export async function loadMarketMachines(
+  db: Executor,
+): Promise<{ machines: MarketMachine[]; owners: Map<string, Map<string, MarketMachine[]>> }> {
+  const { machines, owners } = groupListings(await listedMachines(db).execute());
   const occupying = [...OCCUPYING_STATES];
   const first = await db
     .selectFrom('jobs')
@@ -115,18 +124,7 @@ export async function loadMarketMachines(db: Executor): Promise<MarketMachine[]>
     m.allocatedGpus = Number(row.gpus);
     m.lastRentalEnd = Number.POSITIVE_INFINITY;
   }
-  return [...machines.values()];
-}
-
-/** The caller's own listed machines (rate and listings only), keyed by GPU model. */
-export async function loadOwnMachines(db: Executor, accountId: string): Promise<Map<string, MarketMachine[]>> {
-  const byModel = new Map<string, MarketMachine[]>();
-  for (const m of groupListings(await listedMachines(db, accountId).execute()).values()) {
-    const list = byModel.get(m.gpuModel) ?? [];
-    list.push(m);
-    byModel.set(m.gpuModel, list);
-  }
-  return byModel;
+  return { machines: [...machines.values()], owners };
 }
 
 const int = (value: number | null) => (value === null ? null : BigInt(value));
@@ -134,7 +132,12 @@ const int = (value: number | null) => (value === null ? null : BigInt(value));
 /** Replaces the stored buckets with one snapshot, in one transaction. */
 export async function replaceMarketStats(
   store: Store,
-  snapshot: { computedAt: Date; minSampleSize: number; rows: Array<{ windowDays: number; bucket: MarketBucket }> },
+  snapshot: {
+    computedAt: Date;
+    minSampleSize: number;
+    rows: Array<{ windowDays: number; bucket: MarketBucket }>;
+    hostRates: Array<{ accountId: string; gpuModel: string; fromDays: number; rate: bigint | null }>;
+  },
 ): Promise<void> {
   await inTransactionWithRetry(store, async (trx) => {
     await trx.deleteFrom('market_stats').execute();
@@ -161,6 +164,18 @@ export async function replaceMarketStats(
       await trx
         .insertInto('market_stats')
         .values(values.slice(i, i + 500))
+        .execute();
+    await trx.deleteFrom('market_host_rates').execute();
+    const rates = snapshot.hostRates.map((r) => ({
+      account_id: r.accountId,
+      gpu_model: r.gpuModel,
+      from_window_days: BigInt(r.fromDays),
+      rate_micro: r.rate,
+    }));
+    for (let i = 0; i < rates.length; i += 500)
+      await trx
+        .insertInto('market_host_rates')
+        .values(rates.slice(i, i + 500))
         .execute();
   });
 }
@@ -191,4 +206,19 @@ export async function readMarketStats(db: Executor, windowDays: number, gpuModel
         : { p10: BigInt(r.rate_p10_micro), median: BigInt(r.rate_median_micro), p90: BigInt(r.rate_p90_micro) },
     medianTimeToFirstRentalS: r.median_time_to_first_rental_s === null ? null : BigInt(r.median_time_to_first_rental_s),
   }));
+}
+
+/** The caller's own median listed rate per model for a window (the last change point at or below it). */
+export async function readHostRates(db: Executor, accountId: string, windowDays: number): Promise<Map<string, bigint | null>> {
+  const rows = await db
+    .selectFrom('market_host_rates')
+    .select(['gpu_model', 'rate_micro'])
+    .where('account_id', '=', accountId)
+    .where('from_window_days', '<=', BigInt(windowDays))
+    .orderBy('gpu_model')
+    .orderBy('from_window_days')
+    .execute();
+  const rates = new Map<string, bigint | null>();
+  for (const row of rows) rates.set(row.gpu_model, row.rate_micro === null ? null : BigInt(row.rate_micro));
+  return rates;
 }

@@ -9,6 +9,7 @@ import {
   median,
   parseMarketWindow,
   yourRate,
+  yourRateSteps,
 } from './stats.js';
 
 const DAY = 86_400_000;
@@ -161,5 +162,20 @@ describe('market bucket', () => {
     ];
     expect(yourRate(own, T - DAY, T)).toBe(20n);
     expect(yourRate([], T - DAY, T)).toBeNull();
+  });
+
+  it('stores the caller’s median as change points over the windows (a window’s sample only grows)', () => {
+    const own = [
+      machine({ rateMicro: 10n, listings: [{ from: T - 40 * DAY, until: null }] }),
+      machine({ rateMicro: 50n, listings: [{ from: T - 40 * DAY, until: T - 3 * DAY }] }),
+      machine({ rateMicro: 90n, listings: [{ from: T - 40 * DAY, until: T - 10 * DAY + 1 }] }),
+    ];
+    // 1..3 days: only 10; 4..9 days: 10 and 50 -> 30; 10 days on: 10, 50, 90 -> 50.
+    expect(yourRateSteps(own, T, 30)).toEqual([
+      { fromDays: 1, rate: 10n },
+      { fromDays: 4, rate: 30n },
+      { fromDays: 10, rate: 50n },
+    ]);
+    expect(yourRateSteps([], T, 5)).toEqual([{ fromDays: 1, rate: null }]);
   });
 });

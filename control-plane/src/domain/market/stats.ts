@@ -171,6 +171,23 @@ export function yourRate(own: ReadonlyArray<Pick<MarketMachine, 'rateMicro' | 'l
   return rates.length === 0 ? null : median(rates.sort(ascending));
 }
 
+/**
+ * The caller's own median for every window of 1..maxDays days ending at `to`, as change points: [fromDays, rate]
+ * holds for every window from fromDays up to the next point's. A window's sample only grows with its length.
+ */
+export function yourRateSteps(
+  own: ReadonlyArray<Pick<MarketMachine, 'rateMicro' | 'listings'>>,
+  to: number,
+  maxDays = MARKET_WINDOW_MAX_DAYS,
+): Array<{ fromDays: number; rate: bigint | null }> {
+  const steps: Array<{ fromDays: number; rate: bigint | null }> = [];
+  for (let days = 1; days <= maxDays; days += 1) {
+    const rate = yourRate(own, windowStart(to, days), to);
+    if (steps.length === 0 || steps[steps.length - 1]?.rate !== rate) steps.push({ fromDays: days, rate });
+  }
+  return steps;
+}
+
 export function windowStart(to: number, days: number): number {
   return to - days * DAY_MS;
 }

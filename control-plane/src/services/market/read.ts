@@ -1,5 +1,5 @@
-import { type MarketBucket, sizeOnly, windowStart, yourRate } from '../../domain/market/stats.js';
-import { loadOwnMachines, readMarketSnapshot, readMarketStats } from '../../store/market.js';
+import { type MarketBucket, sizeOnly, windowStart } from '../../domain/market/stats.js';
+import { readHostRates, readMarketSnapshot, readMarketStats } from '../../store/market.js';
 import type { MarketDeps } from './deps.js';
 import { refreshMarketStats } from './refresh.js';
 
@@ -28,12 +28,14 @@ export async function readMarket(deps: MarketDeps, accountId: string, windowDays
   if (gpuModel !== undefined && buckets.length === 0) {
     buckets.push(sizeOnly(gpuModel, 0));
   }
-  const own = buckets.some((b) => b.rate !== null) ? await loadOwnMachines(deps.store.db, accountId) : new Map();
+  const own = buckets.some((b) => b.rate !== null)
+    ? await readHostRates(deps.store.db, accountId, windowDays)
+    : new Map<string, bigint | null>();
   return {
     windowDays,
     from: new Date(from),
     to: new Date(to),
     minSampleSize: snapshot.minSampleSize,
-    models: buckets.map((b) => ({ ...b, yourRateMicro: b.rate === null ? null : yourRate(own.get(b.gpuModel) ?? [], from, to) })),
+    models: buckets.map((b) => ({ ...b, yourRateMicro: b.rate === null ? null : (own.get(b.gpuModel) ?? null) })),
   };
 }

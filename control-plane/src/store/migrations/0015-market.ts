@@ -48,9 +48,21 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('median_time_to_first_rental_s', 'bigint')
     .addPrimaryKeyConstraint('market_stats_pk', ['window_days', 'gpu_model'])
     .execute();
+
+  // Each host's own median listed rate per model, from the shortest window it holds for (sets only grow with the
+  // window, so one row per change): a request reads one row per model instead of the host's machines.
+  await db.schema
+    .createTable('market_host_rates')
+    .addColumn('account_id', 'text', (c) => c.notNull())
+    .addColumn('gpu_model', 'text', (c) => c.notNull())
+    .addColumn('from_window_days', 'integer', (c) => c.notNull())
+    .addColumn('rate_micro', 'bigint')
+    .addPrimaryKeyConstraint('market_host_rates_pk', ['account_id', 'gpu_model', 'from_window_days'])
+    .execute();
 }
 
 export async function down(db: Kysely<any>): Promise<void> {
+  await db.schema.dropTable('market_host_rates').execute();
   await db.schema.dropTable('market_stats').execute();
   await db.schema.dropTable('market_snapshots').execute();
   await db.schema.dropTable('offer_listings').execute();

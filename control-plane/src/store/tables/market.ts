@@ -30,7 +30,17 @@ export interface MarketStatsTable {
   median_time_to_first_rental_s: bigint | null;
 }
 
+/** A host's own median listed rate for a model, for every window of at least from_window_days (until the next row). */
+export interface MarketHostRatesTable {
+  account_id: string;
+  gpu_model: string;
+  from_window_days: bigint;
+  /** Null where the host has no machine of the model listed in those windows. */
+  rate_micro: bigint | null;
+}
+
 export interface MarketTables {
+  market_host_rates: MarketHostRatesTable;
   offer_listings: OfferListingsTable;
   market_snapshots: MarketSnapshotsTable;
   market_stats: MarketStatsTable;
