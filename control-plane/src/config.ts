@@ -2,11 +2,11 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
-import { type PayoutsConfig, payoutsConfigFrom } from './config-payouts.js';
 import { type OperationsConfig, operationsConfigFrom } from './config-operations.js';
 import { type RelayConfig, relayConfigFrom } from './config-relay.js';
-import { type X402Config, x402ConfigFrom } from './config-x402.js';
 import { type WebhooksConfig, webhooksConfigFrom } from './config-webhooks.js';
+import { type X402Config, x402ConfigFrom } from './config-x402.js';
+import { type PayoutsConfig, payoutsConfigFrom } from './config-payouts.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
 export interface Config {
@@ -74,14 +74,14 @@ export interface Config {
   metricsToken: string | null;
   /** Money in: watched networks, deposit addresses, balance cap and minimum (config-payments.ts). */
   payments: PaymentsConfig;
-  /** Money out: the payout wallet and the withdrawal holds (config-payouts.ts). */
-  payouts: PayoutsConfig;
   /** Operator controls: the alert webhook, the sign-in provider's issuer, subsystem test rate (config-operations.ts). */
   operations: OperationsConfig;
   /** The OpenAI-compatible relay's limits (config-relay.ts). */
   relay: RelayConfig;
   /** Money in by x402 top-up: the switch, treasury, gas wallet key file and amount bounds (config-x402.ts). */
   x402: X402Config;
+  /** Money out: the payout wallet and the withdrawal holds (config-payouts.ts). */
+  payouts: PayoutsConfig;
   /** Signed webhooks: private endpoints, attempt timeout, when a failing endpoint is disabled (config-webhooks.ts). */
   webhooks: WebhooksConfig;
 }
@@ -193,9 +193,9 @@ export function loadConfig(env: Env = process.env): Config {
     metricsToken,
     operations: operationsConfigFrom(env, (message) => new ConfigError(message)),
     payments,
-    payouts: payoutsConfigFrom(env, (message) => new ConfigError(message)),
     relay: relayConfigFrom((name, fallback, min, max) => int(env, name, fallback, min, max)),
     x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),
+    payouts: payoutsConfigFrom(env, (message) => new ConfigError(message)),
     webhooks: webhooksConfigFrom(
       env,
       (name, fallback, min, max) => int(env, name, fallback, min, max),

@@ -49,7 +49,11 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
   const primary402 = config.x402.enabled ? config.payments.chains?.networks[0] : undefined;
   const x402Chain =
     primary402 && config.x402.settlementKeyFile
-      ? new ViemX402Chain({ rpcUrl: primary402.rpcUrl, chainId: primary402.chainId, settlementKey: readSettlementKey(config.x402.settlementKeyFile) })
+      ? new ViemX402Chain({
+          rpcUrl: primary402.rpcUrl,
+          chainId: primary402.chainId,
+          settlementKey: readSettlementKey(config.x402.settlementKeyFile),
+        })
       : null;
   // Agent registration reads contract code on the primary network (the first of ARK_CHAINS); none without it.
   const primary = config.payments.chains?.networks[0];

@@ -85,7 +85,7 @@ export const ERROR_CATALOG = {
   STEP_UP_WALLET_REQUIRED: {
     status: 403,
     retryable: false,
-    message: "This account steps up with its sign-in wallet: sign a step-up challenge (POST /api/v1/account/step-up/challenge).",
+    message: 'This account steps up with its sign-in wallet: sign a step-up challenge (POST /api/v1/account/step-up/challenge).',
   },
   STEP_UP_WALLET_NOT_LINKED: { status: 409, retryable: false, message: 'This account has no sign-in wallet.' },
   // Ledger
@@ -171,6 +171,26 @@ export const ERROR_CATALOG = {
   // Provider state unavailable (contract part 7: 503, retryable); too many open streams on a job is UNAVAILABLE 429.
   RELAY_ENGINE_UNREACHABLE: { status: 503, retryable: true, message: "The job's engine could not be reached through its machine." },
   RELAY_ENGINE_TIMEOUT: { status: 503, retryable: true, message: "The job's engine did not answer in time." },
+  // Support tickets
+  TICKET_FORBIDDEN: {
+    status: 403,
+    retryable: false,
+    message: 'Only the opener, the host of the ticket’s rental or an operator may do this to the ticket.',
+  },
+  TICKET_CLOSED: { status: 409, retryable: false, message: 'The ticket is closed; reopen it to write on it.' },
+  TICKET_MESSAGE_LIMIT_REACHED: {
+    status: 409,
+    retryable: false,
+    message: 'The ticket holds the most messages one ticket may; open a new one.',
+  },
+  TICKET_JOB_NOT_FOUND: { status: 404, retryable: false, message: 'No job of yours (as renter or host) has this id.' },
+  // Webhooks
+  WEBHOOK_URL_REFUSED: {
+    status: 422,
+    retryable: false,
+    message: 'The endpoint URL must be https and resolve only to public addresses (not loopback, private or link-local).',
+  },
+  WEBHOOK_ENDPOINT_LIMIT_REACHED: { status: 409, retryable: false, message: 'The account has the most webhook endpoints one account may.' },
   // Admissions (contract part 4, Administration)
   ADMISSIONS_PAUSED: {
     status: 503,
@@ -182,22 +202,6 @@ export const ERROR_CATALOG = {
     retryable: false,
     message: 'The acceptance authorization is not valid for this operation.',
   },
-  // Support tickets
-  TICKET_FORBIDDEN: {
-    status: 403,
-    retryable: false,
-    message: 'Only the opener, the host of the ticket’s rental or an operator may do this to the ticket.',
-  },
-  TICKET_CLOSED: { status: 409, retryable: false, message: 'The ticket is closed; reopen it to write on it.' },
-  TICKET_MESSAGE_LIMIT_REACHED: { status: 409, retryable: false, message: 'The ticket holds the most messages one ticket may; open a new one.' },
-  TICKET_JOB_NOT_FOUND: { status: 404, retryable: false, message: 'No job of yours (as renter or host) has this id.' },
-  // Webhooks
-  WEBHOOK_URL_REFUSED: {
-    status: 422,
-    retryable: false,
-    message: 'The endpoint URL must be https and resolve only to public addresses (not loopback, private or link-local).',
-  },
-  WEBHOOK_ENDPOINT_LIMIT_REACHED: { status: 409, retryable: false, message: 'The account has the most webhook endpoints one account may.' },
   // Agent channel
   CHANNEL_VERSION_UNSUPPORTED: {
     status: 400,

@@ -101,12 +101,13 @@ export async function run(options: RelayBenchOptions = {}): Promise<RelayBenchFi
         await streamOnce(direct, job.access.api_key);
         await streamOnce(relay, site.renterKey);
       }
-      const samples = { direct: [] as Array<{ firstByteMs: number; chunksPerSecond: number }>, relay: [] as typeof samples.direct };
+      type Sample = { firstByteMs: number; chunksPerSecond: number };
+      const samples: { direct: Sample[]; relay: Sample[] } = { direct: [], relay: [] };
       for (let i = 0; i < rounds; i += 1) {
         samples.direct.push(await streamOnce(direct, job.access.api_key));
         samples.relay.push(await streamOnce(relay, site.renterKey));
       }
-      const figures = (list: typeof samples.direct): PathFigures => ({
+      const figures = (list: Sample[]): PathFigures => ({
         firstByteMedianMs: round(median(list.map((s) => s.firstByteMs))),
         chunksPerSecondMedian: Math.round(median(list.map((s) => s.chunksPerSecond))),
       });

@@ -8,8 +8,6 @@ import { HeartbeatBuffer } from '../store/heartbeats.js';
 import { outboxWriter } from '../store/outbox.js';
 import { type AccountServices, buildAccountServices } from './accounts/index.js';
 import { type AdmissionServices, buildAdmissionServices } from './admissions/index.js';
-import { paidAdmissionGuard } from './admissions/guard.js';
-import { type AdmissionServices, buildAdmissionServices } from './admissions/index.js';
 import { type AlertSink, webhookAlertSink } from './alerts/sink.js';
 import { buildOperationsServices, type OperationsServices } from './operations/index.js';
 import type { ChainReader } from '../chain/reader.js';
@@ -28,9 +26,9 @@ import { buildPairingServices, type PairingServices } from './hosting/pairing.js
 import { buildJobServices, type JobServices, jobSettingsOf } from './jobs/index.js';
 import { buildMarketServices, type MarketServices } from './market/index.js';
 import { buildTemplateServices, type TemplateServices } from './templates/index.js';
-import { buildWithdrawalServices, type WithdrawalServices } from './withdrawals/index.js';
 import { buildTicketServices, type TicketServices } from './tickets/index.js';
 import { buildWebhookServices, type WebhookServices } from './webhooks/index.js';
+import { buildWithdrawalServices, type WithdrawalServices } from './withdrawals/index.js';
 
 // The composition of the use cases: built once per process by the composition root (runtime.ts for `ark-cp serve`,
 // buildApp when a test gives none, the CLI for one command) and handed to every edge: routes, the gateway's handler
@@ -67,16 +65,16 @@ export interface Services {
   billing: BillingServices;
   /** Money in by deposit: addresses, history, the chain watchers (issue 8). */
   deposits: DepositServices;
-  /** Money out: withdrawals, payouts, their review and the payer (issue 12). */
-  withdrawals: WithdrawalServices;
+  /** Money in by x402 top-up: the route's use case, the settlement worker, the top-ups history (issue 8). */
+  x402: X402Services;
   /** The admission switch, acceptance authorizations and the paid-admission guard (issue 12). */
   admissions: AdmissionServices;
   /** Where alerts go (ARK_ALERT_WEBHOOK_URL): the chain watchers' finality stall, the subsystem test. */
   alerts: AlertSink;
   /** Subsystem tests and the platform's books (issue 12). */
   operations: OperationsServices;
-  /** Money in by x402 top-up: the route's use case, the settlement worker, the top-ups history (issue 8). */
-  x402: X402Services;
+  /** Money out: withdrawals, payouts, their review and the payer (issue 12). */
+  withdrawals: WithdrawalServices;
   /** Support tickets (issue 10). */
   tickets: TicketServices;
   /** Signed webhooks: endpoints, deliveries, the delivery step (issue 10). */
@@ -90,9 +88,6 @@ export interface Services {
 export function buildServices(deps: ServiceDeps): Services {
   const { store, clock, config } = deps;
   const outbox = outboxWriter(store.dialect);
-  // One guard for every paid operation: reservations, offer publication, funding credits, payouts, withdrawals.
-  const admissionGuard = paidAdmissionGuard({ clock });
-  const deposits = buildDepositServices({ store, clock, payments: config.payments, admissions: admissionGuard });
   // One guard for every paid operation: reservations, offer publication, funding credits, payouts, withdrawals.
   const admissionGuard = paidAdmissionGuard({ clock });
   const alerts = deps.alerts ?? webhookAlertSink({ url: config.operations.alertWebhookUrl, clock });
@@ -131,7 +126,8 @@ export function buildServices(deps: ServiceDeps): Services {
       config,
       chain: deps.x402Chain ?? null,
       // A new top-up is a funding credit: refused (503, retryable) while paid admission is paused.
-      admit: (trx, request) => fundingAdmissionGuard({ clock }).admit(trx, { accountId: request.accountId, kind: 'funding_credit', reference: request.reference }),
+      admit: (trx, request) =>
+        fundingAdmissionGuard({ clock }).admit(trx, { accountId: request.accountId, kind: 'funding_credit', reference: request.reference }),
       logger: deps.logger && 'warn' in deps.logger ? (deps.logger as unknown as X402Deps['logger']) : undefined,
     }),
     deposits,

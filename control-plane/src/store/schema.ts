@@ -1,6 +1,6 @@
 import type { AccountsTables } from './tables/accounts.js';
-import type { AgentsTables } from './tables/agents.js';
 import type { AdmissionsTables } from './tables/admissions.js';
+import type { AgentsTables } from './tables/agents.js';
 import type { DepositsTables } from './tables/deposits.js';
 import type { FoundationTables } from './tables/foundation.js';
 import type { GatewayTables } from './tables/gateway.js';
@@ -9,10 +9,10 @@ import type { JobsTables } from './tables/jobs.js';
 import type { LedgerTables } from './tables/ledger.js';
 import type { MarketTables } from './tables/market.js';
 import type { TemplatesTables } from './tables/templates.js';
-import type { WithdrawalsTables } from './tables/withdrawals.js';
+import type { X402Tables } from './tables/x402.js';
 import type { TicketsTables } from './tables/tickets.js';
 import type { WebhooksTables } from './tables/webhooks.js';
-import type { X402Tables } from './tables/x402.js';
+import type { WithdrawalsTables } from './tables/withdrawals.js';
 
 // The whole database, as the union of each aggregate's tables.
 export interface Database
@@ -25,9 +25,9 @@ export interface Database
     JobsTables,
     DepositsTables,
     X402Tables,
-    AdmissionsTables,
-    AgentsTables,
+    WithdrawalsTables,
     TicketsTables,
     WebhooksTables,
-    MarketTables,
-    WithdrawalsTables {}
+    AdmissionsTables,
+    AgentsTables,
+    MarketTables {}

@@ -62,9 +62,11 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
   };
   /** The money of the balance (its deposit history is the billing tests' concern). */
   const balance = async (account: SeededAccount) => {
-    const { deposits: _deposits, top_ups: _topUps, ...money } = (
-      await t.app.inject({ method: 'GET', url: '/api/v1/billing/balance', headers: bearer(account.apiKey) })
-    ).json();
+    const {
+      deposits: _deposits,
+      top_ups: _topUps,
+      ...money
+    } = (await t.app.inject({ method: 'GET', url: '/api/v1/billing/balance', headers: bearer(account.apiKey) })).json();
     return money;
   };
   const post = (account: SeededAccount, url: string, payload: Json, key = randomUUID()) =>

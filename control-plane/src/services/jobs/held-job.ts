@@ -193,7 +193,8 @@ export async function emitJobStateChanged(
   now: Date,
 ): Promise<void> {
   const data = { job_id: job.id, from, to: job.state, machine_id: job.machineId };
-  for (const accountId of new Set([job.accountId, job.hostAccountId])) await emitWebhookEvent(trx, accountId, 'job.state_changed', data, now);
+  for (const accountId of new Set([job.accountId, job.hostAccountId]))
+    await emitWebhookEvent(trx, accountId, 'job.state_changed', data, now);
 }
 
 /** The job row held in the caller's transaction, which already holds the machine's channel row (the gateway's). */
