@@ -367,4 +367,43 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
       await anvil.rpc('evm_setAutomine', [true]);
     }
   }, 120_000);
+
+  it('answers 503 ADMISSIONS_PAUSED while admissions are paused, settling nothing; the same payment goes through after the resume', async () => {
+    const adminEmail = `x402-admin-${randomBytes(4).toString('hex')}@example.test`;
+    await controlPlaneCli(cp, [
+      'accounts',
+      'create',
+      '--email',
+      adminEmail,
+      '--role',
+      'admin',
+      '--password',
+      'correct horse battery staple',
+      '--verified',
+    ]);
+    await controlPlaneCli(cp, ['admissions', 'pause', '--email', adminEmail, '--reason', 'x402 e2e: paused']);
+    const treasuryBefore = await treasuryUsdc();
+    const paused = await payOfficially(1n * USDC);
+    expect(paused.status).toBe(503);
+    expect(paused.body.error).toMatchObject({ code: 'ADMISSIONS_PAUSED', retryable: true });
+    expect(paused.header).toBeTruthy();
+    await anvil.mine(3);
+    expect(await treasuryUsdc()).toBe(treasuryBefore);
+    expect(await balance()).toBe(expectedAvailable);
+
+    await controlPlaneCli(cp, ['admissions', 'resume', '--email', adminEmail, '--reason', 'x402 e2e: resumed']);
+    const resumed = await send(1n * USDC, paused.header);
+    expect(resumed.status).toBe(200);
+    expect(resumed.body).toMatchObject({ state: 'PENDING_FINALITY', amount_micro: '1000000' });
+    await anvil.mine(2);
+    await waitFor(async () => (await send(1n * USDC, paused.header)).body?.state === 'CONFIRMED', {
+      timeoutMs: 30_000,
+      intervalMs: 100,
+      description: 'the top-up after the resume CONFIRMED',
+    });
+    expectedAvailable += 1n * USDC;
+    expect(await treasuryUsdc()).toBe(treasuryBefore + 1n * USDC);
+    expect(await balance()).toBe(expectedAvailable);
+    expect(JSON.parse(await controlPlaneCli(cp, ['ledger', 'verify'])).ok).toBe(true);
+  }, 120_000);
 });
