@@ -30,6 +30,7 @@ import { registerPairPageRoutes } from './http/routes/pair-page.js';
 import { registerPairingRoutes } from './http/routes/pairing.js';
 import { registerQuoteRoutes } from './http/routes/quotes.js';
 import { registerRelayRoutes } from './http/routes/relay.js';
+import { registerSpendCapRoutes } from './http/routes/spend-cap.js';
 import { registerTelemetryRoutes } from './http/routes/telemetry.js';
 import { registerSystemRoutes } from './http/routes/system.js';
 import { registerTemplateRoutes } from './http/routes/templates.js';
@@ -175,6 +176,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerTemplateRoutes,
   registerQuoteRoutes,
   registerJobRoutes,
+  registerSpendCapRoutes,
   registerTicketRoutes,
   registerWebhookRoutes,
   registerAdminAdmissionRoutes,

@@ -69,3 +69,16 @@ describe('agent wallet configuration', () => {
     expect(() => load({ ARK_AGENT_CHALLENGE_TTL_S: '0' })).toThrow(ConfigError);
   });
 });
+
+describe('spend-rate cap configuration', () => {
+  it('defaults to 50 USDC an hour and reads ARK_SPEND_RATE_CAP_MICRO_PER_HOUR up to one MicroAmount', () => {
+    expect(load().spendRateCapMicroPerHour).toBe(50_000_000n);
+    expect(load({ ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: '1' }).spendRateCapMicroPerHour).toBe(1n);
+    expect(load({ ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: '1000000000000000' }).spendRateCapMicroPerHour).toBe(1_000_000_000_000_000n);
+  });
+
+  it.each(['0', '-5', '1.5', 'lots', '1000000000000001'])('refuses %s, naming the variable', (value) => {
+    expect(() => load({ ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: value })).toThrow(ConfigError);
+    expect(() => load({ ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: value })).toThrow(/ARK_SPEND_RATE_CAP_MICRO_PER_HOUR/);
+  });
+});

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
+import { MICRO_AMOUNT_MAX } from '@ark/shared';
 import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
 import { type OperationsConfig, operationsConfigFrom } from './config-operations.js';
 import { type RelayConfig, relayConfigFrom } from './config-relay.js';
@@ -59,6 +60,8 @@ export interface Config {
   jobReconcileTimeoutMs: number;
   /** Renting: how long a job may stay RESERVED or STARTING before it is cancelled. */
   jobStartTimeoutMs: number;
+  /** Renting: every account's default spend-rate cap (summed total rate of its unstopped jobs), micro-USDC per hour. */
+  spendRateCapMicroPerHour: bigint;
   /** Renting: the host renters reach job endpoints at when the agent reports none; null: the public URL's host. */
   jobAccessHost: string | null;
   /** HTTP: the whole request (headers and body) must arrive within this; a slower client gets 408 and is closed. */
@@ -184,6 +187,8 @@ export function loadConfig(env: Env = process.env): Config {
       : 3 * int(env, 'ARK_HEARTBEAT_INTERVAL_S', 15, 1, 3600) * 1000,
     jobReconcileTimeoutMs: int(env, 'ARK_JOB_RECONCILE_TIMEOUT_S', 600, 1, 7 * 86400) * 1000,
     jobStartTimeoutMs: int(env, 'ARK_JOB_START_TIMEOUT_S', 1800, 10, 7 * 86400) * 1000,
+    // 50 USDC an hour: about 90 machines at the seed rate; at most one MicroAmount (an account may lower it to 0).
+    spendRateCapMicroPerHour: BigInt(int(env, 'ARK_SPEND_RATE_CAP_MICRO_PER_HOUR', 50_000_000, 1, Number(MICRO_AMOUNT_MAX))),
     jobAccessHost: env.ARK_JOB_ACCESS_HOST || null,
     httpRequestTimeoutMs,
     httpHeadersTimeoutMs,

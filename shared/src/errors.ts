@@ -160,6 +160,11 @@ export const ERROR_CATALOG = {
     message: "The new duration limit passes the host's availability ceiling snapshotted at reservation.",
   },
   JOB_NOT_STOPPABLE: { status: 409, retryable: false, message: 'The job has failed; there is nothing to stop.' },
+  SPEND_RATE_CAP_EXCEEDED: {
+    status: 409,
+    retryable: false,
+    message: "The reservation would take the account's committed hourly rate past its spend-rate cap.",
+  },
   JOB_ACCESS_UNAVAILABLE: {
     status: 403,
     retryable: false,

@@ -21,3 +21,4 @@ export * from './canonical-json.js';
 export * from './redact.js';
 export * from './http/withdrawals.js';
 export * from './http/market.js';
+export * from './http/spend-cap.js';

@@ -153,6 +153,8 @@ describe.each(['sqlite', 'postgres'] as const)('admissions on %s', (dialect) => 
         ARK_HEARTBEAT_INTERVAL_S: '1',
         ARK_METER_INTERVAL_S: '1',
         ARK_SEED_RATE_MICRO_PER_HOUR: '36000000',
+        // Two jobs at this rate pass the default spend-rate cap (50 USDC/h): the cap is spend-cap.test.ts's business.
+        ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: '1000000000000000',
       },
     });
     const tag = randomBytes(4).toString('hex');

@@ -94,6 +94,8 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
         ARK_METER_INTERVAL_S: '1',
         // 3600 USDC an hour: one USDC a second of metered time.
         ARK_SEED_RATE_MICRO_PER_HOUR: String(3_600n * USDC),
+        // Past the default spend-rate cap (50 USDC/h) on purpose: the cap is spend-cap.test.ts's business.
+        ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: '1000000000000000',
       },
     });
     const tag = randomTag();

@@ -129,6 +129,8 @@ export class RentalSite {
       ARK_METER_INTERVAL_S: '1',
       ARK_RETRIEVAL_WINDOW_S: '6',
       ARK_SEED_RATE_MICRO_PER_HOUR: MACHINE_RATE_MICRO_PER_HOUR.toString(),
+      // Metered this fast, a few jobs pass the default spend-rate cap (50 USDC/h): the cap is spend-cap.test.ts's business.
+      ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: '1000000000000000',
       ...options.cpEnv,
     };
     this.cp = await startControlPlane({ databaseUrl: this.database?.url ?? null, env: this.cpEnv });

@@ -401,6 +401,10 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       ok: [404],
     },
     'GET /api/v1/jobs': { need: { scope: 'renter' }, request: () => ({}), ok: [200] },
+    'GET /api/v1/account/spend-cap': { need: { scope: 'renter' }, request: () => ({}), ok: [200] },
+    // Back to the operator's default, where every account already is: not a raise, so no step-up (spend-cap.test.ts
+    // covers the raise); the matrix's later reservations keep their room.
+    'PUT /api/v1/account/spend-cap': { need: { scope: 'renter' }, request: () => ({ payload: { cap_micro_per_hour: null } }), ok: [200] },
     'GET /api/v1/jobs/{id}': {
       need: { scope: 'renter' },
       owner: { account: 'renterA', admin: true, resource: 'job' },

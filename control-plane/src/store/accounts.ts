@@ -53,6 +53,7 @@ export async function insertAccount(db: Executor, account: NewAccount): Promise<
     totp_secret_sealed: null,
     totp_pending_sealed: null,
     totp_last_step: null,
+    spend_cap_micro_per_hour: null,
     created_at: iso(account.now),
     updated_at: iso(account.now),
   };

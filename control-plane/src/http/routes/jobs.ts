@@ -40,7 +40,9 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
         summary: 'Reserve a quoted machine',
         description:
           "In one transaction: consumes the quote (QUOTE_EXPIRED, QUOTE_ALREADY_USED; someone else's quote is 404), snapshots the rate and the " +
-          'host-availability ceiling, holds budget_micro from the available balance (INSUFFICIENT_BALANCE, nothing changed) and queues the launch ' +
+          "host-availability ceiling, checks the account's spend-rate cap (SPEND_RATE_CAP_EXCEEDED, 409, nothing changed: the summed total " +
+          'hourly rate of its jobs from RESERVED until they stop, plus this one, must stay within cap_micro_per_hour of ' +
+          'GET /api/v1/account/spend-cap), holds budget_micro from the available balance (INSUFFICIENT_BALANCE, nothing changed) and queues the launch ' +
           'for the machine. ssh_public_keys are OpenSSH public key lines; env names starting with ARK_ are reserved. Poll GET /api/v1/jobs/{id}. ' +
           'While admission is paused: 503 ADMISSIONS_PAUSED, unless the Ark-Acceptance-Authorization header names a valid authorization (spent once).',
         headers: AdmittedIdempotencyHeaders,

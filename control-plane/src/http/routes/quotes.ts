@@ -21,7 +21,8 @@ export function registerQuoteRoutes(app: TypedApp, ctx: AppContext): void {
           'online and healthy, the offer listed (and at expected_version when given), [now, now + duration_limit_s] inside its availability and ' +
           'free of maintenance windows, and enough GPUs free (a machine without GPUs is rented whole: gpu_count 1). Exactly one of template_id ' +
           "(its runtime for the machine's backend, cuda) and image_digest. budget_micro defaults to estimated_total_micro. The meter starts at " +
-          'verified readiness.',
+          "verified readiness. A quote whose total rate would not fit under the account's spend-rate cap now is refused (409 " +
+          'SPEND_RATE_CAP_EXCEEDED, GET /api/v1/account/spend-cap); the reservation checks the cap again.',
         headers: IdempotencyHeaders,
         body: QuoteRequest,
         response: withErrors({ 201: Quote }, 403, 404, 409),

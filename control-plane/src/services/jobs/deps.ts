@@ -19,6 +19,8 @@ export interface JobSettings {
   startTimeoutMs: number;
   /** Where renters reach a machine whose agent reported no public address. */
   accessHost: string;
+  /** The operator's default spend-rate cap, for accounts that set none of their own. */
+  spendRateCapMicroPerHour: bigint;
 }
 
 export function jobSettingsOf(config: Config): JobSettings {
@@ -33,6 +35,7 @@ export function jobSettingsOf(config: Config): JobSettings {
     reconcileTimeoutMs: config.jobReconcileTimeoutMs,
     startTimeoutMs: config.jobStartTimeoutMs,
     accessHost: config.jobAccessHost ?? hostOfUrl(config.publicBaseUrl),
+    spendRateCapMicroPerHour: config.spendRateCapMicroPerHour,
   };
 }
 

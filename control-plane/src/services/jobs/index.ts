@@ -9,6 +9,7 @@ import type {
 import type { StopCaller } from '../../domain/jobs/ending.js';
 import type { StopAnswerState } from '../../domain/jobs/states.js';
 import type { QuoteRecord } from '../../domain/quotes/quote.js';
+import type { SpendCapStanding } from '../../domain/jobs/spend-cap.js';
 import type { Tx } from '../../store/db.js';
 import type { CommitHook } from '../../store/transaction.js';
 import { applyJobStatus } from './agent-status.js';
@@ -19,12 +20,14 @@ import { createQuote } from './quote.js';
 import { type JobReads, jobReads } from './reads.js';
 import { reconcileFromHeartbeat } from './reconcile.js';
 import { type Reservation, reserve } from './reserve.js';
+import { changeSpendCap, readSpendCap, type SpendCapChange } from './spend-cap.js';
 import { type JobSweeps, jobSweeps } from './sweeps.js';
 
 export { type JobDeps, type JobSettings, jobSettingsOf } from './deps.js';
 export type { BudgetExtended } from './funding.js';
 export type { JobReads } from './reads.js';
 export type { Reservation } from './reserve.js';
+export type { SpendCapChange } from './spend-cap.js';
 export { SWEEP_BATCH, type JobSweeps } from './sweeps.js';
 
 /**
@@ -54,6 +57,10 @@ export interface JobServices {
   applyMeterReceipt(trx: Tx, machineId: string, msg: MeterReceiptMessage, now: Date): Promise<void>;
   /** The heartbeat hook: reconciling jobs the agent lists as running come back. Returns how many did. */
   reconcileFromHeartbeat(machineId: string, msg: HeartbeatMessage, now: Date): Promise<number>;
+  /** GET /api/v1/account/spend-cap: the cap, the operator's default and what the account's unstopped jobs commit. */
+  readSpendCap(accountId: string): Promise<SpendCapStanding>;
+  /** PUT /api/v1/account/spend-cap: lowering needs nothing more, raising a fresh step-up (audited either way). */
+  changeSpendCap(change: SpendCapChange, commit?: CommitHook<SpendCapStanding>): Promise<SpendCapStanding>;
   readonly sweeps: JobSweeps;
   readonly reads: JobReads;
 }
@@ -68,6 +75,8 @@ export function buildJobServices(deps: JobDeps): JobServices {
     applyJobStatus: (trx, machineId, msg, now) => applyJobStatus(deps, trx, machineId, msg, now),
     applyMeterReceipt: (trx, machineId, msg, now) => applyMeterReceipt(deps, trx, machineId, msg, now),
     reconcileFromHeartbeat: (machineId, msg, now) => reconcileFromHeartbeat(deps, machineId, msg, now),
+    readSpendCap: (accountId) => readSpendCap(deps, accountId),
+    changeSpendCap: (change, commit) => changeSpendCap(deps, change, commit),
     sweeps: jobSweeps(deps),
     reads: jobReads(deps),
   };

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { type MachineManifest, MICRO_AMOUNT_MAX, type QuoteRequest } from '@ark/shared';
 import { deviceVramOf } from '../../domain/machines/manifest.js';
-import { estimatedTotalMicro } from '../../domain/metering/charges.js';
+import { assertWithinSpendCap } from '../../domain/jobs/spend-cap.js';
+import { estimatedTotalMicro, totalRateOf } from '../../domain/metering/charges.js';
 import {
   assertOneImageSource,
   assertWindowAvailable,
@@ -22,10 +23,12 @@ import { findTemplate } from '../../store/templates.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
 import { assertMachineAvailable } from './availability.js';
 import type { JobDeps } from './deps.js';
+import { spendCapStanding } from './spend-cap.js';
 
 /**
  * POST /api/v1/quotes: checks the offer, machine, window, GPUs and image, and stores a quote valid 60 seconds at the
- * offer's current rate.
+ * offer's current rate. A quote whose rate would not fit under the account's spend-rate cap now is refused
+ * (SPEND_RATE_CAP_EXCEEDED); the reservation checks again, and that check is the one that holds.
  */
 export async function createQuote(
   deps: JobDeps,
@@ -84,6 +87,8 @@ export async function createQuote(
 
       const durationS = BigInt(body.duration_limit_s);
       const rate = { machineRateMicroPerHour: offer.rateMicroPerHour, platformFeeBps: BigInt(deps.settings.platformFeeBps) };
+      // The reservation enforces the spend-rate cap under a lock; this early look spares a quote that cannot be used.
+      assertWithinSpendCap(await spendCapStanding(deps, trx, accountId), totalRateOf(rate));
       const estimate = estimatedTotalMicro(rate, durationS);
       let budget: bigint;
       if (body.budget_micro !== undefined) {

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { JobCreateRequest, MachineManifest } from '@ark/shared';
 import { buildLaunchBody, newEngineApiKey, validateRenterEnv, validateSshPublicKeys } from '../../domain/jobs/launch.js';
+import { assertWithinSpendCap } from '../../domain/jobs/spend-cap.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
+import { totalRateOf } from '../../domain/metering/charges.js';
 import { assertQuoteUsable, assignGpus, hostCeilingOf } from '../../domain/quotes/quote.js';
 import { DomainError } from '../../errors.js';
 import { fromJson } from '../../store/db.js';
@@ -17,6 +19,7 @@ import { type CommitHook, transact } from '../../store/transaction.js';
 import { assertMachineAvailable } from './availability.js';
 import type { JobDeps } from './deps.js';
 import { emitJobStateChanged } from './held-job.js';
+import { lockedSpendCapStanding } from './spend-cap.js';
 
 export interface Reservation {
   jobId: string;
@@ -27,7 +30,8 @@ const earlier = (a: Date, b: Date): Date => (a.getTime() <= b.getTime() ? a : b)
 /**
  * POST /api/v1/jobs, in one transaction: consumes the quote, snapshots the rate and the host-availability ceiling,
  * assigns GPUs, holds the budget (INSUFFICIENT_BALANCE rolls everything back), creates the job at fence 1 and queues
- * launch_job for the machine. Passes the paid-admission guard first (ADMISSIONS_PAUSED while paused).
+ * launch_job for the machine. Passes the paid-admission guard first (ADMISSIONS_PAUSED while paused), then the
+ * account's spend-rate cap (SPEND_RATE_CAP_EXCEEDED, nothing held or consumed).
  */
 export async function reserve(
   deps: JobDeps,
@@ -53,6 +57,9 @@ export async function reserve(
         authorization: admission.acceptanceAuthorization,
         reference: `quote:${quote.id}`,
       });
+      // The spend-rate cap: the account's row held, so two reservations of one account never both fit under it.
+      const standing = await lockedSpendCapStanding(deps, trx, accountId);
+      assertWithinSpendCap(standing, totalRateOf(quote));
       // Reservations on one machine queue behind each other, so two never take the same GPU.
       const machine = await lockMachineForReservation(trx, store.dialect, quote.machineId);
       if (!machine) throw new DomainError('MACHINE_NOT_AVAILABLE');

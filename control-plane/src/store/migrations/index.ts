@@ -13,6 +13,7 @@ import * as m0011 from './0011-admissions.js';
 import * as m0012 from './0012-agent-wallets.js';
 import * as m0013 from './0013-tickets-webhooks.js';
 import * as m0015 from './0015-market.js';
+import * as m0016 from './0016-spend-cap.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -30,4 +31,5 @@ export const migrations: Record<string, Migration> = {
   '0012-agent-wallets': m0012,
   '0013-tickets-webhooks': m0013,
   '0015-market': m0015,
+  '0016-spend-cap': m0016,
 };

@@ -16,6 +16,8 @@ export interface AccountsTable {
   totp_pending_sealed: string | null;
   /** The last TOTP time step accepted, so a code is never accepted twice. */
   totp_last_step: bigint | null;
+  /** The account's spend-rate cap, micro-USDC per hour; null: the operator's default. */
+  spend_cap_micro_per_hour: bigint | null;
   created_at: string;
   updated_at: string;
 }
