@@ -5,6 +5,7 @@ import { MICRO_AMOUNT_MAX } from '@ark/shared';
 import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
 import { type OperationsConfig, operationsConfigFrom } from './config-operations.js';
 import { type RelayConfig, relayConfigFrom } from './config-relay.js';
+import { type ReliabilityConfig, reliabilityConfigFrom } from './config-reliability.js';
 import { type WebhooksConfig, webhooksConfigFrom } from './config-webhooks.js';
 import { type X402Config, x402ConfigFrom } from './config-x402.js';
 import { type PayoutsConfig, payoutsConfigFrom } from './config-payouts.js';
@@ -87,6 +88,8 @@ export interface Config {
   payouts: PayoutsConfig;
   /** Signed webhooks: private endpoints, attempt timeout, when a failing endpoint is disabled (config-webhooks.ts). */
   webhooks: WebhooksConfig;
+  /** Machine reliability: the floor, the window, the history a machine needs, the worker's period (config-reliability.ts). */
+  reliability: ReliabilityConfig;
 }
 
 export class ConfigError extends Error {
@@ -202,6 +205,11 @@ export function loadConfig(env: Env = process.env): Config {
     x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),
     payouts: payoutsConfigFrom(env, (message) => new ConfigError(message)),
     webhooks: webhooksConfigFrom(
+      env,
+      (name, fallback, min, max) => int(env, name, fallback, min, max),
+      (message) => new ConfigError(message),
+    ),
+    reliability: reliabilityConfigFrom(
       env,
       (name, fallback, min, max) => int(env, name, fallback, min, max),
       (message) => new ConfigError(message),

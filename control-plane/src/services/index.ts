@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import type { Mailer } from '../mail.js';
 import { JobSecrets } from '../domain/jobs/secrets.js';
 import type { Store } from '../store/db.js';
+import { LIVENESS_GRACE_HEARTBEATS } from '../domain/machines/go-live.js';
 import { HeartbeatBuffer } from '../store/heartbeats.js';
 import { outboxWriter } from '../store/outbox.js';
 import { type AccountServices, buildAccountServices } from './accounts/index.js';
@@ -25,6 +26,7 @@ import { buildOfferServices, type OfferServices } from './hosting/offers.js';
 import { buildPairingServices, type PairingServices } from './hosting/pairing.js';
 import { buildJobServices, type JobServices, jobSettingsOf } from './jobs/index.js';
 import { buildMarketServices, type MarketServices } from './market/index.js';
+import { buildReliabilityServices, type ReliabilityServices } from './reliability/index.js';
 import { buildTemplateServices, type TemplateServices } from './templates/index.js';
 import { buildTicketServices, type TicketServices } from './tickets/index.js';
 import { buildWebhookServices, type WebhookServices } from './webhooks/index.js';
@@ -81,6 +83,8 @@ export interface Services {
   webhooks: WebhookServices;
   /** Host market statistics: the worker's refresh and the hosts' read (issue 10). */
   market: MarketServices;
+  /** Machine reliability: the worker's scoring step (issue 10). */
+  reliability: ReliabilityServices;
   /** Flushes what the services buffer (heartbeats): after the gateway closed, before the store closes. */
   close(): Promise<void>;
 }
@@ -93,6 +97,7 @@ export function buildServices(deps: ServiceDeps): Services {
   const alerts = deps.alerts ?? webhookAlertSink({ url: config.operations.alertWebhookUrl, clock });
   const deposits = buildDepositServices({ store, clock, payments: config.payments, admissions: admissionGuard });
   const heartbeats = new HeartbeatBuffer(store, {
+    onlineGraceMs: LIVENESS_GRACE_HEARTBEATS * config.heartbeatIntervalMs,
     onError: (error) => deps.logger?.error({ err: error }, 'heartbeat flush failed'),
   });
   const hosting = buildHostingServices({
@@ -156,6 +161,12 @@ export function buildServices(deps: ServiceDeps): Services {
       heartbeatIntervalMs: config.heartbeatIntervalMs,
     }),
     market: buildMarketServices({ store, clock, minSampleSize: config.marketMinSampleSize }),
+    reliability: buildReliabilityServices({
+      store,
+      clock,
+      settings: config.reliability,
+      onlineGraceMs: LIVENESS_GRACE_HEARTBEATS * config.heartbeatIntervalMs,
+    }),
     async close() {
       await hosting.close();
     },

@@ -1,6 +1,7 @@
 import { sql } from 'kysely';
 import { iso } from '../clock.js';
 import type { Store } from './db.js';
+import { extendOnlineIntervals } from './reliability.js';
 
 // Write-behind of heartbeats that change nothing but last-seen (last_heartbeat_at, uptime_s).
 //
@@ -29,6 +30,8 @@ export interface HeartbeatBufferOptions {
   maxPending?: number;
   /** Where a failed background flush is reported. */
   onError?: (error: unknown) => void;
+  /** The liveness grace: a heartbeat within it of the last one extends the machine's online interval (reliability). */
+  onlineGraceMs?: number;
 }
 
 /** What readers of last-seen need: a machine's last heartbeat as this process knows it. */
@@ -40,6 +43,8 @@ export interface HeartbeatReader {
 export const HEARTBEAT_FLUSH_INTERVAL_MS = 1000;
 const CHUNK_ROWS = 1000;
 const MAX_PENDING = 50_000;
+/** Three 15-second heartbeat intervals, the default liveness grace. */
+const ONLINE_GRACE_MS = 45_000;
 
 export class HeartbeatBuffer implements HeartbeatReader {
   readonly #store: Store;
@@ -47,6 +52,7 @@ export class HeartbeatBuffer implements HeartbeatReader {
   readonly #chunkRows: number;
   readonly #maxPending: number;
   readonly #onError: (error: unknown) => void;
+  readonly #onlineGraceMs: number;
   #pending = new Map<string, PendingHeartbeat>();
   /** The batch being written: still visible to readers until its transaction committed. */
   #writing = new Map<string, PendingHeartbeat>();
@@ -60,6 +66,7 @@ export class HeartbeatBuffer implements HeartbeatReader {
     this.#chunkRows = options.chunkRows ?? CHUNK_ROWS;
     this.#maxPending = options.maxPending ?? MAX_PENDING;
     this.#onError = options.onError ?? (() => {});
+    this.#onlineGraceMs = options.onlineGraceMs ?? ONLINE_GRACE_MS;
   }
 
   get size(): number {
@@ -151,6 +158,11 @@ export class HeartbeatBuffer implements HeartbeatReader {
             AND (machines.last_heartbeat_at IS NULL OR machines.last_heartbeat_at < v.column2)
         `.execute(trx);
         written += Number(result.numAffectedRows ?? 0n);
+        // The same chunk extends each machine's online interval: one interval row per machine, not one per heartbeat.
+        await extendOnlineIntervals(
+          trx,
+          chunk.map(([id, e]) => ({ machineId: id, at: e.at, cutoff: iso(new Date(Date.parse(e.at) - this.#onlineGraceMs)) })),
+        );
       }
     });
     return written;

@@ -237,6 +237,8 @@ export interface OfferFilter {
   /** A ceiling on the machine rate (the renter's total-rate ceiling, converted by pricing). */
   maxMachineRateMicroPerHour?: bigint;
   availableAt?: Date;
+  /** Machines scored at least this (ten-thousandths) and no longer new (GET /api/v1/offers min_reliability). */
+  minReliabilityE4?: number;
   now: Date;
 }
 
@@ -253,6 +255,8 @@ export interface ListedOffer extends OfferVersionView {
     lastHeartbeatAt: string | null;
     healthy: boolean | null;
   };
+  /** The reliability worker's last score; null before it scored the machine. */
+  reliability: { scoreE4: number; isNew: boolean } | null;
 }
 
 /**
@@ -266,6 +270,7 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       join.onRef('offer_versions.offer_id', '=', 'offers.id').onRef('offer_versions.version', '=', 'offers.current_version'),
     )
     .innerJoin('machines', 'machines.id', 'offers.machine_id')
+    .leftJoin('machine_reliability', 'machine_reliability.machine_id', 'offers.machine_id')
     .select(versionColumns)
     .select([
       'machines.gpu_count',
@@ -278,8 +283,12 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       'machines.live_state',
       'machines.last_heartbeat_at',
       'machines.healthy',
+      'machine_reliability.score_e4',
+      'machine_reliability.is_new',
     ])
     .where('offers.listed', '=', 1n)
+    // A machine held under the reliability floor is not offered to new rentals.
+    .where((eb) => eb.or([eb('machine_reliability.held', 'is', null), eb('machine_reliability.held', '=', 0n)]))
     .where('machines.live_state', '=', 'live')
     .where('offer_versions.available_until', '>', iso(filter.now));
   if (filter.gpuModel !== undefined) query = query.where('machines.gpu_model', '=', filter.gpuModel);
@@ -287,6 +296,9 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
   if (filter.region !== undefined) query = query.where('machines.region', '=', filter.region);
   if (filter.maxMachineRateMicroPerHour !== undefined)
     query = query.where('offer_versions.rate_micro_per_hour', '<=', filter.maxMachineRateMicroPerHour);
+  if (filter.minReliabilityE4 !== undefined) {
+    query = query.where('machine_reliability.score_e4', '>=', BigInt(filter.minReliabilityE4)).where('machine_reliability.is_new', '=', 0n);
+  }
   if (filter.availableAt !== undefined) {
     const at = iso(filter.availableAt);
     query = query
@@ -326,5 +338,6 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       lastHeartbeatAt: row.last_heartbeat_at,
       healthy: row.healthy === null ? null : toBool(row.healthy),
     },
+    reliability: row.score_e4 === null ? null : { scoreE4: Number(row.score_e4), isNew: toBool(row.is_new) },
   }));
 }

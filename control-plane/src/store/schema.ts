@@ -8,6 +8,7 @@ import type { HostsTables } from './tables/hosts.js';
 import type { JobsTables } from './tables/jobs.js';
 import type { LedgerTables } from './tables/ledger.js';
 import type { MarketTables } from './tables/market.js';
+import type { ReliabilityTables } from './tables/reliability.js';
 import type { TemplatesTables } from './tables/templates.js';
 import type { X402Tables } from './tables/x402.js';
 import type { TicketsTables } from './tables/tickets.js';
@@ -30,4 +31,5 @@ export interface Database
     WebhooksTables,
     AdmissionsTables,
     AgentsTables,
-    MarketTables {}
+    MarketTables,
+    ReliabilityTables {}

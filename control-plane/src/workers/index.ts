@@ -5,6 +5,7 @@ import { purgePairings } from '../store/pairings.js';
 import type { Worker } from './runner.js';
 import { jobWorkers } from './jobs.js';
 import { marketWorker } from './market.js';
+import { reliabilityWorker } from './reliability.js';
 import { telemetryRetentionWorker } from './telemetry-retention.js';
 import { x402Workers } from './x402.js';
 import { webhookWorkers } from './webhooks.js';
@@ -22,5 +23,6 @@ export function defaultWorkers(services: Services, config: Config): Worker[] {
     ...x402Workers(services.x402, config),
     ...webhookWorkers(services.webhooks),
     marketWorker(services.market),
+    reliabilityWorker(services.reliability, config),
   ];
 }

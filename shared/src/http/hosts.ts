@@ -161,6 +161,21 @@ export type OfferCommitted = Static<typeof OfferCommitted>;
 export const OfferReadiness = Type.Union([Type.Literal('ready'), Type.Literal('provisioning'), Type.Literal('unavailable')]);
 export type OfferReadiness = Static<typeof OfferReadiness>;
 
+/** A reliability score: uptime over the rolling window minus penalties, 0..1 with four decimals ("0.9876"). */
+export const ReliabilityScore = Type.String({ pattern: '^(0\\.[0-9]{4}|1\\.0000)$', maxLength: 6 });
+export type ReliabilityScore = Static<typeof ReliabilityScore>;
+
+/** What a renter sees of a machine's reliability (display and evidence only; additive to contract part 2). */
+export const OfferReliability = Type.Object(
+  {
+    score: ReliabilityScore,
+    /** The machine's history is shorter than the minimum: the score is provisional. */
+    new: Type.Boolean(),
+  },
+  { additionalProperties: false },
+);
+export type OfferReliability = Static<typeof OfferReliability>;
+
 /** Contract part 2, OfferSummary. No additional properties; never a host management address. */
 export const OfferSummary = Type.Object(
   {
@@ -187,6 +202,8 @@ export const OfferSummary = Type.Object(
     manifest_hash: Type.Optional(Sha256Hash),
     /** TemplateFit: present only when the request named a template. */
     fit: Type.Optional(TemplateFit),
+    /** The machine's reliability once the reliability worker scored it (additive; absent before). */
+    reliability: Type.Optional(OfferReliability),
   },
   { additionalProperties: false },
 );
@@ -209,6 +226,10 @@ export const OfferListQuery = Type.Object(
     available_at: Type.Optional(Rfc3339Utc),
     /** Adds `fit` to every offer: how the template's VRAM needs meet the machine's measured devices. */
     template_id: Type.Optional(Uuid),
+    /** Machines scored at least this, no longer new: a decimal from 0 to 1 with at most four decimals ("0.99"). */
+    min_reliability: Type.Optional(
+      Type.String({ pattern: '^(0(\\.[0-9]{1,4})?|1(\\.0{1,4})?)$', maxLength: 6, description: '0 to 1, at most 4 decimals' }),
+    ),
   },
   { additionalProperties: false },
 );
@@ -256,6 +277,37 @@ export const MachineOffer = Type.Object(
 );
 export type MachineOffer = Static<typeof MachineOffer>;
 
+/** The host's view of its machine's reliability: the score and what it was computed from. */
+export const MachineReliability = Type.Object(
+  {
+    score: ReliabilityScore,
+    /** Enrolled more recently than the minimum history: never held, not matched by min_reliability. */
+    new: Type.Boolean(),
+    /** The start of the window scored: the rolling window, clipped to enrollment. */
+    window_from: Rfc3339Utc,
+    /** Seconds of the window that count (outside published maintenance), and of those the machine was online. */
+    counted_s: Int64String,
+    online_s: Int64String,
+    /** Jobs in the window that failed to start or were lost while running (each costs 0.02). */
+    penalized_jobs: Type.Integer({ minimum: 0 }),
+    computed_at: Rfc3339Utc,
+  },
+  { additionalProperties: false },
+);
+export type MachineReliability = Static<typeof MachineReliability>;
+
+export const ReliabilityHold = Type.Object(
+  {
+    reason: Type.Literal('below_reliability_floor'),
+    message: Type.String(),
+    score: ReliabilityScore,
+    floor: Type.String(),
+    since: Rfc3339Utc,
+  },
+  { additionalProperties: false },
+);
+export type ReliabilityHold = Static<typeof ReliabilityHold>;
+
 export const Machine = Type.Object(
   {
     machine_id: Uuid,
@@ -273,6 +325,10 @@ export const Machine = Type.Object(
     network: Nullable(NetworkFacts),
     offer: Nullable(MachineOffer),
     created_at: Rfc3339Utc,
+    /** The reliability worker's last score of the machine (absent before its first run). */
+    reliability: Type.Optional(MachineReliability),
+    /** Why the machine is not offered to new rentals for its reliability; null while it is not held. */
+    reliability_hold: Type.Optional(Nullable(ReliabilityHold)),
   },
   { additionalProperties: false },
 );

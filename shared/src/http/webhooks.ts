@@ -13,7 +13,9 @@ import { Nullable, Rfc3339Utc, Uuid } from '../formats.js';
  * - `topup.credited`: a top-up reached your balance (emitted by the top-up area).
  * - `withdrawal.state_changed`, `payout.state_changed`: a withdrawal or payout moved (emitted by those areas).
  * - `machine.online`, `machine.offline`: your machine's agent came back or fell silent: `{machine_id}`.
- * - `machine.reliability_delisted`: your machine fell under the reliability floor (emitted by the reliability area).
+ * - `machine.reliability_delisted`: your machine fell under the reliability floor and is no longer offered to new
+ *   rentals: `{machine_id, score, floor, penalized_jobs}` (scores as "0.9876").
+ * - `machine.reliability_restored`: its score is back at or above the floor and it is offered again (same data).
  * - `ticket.message_created`: someone else wrote on a ticket you are party to: `{ticket_id, message_id, author_role, job_id}`.
  * - `webhook.test`: sent only by the test operation, to the one endpoint asked: `{endpoint_id}`.
  */
@@ -27,6 +29,7 @@ export const WebhookEventTypeSchema = Type.Union([
   Type.Literal('machine.online'),
   Type.Literal('machine.offline'),
   Type.Literal('machine.reliability_delisted'),
+  Type.Literal('machine.reliability_restored'),
   Type.Literal('ticket.message_created'),
   Type.Literal('webhook.test'),
 ]);

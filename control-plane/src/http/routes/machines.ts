@@ -18,6 +18,8 @@ import { DomainError } from '../../errors.js';
 import { fromJson, toBool } from '../../store/db.js';
 import type { MachineRow } from '../../store/machines.js';
 import type { OfferVersionView } from '../../store/offers.js';
+import type { MachineReliabilityTable } from '../../store/tables/reliability.js';
+import { scoreText } from '../../domain/machines/reliability.js';
 import { assertOwnerOrAdmin, principalOf } from '../auth.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
@@ -29,7 +31,8 @@ export function machineView(
   row: MachineRow,
   offer: OfferVersionView | undefined,
   now: Date,
-  config: Pick<Config, 'heartbeatIntervalMs' | 'platformFeeBps'>,
+  config: Pick<Config, 'heartbeatIntervalMs' | 'platformFeeBps'> & { reliability: Pick<Config['reliability'], 'floorE4'> },
+  reliability?: MachineReliabilityTable,
 ): Machine {
   const lastHeartbeat = row.last_heartbeat_at ? new Date(row.last_heartbeat_at) : null;
   const liveness = livenessAt(lastHeartbeat, now, config.heartbeatIntervalMs);
@@ -76,6 +79,34 @@ export function machineView(
           },
     offer: offerView,
     created_at: row.created_at,
+    ...(reliability ? reliabilityView(reliability, config.reliability.floorE4) : {}),
+  };
+}
+
+/** The machine's score and, while it is held under the floor, why it is not offered to new rentals. */
+function reliabilityView(r: MachineReliabilityTable, floorE4: number): Pick<Machine, 'reliability' | 'reliability_hold'> {
+  const score = scoreText(Number(r.score_e4));
+  const floor = scoreText(floorE4);
+  return {
+    reliability: {
+      score,
+      new: toBool(r.is_new),
+      window_from: r.window_from,
+      counted_s: r.counted_s.toString(),
+      online_s: r.online_s.toString(),
+      penalized_jobs: Number(r.penalized_jobs),
+      computed_at: r.computed_at,
+    },
+    reliability_hold:
+      toBool(r.held) && r.held_since !== null
+        ? {
+            reason: 'below_reliability_floor',
+            message: `Not offered to new rentals: reliability ${score} is under the floor ${floor}; it is offered again once the score is back at or above it. Running jobs are not affected.`,
+            score,
+            floor,
+            since: r.held_since,
+          }
+        : null,
   };
 }
 
@@ -105,13 +136,17 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
       const now = clock.now();
       const visible = rows.slice(0, request.query.limit ?? PAGE_LIMIT_DEFAULT);
       const offers = new Map<string, OfferVersionView | undefined>();
-      for (const row of visible) offers.set(row.id, await machines.currentOffer(row.id));
+      const scores = new Map<string, MachineReliabilityTable | undefined>();
+      for (const row of visible) {
+        offers.set(row.id, await machines.currentOffer(row.id));
+        scores.set(row.id, await machines.reliability(row.id));
+      }
       return ctx.paginator.page(
         scope,
         rows,
         request.query.limit,
         (row) => [row.created_at, row.id],
-        (row) => machineView(row, offers.get(row.id), now, config),
+        (row) => machineView(row, offers.get(row.id), now, config, scores.get(row.id)),
       );
     },
   );
@@ -132,7 +167,7 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
       const row = await machines.find(request.params.id);
       if (!row) throw new DomainError('NOT_FOUND');
       assertOwnerOrAdmin(principal, row.owner_account_id);
-      return machineView(row, await machines.currentOffer(row.id), clock.now(), config);
+      return machineView(row, await machines.currentOffer(row.id), clock.now(), config, await machines.reliability(row.id));
     },
   );
 

@@ -9,6 +9,7 @@ import {
   Page,
 } from '@ark/shared';
 import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
+import { parseScore, scoreText } from '../../domain/machines/reliability.js';
 import { maxMachineRateForTotal, totalRateMicroPerHour } from '../../domain/pricing.js';
 import type { CommittedOffer } from '../../services/hosting/offers.js';
 import type { ListedOffer } from '../../store/offers.js';
@@ -51,6 +52,7 @@ export function offerSummary(offer: ListedOffer, now: Date, config: { heartbeatI
     ...(offer.measuredBandwidthMbps !== null ? { measured_bandwidth_mbps: offer.measuredBandwidthMbps.toString() } : {}),
     ...(m.region !== null ? { region: m.region } : {}),
     manifest_hash: m.manifestHash,
+    ...(offer.reliability ? { reliability: { score: scoreText(offer.reliability.scoreE4), new: offer.reliability.isNew } } : {}),
   };
 }
 
@@ -101,7 +103,9 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         summary: 'List offers',
         description:
           'Renter scope. Listed offers of live machines whose availability has not ended, cheapest first. Filters: gpu_model (exact), min_vram_bytes ' +
-          '(every GPU), region, max_rate_micro_per_hour (on the total rate, fee included), available_at (inside availability, outside maintenance).',
+          '(every GPU), region, max_rate_micro_per_hour (on the total rate, fee included), available_at (inside availability, outside maintenance), ' +
+          'min_reliability (0 to 1 with at most 4 decimals: machines scored at least this and no longer new; 422 VALIDATION_FAILED otherwise). ' +
+          'A machine held under the reliability floor is not listed. Each offer carries its reliability once scored.',
         querystring: OfferListQuery,
         response: withErrors({ 200: Page(OfferSummary) }, 404),
       },
@@ -119,6 +123,8 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
             ? { maxMachineRateMicroPerHour: clampInt64(maxMachineRateForTotal(BigInt(q.max_rate_micro_per_hour), config.platformFeeBps)) }
             : {}),
           ...(q.available_at !== undefined ? { availableAt: new Date(q.available_at) } : {}),
+          // The schema's pattern admits only 0..1 with up to 4 decimals: parseScore never answers null here.
+          ...(q.min_reliability !== undefined ? { minReliabilityE4: parseScore(q.min_reliability) ?? 0 } : {}),
         },
         templateId: q.template_id !== undefined ? q.template_id.toLowerCase() : null,
         after,

@@ -1,3 +1,4 @@
+import { LIVENESS_GRACE_HEARTBEATS } from '../../domain/machines/go-live.js';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
 import type { Store } from '../../store/db.js';
@@ -11,12 +12,15 @@ export interface HostingSettings {
   seedRateMicroPerHour: bigint;
   /** The base URL agents measure their network against. */
   nettestEndpoint: string;
+  /** The liveness grace (3 heartbeat intervals): a longer gap between heartbeats starts a new online interval. */
+  onlineGraceMs: number;
 }
 
 export function hostingSettingsOf(config: Config): HostingSettings {
   return {
     seedRateMicroPerHour: config.seedRateMicroPerHour,
     nettestEndpoint: config.nettestEndpoint ?? `${config.publicBaseUrl}/api/v1/nettest`,
+    onlineGraceMs: LIVENESS_GRACE_HEARTBEATS * config.heartbeatIntervalMs,
   };
 }
 

@@ -1,8 +1,10 @@
 import type { HeartbeatMessage } from '@ark/shared';
+import { iso } from '../../clock.js';
 import { changesOnlyLastSeen, onHeartbeat } from '../../domain/machines/go-live.js';
 import { type Executor, fromJson, toBool } from '../../store/db.js';
 import { findMachine, type MachineRow, writeHeartbeat, writeLiveness } from '../../store/machines.js';
 import { markOfferListed } from '../../store/offers.js';
+import { extendOnlineIntervals } from '../../store/reliability.js';
 import { inTransactionWithRetry } from '../../store/transaction.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';
 import type { HostingDeps } from './deps.js';
@@ -24,7 +26,9 @@ export async function recordHeartbeat(deps: HostingDeps, machineId: string, hear
     return false;
   }
   deps.heartbeats.forget(machineId);
-  await inTransactionWithRetry(deps.store, (trx) => applyHeartbeat(trx, machineId, heartbeat, now, deps.admissions));
+  await inTransactionWithRetry(deps.store, (trx) =>
+    applyHeartbeat(trx, machineId, heartbeat, now, deps.admissions, deps.settings.onlineGraceMs),
+  );
   return true;
 }
 
@@ -41,6 +45,7 @@ export async function applyHeartbeat(
   heartbeat: HeartbeatMessage,
   now: Date,
   admissions?: PaidAdmissionGuard,
+  onlineGraceMs = 45_000,
 ): Promise<void> {
   const machine = await findMachine(db, machineId);
   if (!machine) return;
@@ -68,6 +73,8 @@ export async function applyHeartbeat(
   } else if (next.wentLive) {
     await markOfferListed(db, machineId, now);
   }
+  // Reliability: the heartbeat extends the machine's online interval (or starts one after a gap past the grace).
+  await extendOnlineIntervals(db, [{ machineId, at: iso(now), cutoff: iso(new Date(now.getTime() - onlineGraceMs)) }]);
 }
 
 function liveFactsOf(machine: MachineRow) {

@@ -42,7 +42,7 @@ export interface HostingServices {
 export function buildHostingServices(deps: HostingDeps): HostingServices {
   return {
     recordHeartbeat: (machineId, msg, now) => recordHeartbeat(deps, machineId, msg, now),
-    applyHeartbeat: (db, machineId, msg, now) => applyHeartbeat(db, machineId, msg, now, deps.admissions),
+    applyHeartbeat: (db, machineId, msg, now) => applyHeartbeat(db, machineId, msg, now, deps.admissions, deps.settings.onlineGraceMs),
     ingestTelemetry: (trx, machineId, msg, now) => ingestTelemetry(deps, trx, machineId, msg, now),
     applyNettestReceipt: (trx, machineId, msg, now) => applyNettestReceipt(deps, trx, machineId, msg, now),
     queueNettest: (caller, machineId, commit) => queueNettest(deps, caller, machineId, commit),

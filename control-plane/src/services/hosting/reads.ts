@@ -1,5 +1,7 @@
 import { findMachine, listMachinesOfOwner, type MachineRow } from '../../store/machines.js';
 import { currentOfferOf, type OfferVersionView } from '../../store/offers.js';
+import { reliabilityOf } from '../../store/reliability.js';
+import type { MachineReliabilityTable } from '../../store/tables/reliability.js';
 import type { HostingDeps } from './deps.js';
 
 // What routes read about machines. A heartbeat still buffered in this process is newer than the stored one: every
@@ -10,6 +12,8 @@ export interface MachineReads {
   /** The owner's machines, oldest first, after the (created_at, id) position. */
   listOfOwner(ownerAccountId: string, after: [string, string] | null, fetch: number): Promise<MachineRow[]>;
   currentOffer(machineId: string): Promise<OfferVersionView | undefined>;
+  /** The reliability worker's last score of the machine, if any. */
+  reliability(machineId: string): Promise<MachineReliabilityTable | undefined>;
 }
 
 export function machineReads(deps: HostingDeps): MachineReads {
@@ -27,5 +31,6 @@ export function machineReads(deps: HostingDeps): MachineReads {
       return (await listMachinesOfOwner(db, ownerAccountId, after, fetch)).map(current);
     },
     currentOffer: (machineId) => currentOfferOf(db, machineId),
+    reliability: (machineId) => reliabilityOf(db, machineId),
   };
 }

@@ -18,6 +18,7 @@ import { fromJson } from '../../store/db.js';
 import { occupancyOf } from '../../store/jobs.js';
 import { findMachine, machineIdOfOffer } from '../../store/machines.js';
 import { currentOfferOf } from '../../store/offers.js';
+import { isReliabilityHeld } from '../../store/reliability.js';
 import { insertQuote } from '../../store/quotes.js';
 import { findTemplate } from '../../store/templates.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
@@ -45,7 +46,9 @@ export async function createQuote(
       if (machineId === null) throw new DomainError('OFFER_NOT_FOUND');
       const offer = await currentOfferOf(trx, machineId);
       if (!offer) throw new DomainError('OFFER_NOT_FOUND');
-      if (!offer.listed) throw new DomainError('OFFER_NOT_CURRENT', 'The offer is not listed.');
+      // A machine held under the reliability floor answers as an unlisted one.
+      if (!offer.listed || (await isReliabilityHeld(trx, machineId)))
+        throw new DomainError('OFFER_NOT_CURRENT', 'The offer is not listed.');
       if (body.expected_version !== undefined && BigInt(body.expected_version) !== offer.version) {
         throw new DomainError(
           'OFFER_NOT_CURRENT',

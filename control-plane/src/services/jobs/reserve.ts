@@ -12,6 +12,7 @@ import { insertJob, occupancyOf } from '../../store/jobs.js';
 import { transfer } from '../../store/ledger.js';
 import { lockMachineForReservation } from '../../store/machines.js';
 import { currentOfferOf } from '../../store/offers.js';
+import { isReliabilityHeld } from '../../store/reliability.js';
 import { lockMachineChannel } from '../../store/outbox.js';
 import { consumeQuote, lockQuote } from '../../store/quotes.js';
 import { findTemplate } from '../../store/templates.js';
@@ -67,7 +68,9 @@ export async function reserve(
       await lockMachineChannel(trx, store.dialect, machine.id);
       await assertMachineAvailable(deps, trx, machine, now);
       const offer = await currentOfferOf(trx, machine.id);
-      if (!offer?.listed) throw new DomainError('MACHINE_NOT_AVAILABLE', 'The machine is no longer offered.');
+      if (!offer?.listed || (await isReliabilityHeld(trx, machine.id))) {
+        throw new DomainError('MACHINE_NOT_AVAILABLE', 'The machine is no longer offered.');
+      }
       // The quote's ceiling, and the current version's if the host changed the offer since.
       const ceiling = earlier(
         quote.hostCeilingAt,
