@@ -8,7 +8,7 @@ export interface ReliabilityConfig {
   floorE4: number;
   /** ARK_RELIABILITY_WINDOW_S: the rolling window the score covers. */
   windowMs: number;
-  /** ARK_RELIABILITY_MIN_HISTORY_S: a machine enrolled more recently is `new` (never held, no min_reliability match). */
+  /** ARK_RELIABILITY_MIN_HISTORY_S: a machine first seen more recently is `new` (never held, no min_reliability match). */
   minHistoryMs: number;
   /** ARK_RELIABILITY_INTERVAL_MS: how often the reliability worker scores every machine. */
   intervalMs: number;

@@ -50,7 +50,8 @@ export async function pruneOnlineIntervals(db: Executor, before: Date): Promise<
 export interface ReliabilityMachine {
   machineId: string;
   ownerAccountId: string;
-  enrolledAtMs: number;
+  /** The first heartbeat the worker saw (kept once found: intervals are pruned), else the earliest interval's start. */
+  historyFromMs: number | null;
   intervals: Span[];
   /** The machine's offer versions (commit time and windows), oldest first. */
   offerVersions: Array<{ committedAtMs: number; windows: Span[] }>;
@@ -73,7 +74,7 @@ export async function loadReliabilityPage(
   let query = db
     .selectFrom('machines as m')
     .leftJoin('machine_reliability as r', 'r.machine_id', 'm.id')
-    .select(['m.id', 'm.owner_account_id', 'm.created_at', 'r.held', 'r.held_since'])
+    .select(['m.id', 'm.owner_account_id', 'r.held', 'r.held_since', 'r.history_from'])
     .orderBy('m.id')
     .limit(input.limit);
   if (input.afterId !== null) query = query.where('m.id', '>', input.afterId);
@@ -85,7 +86,7 @@ export async function loadReliabilityPage(
     machines.set(row.id, {
       machineId: row.id,
       ownerAccountId: row.owner_account_id,
-      enrolledAtMs: ms(row.created_at),
+      historyFromMs: row.history_from === null ? null : ms(row.history_from),
       intervals: [],
       offerVersions: [],
       penalizedAtMs: [],
@@ -100,7 +101,13 @@ export async function loadReliabilityPage(
     .orderBy('machine_id')
     .orderBy('started_at')
     .execute();
-  for (const i of intervals) machines.get(i.machine_id)?.intervals.push({ fromMs: ms(i.started_at), toMs: ms(i.ended_at) });
+  for (const i of intervals) {
+    const machine = machines.get(i.machine_id);
+    if (!machine) continue;
+    machine.intervals.push({ fromMs: ms(i.started_at), toMs: ms(i.ended_at) });
+    // Intervals come oldest first: the first one starts the history when nothing was stored yet.
+    if (machine.historyFromMs === null) machine.historyFromMs = ms(i.started_at);
+  }
 
   const versions = await db
     .selectFrom('offers as o')

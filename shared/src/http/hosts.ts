@@ -281,9 +281,9 @@ export type MachineOffer = Static<typeof MachineOffer>;
 export const MachineReliability = Type.Object(
   {
     score: ReliabilityScore,
-    /** Enrolled more recently than the minimum history: never held, not matched by min_reliability. */
+    /** Its first heartbeat is more recent than the minimum history: never held, not matched by min_reliability. */
     new: Type.Boolean(),
-    /** The start of the window scored: the rolling window, clipped to enrollment. */
+    /** The start of the window scored: the rolling window, clipped to the machine's first heartbeat. */
     window_from: Rfc3339Utc,
     /** Seconds of the window that count (outside published maintenance), and of those the machine was online. */
     counted_s: Int64String,

@@ -28,7 +28,13 @@ describe('reliabilityScore', () => {
   it('is 1 for a machine beating the whole window, and counts the grace after its last heartbeat as online', () => {
     const lastBeat = NOW - 30 * S;
     const score = reliabilityScore(
-      { nowMs: NOW, enrolledAtMs, intervals: [{ fromMs: enrolledAtMs, toMs: lastBeat }], maintenance: [], penalizedAtMs: [] },
+      {
+        nowMs: NOW,
+        historyFromMs: enrolledAtMs,
+        intervals: [{ fromMs: enrolledAtMs, toMs: lastBeat }],
+        maintenance: [],
+        penalizedAtMs: [],
+      },
       settings,
     );
     expect(score).toEqual({
@@ -47,7 +53,7 @@ describe('reliabilityScore', () => {
       { fromMs: enrolledAtMs, toMs: gapFrom },
       { fromMs: gapFrom + 12 * H, toMs: NOW },
     ];
-    const score = reliabilityScore({ nowMs: NOW, enrolledAtMs, intervals, maintenance: [], penalizedAtMs: [] }, settings);
+    const score = reliabilityScore({ nowMs: NOW, historyFromMs: enrolledAtMs, intervals, maintenance: [], penalizedAtMs: [] }, settings);
     const online = 30 * DAY - 12 * H + 45 * S;
     expect(score.onlineMs).toBe(online);
     expect(score.scoreE4).toBe(Math.floor((online * 10_000) / (30 * DAY)));
@@ -61,12 +67,12 @@ describe('reliabilityScore', () => {
       { fromMs: gapFrom + 12 * H, toMs: NOW },
     ];
     const maintenance = [{ fromMs: gapFrom, toMs: gapFrom + 12 * H }];
-    const score = reliabilityScore({ nowMs: NOW, enrolledAtMs, intervals, maintenance, penalizedAtMs: [] }, settings);
+    const score = reliabilityScore({ nowMs: NOW, historyFromMs: enrolledAtMs, intervals, maintenance, penalizedAtMs: [] }, settings);
     expect(score.countedMs).toBe(30 * DAY - 12 * H);
     expect(score.scoreE4).toBe(10_000);
     // Half the silence announced: only the other half counts, out of the window less the announced half.
     const half = reliabilityScore(
-      { nowMs: NOW, enrolledAtMs, intervals, maintenance: [{ fromMs: gapFrom, toMs: gapFrom + 6 * H }], penalizedAtMs: [] },
+      { nowMs: NOW, historyFromMs: enrolledAtMs, intervals, maintenance: [{ fromMs: gapFrom, toMs: gapFrom + 6 * H }], penalizedAtMs: [] },
       settings,
     );
     expect(half.countedMs).toBe(30 * DAY - 6 * H);
@@ -78,7 +84,13 @@ describe('reliabilityScore', () => {
 
   it('a window that is all maintenance is full uptime', () => {
     const score = reliabilityScore(
-      { nowMs: NOW, enrolledAtMs, intervals: [], maintenance: [{ fromMs: NOW - 40 * DAY, toMs: NOW + DAY }], penalizedAtMs: [] },
+      {
+        nowMs: NOW,
+        historyFromMs: enrolledAtMs,
+        intervals: [],
+        maintenance: [{ fromMs: NOW - 40 * DAY, toMs: NOW + DAY }],
+        penalizedAtMs: [],
+      },
       settings,
     );
     expect(score).toMatchObject({ countedMs: 0, onlineMs: 0, scoreE4: 10_000 });
@@ -87,7 +99,7 @@ describe('reliabilityScore', () => {
   it('clips the window to the machine history: a machine enrolled 10 days ago is judged on 10 days', () => {
     const enrolled = NOW - 10 * DAY;
     const intervals = [{ fromMs: enrolled, toMs: NOW - DAY }];
-    const score = reliabilityScore({ nowMs: NOW, enrolledAtMs: enrolled, intervals, maintenance: [], penalizedAtMs: [] }, settings);
+    const score = reliabilityScore({ nowMs: NOW, historyFromMs: enrolled, intervals, maintenance: [], penalizedAtMs: [] }, settings);
     expect(score.windowFromMs).toBe(enrolled);
     expect(score.countedMs).toBe(10 * DAY);
     expect(score.onlineMs).toBe(9 * DAY + 45 * S);
@@ -95,18 +107,33 @@ describe('reliabilityScore', () => {
     expect(score.isNew).toBe(false);
     // Intervals before the window do not count.
     const old = reliabilityScore(
-      { nowMs: NOW, enrolledAtMs, intervals: [{ fromMs: enrolledAtMs, toMs: NOW - 31 * DAY }], maintenance: [], penalizedAtMs: [] },
+      {
+        nowMs: NOW,
+        historyFromMs: enrolledAtMs,
+        intervals: [{ fromMs: enrolledAtMs, toMs: NOW - 31 * DAY }],
+        maintenance: [],
+        penalizedAtMs: [],
+      },
       settings,
     );
     expect(old).toMatchObject({ onlineMs: 0, scoreE4: 0 });
   });
 
+  it('starts the history at the first heartbeat: before any, the machine is new with nothing counted', () => {
+    const none = reliabilityScore({ nowMs: NOW, historyFromMs: null, intervals: [], maintenance: [], penalizedAtMs: [] }, settings);
+    expect(none).toMatchObject({ isNew: true, countedMs: 0, scoreE4: 10_000 });
+    expect(isHeld(none, 9800)).toBe(false);
+  });
+
   it('is new until the history covers the minimum, whatever the score', () => {
     const enrolled = NOW - 7 * DAY + S;
-    const young = reliabilityScore({ nowMs: NOW, enrolledAtMs: enrolled, intervals: [], maintenance: [], penalizedAtMs: [] }, settings);
+    const young = reliabilityScore({ nowMs: NOW, historyFromMs: enrolled, intervals: [], maintenance: [], penalizedAtMs: [] }, settings);
     expect(young).toMatchObject({ isNew: true, scoreE4: 0 });
     expect(isHeld(young, 9800)).toBe(false);
-    const grown = reliabilityScore({ nowMs: NOW + S, enrolledAtMs: enrolled, intervals: [], maintenance: [], penalizedAtMs: [] }, settings);
+    const grown = reliabilityScore(
+      { nowMs: NOW + S, historyFromMs: enrolled, intervals: [], maintenance: [], penalizedAtMs: [] },
+      settings,
+    );
     expect(grown.isNew).toBe(false);
     expect(isHeld(grown, 9800)).toBe(true);
   });
@@ -115,14 +142,20 @@ describe('reliabilityScore', () => {
     const inside = [NOW - DAY, NOW - 2 * DAY, NOW - 3 * DAY];
     const outside = [NOW - 31 * DAY];
     const score = reliabilityScore(
-      { nowMs: NOW, enrolledAtMs, intervals: always, maintenance: [], penalizedAtMs: [...inside, ...outside] },
+      { nowMs: NOW, historyFromMs: enrolledAtMs, intervals: always, maintenance: [], penalizedAtMs: [...inside, ...outside] },
       settings,
     );
     expect(score).toMatchObject({ penalizedJobs: 3, scoreE4: 10_000 - 3 * 200 });
     expect(isHeld(score, 9800)).toBe(true);
     expect(isHeld({ scoreE4: 9800, isNew: false }, 9800)).toBe(false);
     const many = reliabilityScore(
-      { nowMs: NOW, enrolledAtMs, intervals: always, maintenance: [], penalizedAtMs: Array.from({ length: 60 }, (_, i) => NOW - i * H) },
+      {
+        nowMs: NOW,
+        historyFromMs: enrolledAtMs,
+        intervals: always,
+        maintenance: [],
+        penalizedAtMs: Array.from({ length: 60 }, (_, i) => NOW - i * H),
+      },
       settings,
     );
     expect(many.scoreE4).toBe(0);

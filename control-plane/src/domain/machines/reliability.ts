@@ -31,7 +31,11 @@ export interface ReliabilitySettings {
 
 export interface ReliabilityInput {
   nowMs: number;
-  enrolledAtMs: number;
+  /**
+   * Where the machine's history starts: its first heartbeat (the time between enrollment and the agent's first run is
+   * not held against it: nothing could be offered then). Null before any heartbeat.
+   */
+  historyFromMs: number | null;
   /** First and last heartbeat of each run (machine_online_intervals). */
   intervals: readonly Span[];
   /** Published maintenance, each span already clipped to when it was published and when it was withdrawn. */
@@ -45,7 +49,7 @@ export interface ReliabilityScore {
   isNew: boolean;
   /** Online time inside the counted part of the window. */
   onlineMs: number;
-  /** The window since enrollment, outside published maintenance. */
+  /** The window since the first heartbeat, outside published maintenance. */
   countedMs: number;
   windowFromMs: number;
   penalizedJobs: number;
@@ -94,14 +98,15 @@ function overlapMs(a: readonly Span[], b: readonly Span[]): number {
 }
 
 /**
- * The score: online time / counted time over [max(now - window, enrollment), now], where counted time leaves out
+ * The score: online time / counted time over [max(now - window, first heartbeat), now], where counted time leaves out
  * published maintenance and a heartbeat keeps the machine online for the liveness grace after it (the same rule that
  * calls a machine online); floored to ten-thousandths (so 0.97996 never reads as 0.98), minus the penalty per job,
  * clamped to [0, 1]. A window that is all maintenance counts as full uptime.
  */
 export function reliabilityScore(input: ReliabilityInput, settings: ReliabilitySettings): ReliabilityScore {
   const { nowMs } = input;
-  const windowFromMs = Math.min(nowMs, Math.max(nowMs - settings.windowMs, input.enrolledAtMs));
+  const historyFromMs = input.historyFromMs ?? nowMs;
+  const windowFromMs = Math.min(nowMs, Math.max(nowMs - settings.windowMs, historyFromMs));
   const counted = subtract([{ fromMs: windowFromMs, toMs: nowMs }], mergeSpans(input.maintenance));
   const countedMs = counted.reduce((sum, s) => sum + (s.toMs - s.fromMs), 0);
   const online = mergeSpans(input.intervals.map((s) => ({ fromMs: s.fromMs, toMs: Math.min(nowMs, s.toMs + settings.onlineGraceMs) })));
@@ -111,7 +116,7 @@ export function reliabilityScore(input: ReliabilityInput, settings: ReliabilityS
   const scoreE4 = Math.max(0, Math.min(RELIABILITY_SCALE, uptimeE4 - penalizedJobs * settings.penaltyE4));
   return {
     scoreE4,
-    isNew: nowMs - input.enrolledAtMs < settings.minHistoryMs,
+    isNew: input.historyFromMs === null || nowMs - historyFromMs < settings.minHistoryMs,
     onlineMs,
     countedMs,
     windowFromMs,

@@ -7,11 +7,14 @@ import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp, t
 import {
   agentHeartbeat,
   customImage,
+  deliver,
   fund,
+  jobStatus,
   type LiveMachine,
   liveMachine,
   postJob,
   postQuote,
+  reserveJob,
   sshPublicKey,
 } from '../../testing/renting.js';
 import { DIALECTS } from '../../testing/stores.js';
@@ -221,5 +224,28 @@ describe.each(DIALECTS)('machine reliability on %s', (dialect) => {
       .where('machine_id', '=', a.machineId)
       .execute();
     expect(intervals).toEqual([{ started_at: at(540).toISOString(), ended_at: at(1220).toISOString() }]);
+  });
+
+  it('each job that failed to start costs 0.02: at the floor the machine stays offered, under it it is held', async () => {
+    const failJob = async () => {
+      const { jobId } = await reserveJob(t.app, renter, b);
+      await deliver(t.ctx, b.machineId, jobStatus(jobId, 1, 'failed', t.clock.now(), { detail: 'image pull failed' }));
+      const job = await t.store.db.selectFrom('jobs').select(['state', 'close_reason']).where('id', '=', jobId).executeTakeFirstOrThrow();
+      expect(job).toEqual({ state: 'FAILED', close_reason: 'launch_failed' });
+    };
+    await failJob();
+    await t.ctx.services.reliability.refresh();
+    expect((await machineView(b)).reliability).toMatchObject({ score: '0.9800', penalized_jobs: 1 });
+    expect((await machineView(b)).reliability_hold).toBeNull();
+    expect((await offerOf(b))?.reliability).toEqual({ score: '0.9800', new: false });
+    await failJob();
+    await t.ctx.services.reliability.refresh();
+    const view = await machineView(b);
+    expect(view.reliability).toMatchObject({ score: '0.9600', penalized_jobs: 2 });
+    expect(view.reliability_hold).toMatchObject({ reason: 'below_reliability_floor', score: '0.9600' });
+    expect(await offerOf(b)).toBeUndefined();
+    expect(await events(b.host)).toEqual([
+      { type: 'machine.reliability_delisted', data: { machine_id: b.machineId, score: '0.9600', floor: '0.9800', penalized_jobs: 2 } },
+    ]);
   });
 });

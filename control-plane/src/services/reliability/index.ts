@@ -60,7 +60,7 @@ export async function refreshReliability(deps: ReliabilityDeps): Promise<Reliabi
         const score = reliabilityScore(
           {
             nowMs,
-            enrolledAtMs: machine.enrolledAtMs,
+            historyFromMs: machine.historyFromMs,
             intervals: machine.intervals,
             maintenance: publishedMaintenance(machine.offerVersions),
             penalizedAtMs: machine.penalizedAtMs,
@@ -80,6 +80,7 @@ export async function refreshReliability(deps: ReliabilityDeps): Promise<Reliabi
           counted_s: BigInt(Math.floor(score.countedMs / 1000)),
           penalized_jobs: BigInt(score.penalizedJobs),
           window_from: iso(new Date(score.windowFromMs)),
+          history_from: machine.historyFromMs === null ? null : iso(new Date(machine.historyFromMs)),
           computed_at: iso(now),
         });
         if (held !== wasHeld) {

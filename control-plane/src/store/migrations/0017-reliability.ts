@@ -33,6 +33,8 @@ export async function up(db: Kysely<any>): Promise<void> {
     .addColumn('counted_s', 'bigint', (c) => c.notNull())
     .addColumn('penalized_jobs', 'bigint', (c) => c.notNull())
     .addColumn('window_from', 'text', (c) => c.notNull())
+    // The machine's first heartbeat as the worker first saw it: its history starts there, not at enrollment.
+    .addColumn('history_from', 'text')
     .addColumn('computed_at', 'text', (c) => c.notNull())
     .execute();
   await db.schema.createIndex('machine_reliability_held').on('machine_reliability').columns(['held']).execute();

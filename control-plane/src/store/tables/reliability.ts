@@ -19,10 +19,12 @@ export interface MachineReliabilityTable {
   held: bigint;
   held_since: string | null;
   online_s: bigint;
-  /** The window's seconds that count (since enrollment, outside published maintenance). */
+  /** The window's seconds that count (since the first heartbeat, outside published maintenance). */
   counted_s: bigint;
   penalized_jobs: bigint;
   window_from: string;
+  /** The machine's first heartbeat (its history starts there); null before any. */
+  history_from: string | null;
   computed_at: string;
 }
 
