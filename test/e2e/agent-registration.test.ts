@@ -188,7 +188,13 @@ describe.each(['sqlite', 'postgres'] as const)('agent registration by wallet on 
     // its signatures are valid, so only the code check can refuse it.
     const deployer = (await anvil.rpc<string[]>('eth_accounts'))[0];
     const hash = await anvil.rpc<Hex>('eth_sendTransaction', [{ from: deployer, data: '0x600160005360016000f3' }]);
-    const receipt = await anvil.rpc<{ contractAddress: Hex }>('eth_getTransactionReceipt', [hash]);
+    // The node mines the transaction on its own; the receipt can still be a moment behind the hash.
+    let receipt: { contractAddress: Hex } | null = null;
+    for (let tries = 0; receipt === null && tries < 100; tries++) {
+      receipt = await anvil.rpc<{ contractAddress: Hex } | null>('eth_getTransactionReceipt', [hash]);
+      if (receipt === null) await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    if (receipt === null) throw new Error(`no receipt for the deployment ${hash} after 5 s`);
     const code = await anvil.rpc<Hex>('eth_getCode', [receipt.contractAddress, 'latest']);
     expect(code).not.toBe('0x');
     await anvil.rpc('anvil_setCode', [wallet.address, code]);

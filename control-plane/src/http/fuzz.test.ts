@@ -257,7 +257,9 @@ function arbitraryOf(schema: Schema, depth = 0): fc.Arbitrary<unknown> {
   switch (type) {
     case 'string': {
       const minLength = schema.minLength ?? 0;
-      const maxLength = schema.maxLength ?? 64;
+      // Only the schema's own bound filters: a pattern may well require more than 64 characters (a 132-character
+      // signature), and a filter nothing passes makes fast-check spin forever, out of reach of the test timeout.
+      const maxLength = schema.maxLength ?? Number.MAX_SAFE_INTEGER;
       const fits = (s: string) => s.length >= minLength && s.length <= maxLength;
       if (schema.format === 'email') return fc.emailAddress().filter((s) => fits(s) && s.length <= 200);
       if (schema.format === 'uri') return fc.webUrl().filter(fits);
@@ -654,9 +656,15 @@ interface Sent {
 /** What is wrong with an answer, or null. */
 function judge(answer: Answer, op: Operation): string | null {
   const { status } = answer;
-  // The one 5xx the contract asks for: 503, retryable, where the operation documents it (unconfigured deposit addresses).
-  // The deposit address answers it as UNAVAILABLE, the code the issue names, though the catalog maps UNAVAILABLE to 429.
-  const documented503 = status === 503 && op.documented.has(503) && /"code":"(SERVICE_)?UNAVAILABLE"/.test(answer.body);
+  // The one 5xx the contract asks for: 503, retryable, where the operation documents it ("unavailable money or provider
+  // state": unconfigured deposit addresses, paused admissions, no chain for the wallet check). The deposit address
+  // answers it as UNAVAILABLE, the code the issue names, though the catalog maps UNAVAILABLE to 429; the other codes
+  // are 503 codes of the catalog.
+  const code503 = /"code":"([A-Z_]+)"/.exec(answer.body)?.[1] ?? '';
+  const documented503 =
+    status === 503 &&
+    op.documented.has(503) &&
+    (/^(SERVICE_)?UNAVAILABLE$/.test(code503) || (ERROR_CATALOG as Record<string, { status: number }>)[code503]?.status === 503);
   if (status >= 500 && !documented503) return `server error ${status}`;
   const cacheControl = String(answer.headers['cache-control'] ?? '');
   if (!/(^|,\s*)no-store(\s*,|$)/.test(cacheControl)) return `cache-control "${cacheControl}"`;
@@ -707,15 +715,7 @@ interface Finding {
  * Findings at the HTTP edge (app.ts, auth), which another change owns (issue 7 items 4 and 5). Each is tolerated
  * here and printed while it reproduces; delete an entry once it no longer does.
  */
-const KNOWN_EDGE: Array<{ why: string; matches: (f: Finding) => boolean }> = [
-  {
-    // TODO(edge): issue 7 item 5. The 405 comes after the content-type check; remove this once the method is judged first.
-    why:
-      'TODO(edge): a method the path does not serve, sent with a body whose content type is not JSON, answers 415 ' +
-      'UNSUPPORTED_MEDIA_TYPE instead of 405 METHOD_NOT_ALLOWED.',
-    matches: (f) => /^method [A-Z]+ on \S+: 415 UNSUPPORTED_MEDIA_TYPE, expected 405$/.test(f.problem),
-  },
-];
+const KNOWN_EDGE: Array<{ why: string; matches: (f: Finding) => boolean }> = [];
 
 const knownEdge = (f: Finding) => KNOWN_EDGE.find((k) => k.matches(f));
 
