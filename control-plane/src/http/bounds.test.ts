@@ -30,7 +30,8 @@ describe.each(DIALECTS)('bounds of amounts and byte counts on %s', (dialect) => 
   let machine: LiveMachine;
 
   beforeAll(async () => {
-    t = await createTestApp(dialect, { configOverrides: { newHostMachineCap: 1000 } });
+    // The spend-rate cap at its bound: these tests are about amounts, spend-cap.test.ts is about the cap.
+    t = await createTestApp(dialect, { configOverrides: { newHostMachineCap: 1000, spendRateCapMicroPerHour: MICRO_AMOUNT_MAX } });
     renter = await seedAccount(t.ctx, { scopes: ['renter'] });
     machine = await liveMachine(t.ctx, t.app);
     for (let i = 0; i < 4; i++) await fund(t.ctx, renter.accountId, MICRO_AMOUNT_MAX);
@@ -101,7 +102,7 @@ describe.each(DIALECTS)('bounds of amounts and byte counts on %s', (dialect) => 
       url: `/api/v1/hosts/machines/${pricey.machineId}/offer`,
       headers: { ...bearer(pricey.host.apiKey), 'idempotency-key': randomUUID() },
       payload: {
-        rate_micro_per_hour: MICRO_AMOUNT_MAX.toString(),
+        rate_micro_per_hour: (MICRO_AMOUNT_MAX / 2n).toString(),
         included_quotas: { included_disk_gib: 10, included_egress_gib: 10 },
         available_from: now.toISOString(),
         available_until: new Date(now.getTime() + 7 * 86_400_000).toISOString(),
@@ -109,7 +110,8 @@ describe.each(DIALECTS)('bounds of amounts and byte counts on %s', (dialect) => 
       },
     });
     expect(committed.statusCode, committed.body).toBe(202);
-    // Two hours at 10^15 an hour, fee included: an estimate past the bound, a budget at it.
+    // Two hours at half of 10^15 an hour, fee included: an estimate past the bound, a budget at it (the hourly rate
+    // itself stays within the bound, and within the spend-rate cap).
     const quoted = await postQuote(t.app, renter, { ...quoteBody(), offer_id: pricey.offerId, duration_limit_s: 7200 });
     expect(quoted.statusCode, quoted.body).toBe(201);
     expect(quoted.json().budget_micro).toBe(MICRO_AMOUNT_MAX.toString());
