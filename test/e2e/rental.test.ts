@@ -209,5 +209,37 @@ describe.skipIf(!isDockerAvailable())('a whole rental on real parts', () => {
       expect(kinds).not.toContain('receipt_refused');
       expect(kinds).not.toContain('status_refused');
     });
+
+    it("the renter's spend-rate cap refuses a reservation over it, and the refusal holds nothing", { timeout: 60_000 }, async () => {
+      // The whole rental above has closed: nothing commits against the cap.
+      const before = await site.renter('GET', '/api/v1/account/spend-cap');
+      expect(before.status, JSON.stringify(before.body)).toBe(200);
+      expect(before.body).toMatchObject({ committed_micro_per_hour: '0', is_default: true });
+
+      const quoted = await site.renter('POST', '/api/v1/quotes', {
+        offer_id: site.offerId,
+        gpu_count: 1,
+        duration_limit_s: 600,
+        budget_micro: '1000000',
+        image_digest: world.image.digestRef,
+      });
+      expect(quoted.status, JSON.stringify(quoted.body)).toBe(201);
+
+      // An API key may tighten its own account's cap without a step-up: 1 USDC an hour, under this machine's rate.
+      const lowered = await site.renter('PUT', '/api/v1/account/spend-cap', { cap_micro_per_hour: '1000000' }, true);
+      expect(lowered.status, JSON.stringify(lowered.body)).toBe(200);
+      expect(lowered.body).toMatchObject({ cap_micro_per_hour: '1000000', is_default: false, available_micro_per_hour: '1000000' });
+
+      const balanceBefore = await site.renterBalance();
+      const reserved = await site.renter('POST', '/api/v1/jobs', { quote_id: quoted.body.quote_id, ssh_public_keys: [site.ssh.publicKey] });
+      expect(reserved.status, JSON.stringify(reserved.body)).toBe(409);
+      expect(reserved.body.error).toMatchObject({ code: 'SPEND_RATE_CAP_EXCEEDED', retryable: false });
+      expect(await site.renterBalance()).toEqual(balanceBefore);
+
+      // Raising it back needs a step-up, which this key has not made.
+      const raised = await site.renter('PUT', '/api/v1/account/spend-cap', { cap_micro_per_hour: null }, true);
+      expect(raised.status, JSON.stringify(raised.body)).toBe(403);
+      expect(raised.body.error).toMatchObject({ code: 'STEP_UP_REQUIRED' });
+    });
   });
 });
