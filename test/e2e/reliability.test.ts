@@ -1,7 +1,8 @@
 // Machine reliability over real processes, on each store: a control plane scoring every half second over a 60-second
 // window with a 1-second heartbeat (so a 3-second liveness grace), and a real `ark-agent run`. The agent is killed by
-// its PID long enough to fall under the 0.98 floor: the machine disappears from GET /api/v1/offers and its host's
-// machine view says why; once the agent runs again and the silence has left the window, the machine is offered again.
+// its PID long enough to fall under the 0.9 floor (a floor with room for a loaded CI machine's late heartbeats): the
+// machine disappears from GET /api/v1/offers and its host's machine view says why; once the agent runs again and the
+// silence has left the window, the machine is offered again.
 import { randomUUID } from 'node:crypto';
 import { rmSync } from 'node:fs';
 import { dirname } from 'node:path';
@@ -47,7 +48,7 @@ describe.each(DIALECTS)('machine reliability over real processes on %s', (dialec
       databaseUrl: database?.url ?? null,
       env: {
         ARK_HEARTBEAT_INTERVAL_S: '1',
-        ARK_RELIABILITY_FLOOR: '0.98',
+        ARK_RELIABILITY_FLOOR: '0.9',
         ARK_RELIABILITY_WINDOW_S: '60',
         ARK_RELIABILITY_MIN_HISTORY_S: '0',
         ARK_RELIABILITY_INTERVAL_MS: '500',
@@ -90,7 +91,7 @@ describe.each(DIALECTS)('machine reliability over real processes on %s', (dialec
       description: 'the machine to be offered with a reliability score',
     });
     expect(first?.reliability).toEqual({ score: '1.0000', new: false });
-    // Long enough online that two or three seconds of silence past the grace fall under 0.98.
+    // Online a few seconds first: a second or two of silence past the grace then falls under 0.9.
     await new Promise((resolve) => setTimeout(resolve, 5_000));
 
     // The agent is killed by its PID: no more heartbeats.
@@ -101,9 +102,14 @@ describe.each(DIALECTS)('machine reliability over real processes on %s', (dialec
       const view = await machine();
       return view.reliability_hold ? view : undefined;
     }, 30_000);
-    expect(held.reliability_hold).toMatchObject({ reason: 'below_reliability_floor', floor: '0.9800' });
-    expect(Number(held.reliability.score)).toBeLessThan(0.98);
+    expect(held.reliability_hold).toMatchObject({ reason: 'below_reliability_floor', floor: '0.9000' });
+    expect(Number(held.reliability.score)).toBeLessThan(0.9);
     expect(await offered()).toBeUndefined();
+    // Silent for at least 15 seconds (12 past the grace) before the agent runs again: with a history of a few seconds
+    // when it was killed, a short gap would be diluted under 10 % by the growing history (score = online / counted)
+    // before the 60-second window is even full, and the machine would come back before its silence left the window.
+    const silentFor = Date.now() - silentSince;
+    if (silentFor < 15_000) await new Promise((resolve) => setTimeout(resolve, 15_000 - silentFor));
 
     // The agent runs again; the machine comes back once its silence has slid out of the 60-second window.
     agent = startAgent(setup, ['run']);
@@ -112,8 +118,8 @@ describe.each(DIALECTS)('machine reliability over real processes on %s', (dialec
       intervalMs: 500,
       description: 'the machine to be offered again',
     });
-    expect(Number(back?.reliability?.score)).toBeGreaterThanOrEqual(0.98);
-    // Not before the silence (at least the 3-second grace past the kill) could leave the window.
+    expect(Number(back?.reliability?.score)).toBeGreaterThanOrEqual(0.9);
+    // Not before the silence (12 seconds or more past the 3-second grace) could leave the 60-second window.
     expect(Date.now() - silentSince).toBeGreaterThan(50_000);
     const view = await machine();
     expect(view.reliability_hold).toBeNull();
