@@ -24,6 +24,7 @@ import { registerX402Routes } from './http/routes/x402.js';
 import { registerJobRoutes } from './http/routes/jobs.js';
 import { registerMachineRoutes } from './http/routes/machines.js';
 import { registerMarketRoutes } from './http/routes/market.js';
+import { registerMcpRoutes } from './http/routes/mcp.js';
 import { registerNettestRoutes } from './http/routes/nettest.js';
 import { registerOfferRoutes } from './http/routes/offers.js';
 import { registerPairPageRoutes } from './http/routes/pair-page.js';
@@ -181,4 +182,5 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerWebhookRoutes,
   registerAdminAdmissionRoutes,
   registerAdminOperationRoutes,
+  registerMcpRoutes,
 ];

@@ -1,0 +1,212 @@
+// The MCP server for AI agents (issue 13, item 5), driven by the official SDK's own Client: over streamable HTTP at
+// POST /mcp of a really listening control plane, on both stores, and over stdio by spawning `ark-mcp` against it. A
+// tool call flow reserves a job end to end: search offers, quote, reserve (the balance holds the budget), the job
+// runs (the agent's messages delivered as the gateway delivers them), its status and events, stop. Calls without a
+// credential, or with a key lacking the renter scope, are refused.
+import { randomUUID } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
+import { ARK_TOOL_NAMES } from '@ark/mcp';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualClock } from '../../clock.js';
+import { type SeededAccount, seedAccount, type TestApp, createTestApp } from '../../testing/app.js';
+import { customImage, fund, type LiveMachine, liveMachine, runJob, sshPublicKey } from '../../testing/renting.js';
+import { DIALECTS } from '../../testing/stores.js';
+
+type Json = Record<string, any>;
+
+const ARK_MCP_BIN = fileURLToPath(new URL('../../../../mcp/bin/ark-mcp.mjs', import.meta.url));
+
+/** A tool's JSON answer; fails the test when the tool reported an error. */
+async function tool(client: Client, name: string, args: Json = {}): Promise<Json> {
+  const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+  const text = result.content.map((c) => (c.type === 'text' ? c.text : '')).join('');
+  expect(result.isError ?? false, `${name}: ${text}`).toBe(false);
+  return JSON.parse(text) as Json;
+}
+
+interface Rig {
+  t: TestApp<ManualClock>;
+  baseUrl: string;
+  renter: SeededAccount;
+  machine: LiveMachine;
+}
+
+async function startRig(dialect: 'sqlite' | 'postgres'): Promise<Rig> {
+  const t = await createTestApp(dialect);
+  await t.app.listen({ host: '127.0.0.1', port: 0 });
+  const address = t.app.server.address();
+  if (address === null || typeof address === 'string') throw new Error('no port');
+  const renter = await seedAccount(t.ctx, { scopes: ['renter'] });
+  await fund(t.ctx, renter.accountId, 50_000_000n);
+  const machine = await liveMachine(t.ctx, t.app);
+  return { t, baseUrl: `http://127.0.0.1:${address.port}`, renter, machine };
+}
+
+/** Search, quote, reserve, run, status, events, stop: the whole rental through the tools. */
+async function rentThroughTools(client: Client, rig: Rig): Promise<void> {
+  const offers = await tool(client, 'search_offers', { limit: 10 });
+  const offer = (offers.items as Json[]).find((o) => o.offer_id === rig.machine.offerId);
+  expect(offer, JSON.stringify(offers)).toBeDefined();
+
+  const quote = await tool(client, 'quote', {
+    offer_id: rig.machine.offerId,
+    gpu_count: 1,
+    duration_limit_s: 3600,
+    image_digest: customImage(),
+  });
+  expect(quote.machine_id).toBe(rig.machine.machineId);
+  expect(BigInt(quote.budget_micro)).toBeGreaterThan(0n);
+
+  const reserved = await tool(client, 'reserve_job', { quote_id: quote.quote_id, ssh_public_keys: [sshPublicKey()] });
+  expect(reserved.state).toBe('RESERVED');
+  const jobId = reserved.job_id as string;
+
+  // The budget is held from the balance: the reservation really happened.
+  const balance = await tool(client, 'balance');
+  expect(balance.held_micro).toBe(quote.budget_micro);
+  expect(BigInt(balance.available_micro)).toBe(50_000_000n - BigInt(quote.budget_micro));
+
+  // The machine's agent accepts the launch and reports readiness.
+  await runJob(rig.t, rig.machine.machineId, jobId);
+  const running = await tool(client, 'job_status', { job_id: jobId });
+  expect(running.job_id).toBe(jobId);
+  expect(running.state).toBe('RUNNING');
+  const listed = await tool(client, 'list_jobs', { state: 'RUNNING' });
+  expect((listed.items as Json[]).map((j) => j.job_id)).toContain(jobId);
+
+  const events = await tool(client, 'job_events', { job_id: jobId });
+  expect((events.items as Json[]).length).toBeGreaterThan(0);
+
+  const stopped = await tool(client, 'stop_job', { job_id: jobId, reason: 'done through MCP' });
+  expect(stopped.job_id).toBe(jobId);
+  expect(['STOPPING', 'STOPPED', 'CLEANING', 'CLOSED']).toContain(stopped.state);
+  expect((await tool(client, 'job_status', { job_id: jobId })).state).toBe(stopped.state);
+}
+
+describe.each(DIALECTS)('MCP over streamable HTTP on %s', (dialect) => {
+  let rig: Rig;
+  let client: Client;
+
+  beforeAll(async () => {
+    rig = await startRig(dialect);
+    client = new Client({ name: 'ark-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', rig.baseUrl), {
+        requestInit: { headers: { authorization: `Bearer ${rig.renter.apiKey}` } },
+      }),
+    );
+  });
+  afterAll(async () => {
+    await client?.close();
+    await rig?.t.destroy();
+  });
+
+  it('lists the renter tools, each with a description and an input schema', async () => {
+    const { tools } = await client.listTools();
+    expect(tools.map((t) => t.name).sort()).toEqual([...ARK_TOOL_NAMES].sort());
+    for (const t of tools) {
+      expect(t.description?.length ?? 0, t.name).toBeGreaterThan(40);
+      expect(t.inputSchema.type, t.name).toBe('object');
+    }
+    const quote = tools.find((t) => t.name === 'quote');
+    expect(quote?.inputSchema.required).toEqual(expect.arrayContaining(['offer_id', 'gpu_count', 'duration_limit_s']));
+  });
+
+  it('reserves a job end to end: search, quote, reserve, status, events, stop', async () => {
+    await rentThroughTools(client, rig);
+  });
+
+  it('passes the API’s refusals back as tool errors', async () => {
+    const missing = (await client.callTool({ name: 'job_status', arguments: { job_id: randomUUID() } })) as CallToolResult;
+    expect(missing.isError).toBe(true);
+    expect(JSON.stringify(missing.content)).toContain('NOT_FOUND');
+    // The tool's own schema refuses a malformed id before any API call.
+    const malformed = (await client.callTool({ name: 'job_status', arguments: { job_id: '../account' } })) as CallToolResult;
+    expect(malformed.isError).toBe(true);
+  });
+
+  it('refuses a call without a credential, and a key without the renter scope', async () => {
+    const initialize = {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'initialize',
+      params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+    };
+    const post = (headers: Record<string, string>) =>
+      fetch(new URL('/mcp', rig.baseUrl), {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', accept: 'application/json, text/event-stream', ...headers },
+        body: JSON.stringify(initialize),
+      });
+    const anonymous = await post({});
+    expect(anonymous.status).toBe(401);
+    expect(((await anonymous.json()) as Json).error.code).toBe('UNAUTHENTICATED');
+
+    const host = await seedAccount(rig.t.ctx, { role: 'host', scopes: ['host'] });
+    const hostKey = await post({ authorization: `Bearer ${host.apiKey}` });
+    expect(hostKey.status).toBe(403);
+    expect(((await hostKey.json()) as Json).error.code).toBe('SCOPE_REQUIRED');
+
+    const ok = await post({ authorization: `Bearer ${rig.renter.apiKey}` });
+    expect(ok.status).toBe(200);
+    expect(((await ok.json()) as Json).result.serverInfo.name).toBe('ark');
+
+    // The SDK client cannot even initialize without the key.
+    const stranger = new Client({ name: 'stranger', version: '1.0.0' });
+    await expect(stranger.connect(new StreamableHTTPClientTransport(new URL('/mcp', rig.baseUrl)))).rejects.toThrow(/UNAUTHENTICATED/);
+
+    // A stateless endpoint offers no event stream: GET answers 405 with Allow.
+    const get = await fetch(new URL('/mcp', rig.baseUrl), { headers: { accept: 'text/event-stream' } });
+    expect(get.status).toBe(405);
+    expect(get.headers.get('allow')).toBe('POST');
+  });
+});
+
+describe('MCP over stdio (ark-mcp)', () => {
+  let rig: Rig;
+
+  beforeAll(async () => {
+    rig = await startRig('sqlite');
+  });
+  afterAll(async () => {
+    await rig?.t.destroy();
+  });
+
+  const spawnClient = async (env: Record<string, string>) => {
+    const client = new Client({ name: 'ark-test-stdio', version: '1.0.0' });
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [ARK_MCP_BIN],
+      env: { PATH: process.env.PATH ?? '', ...env },
+      stderr: 'pipe',
+    });
+    await client.connect(transport);
+    return client;
+  };
+
+  it('reserves a job end to end through the spawned server', async () => {
+    const client = await spawnClient({ ARK_URL: rig.baseUrl, ARK_API_KEY: rig.renter.apiKey });
+    try {
+      expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual([...ARK_TOOL_NAMES].sort());
+      await rentThroughTools(client, rig);
+    } finally {
+      await client.close();
+    }
+  });
+
+  it('reports the API’s 401 for a wrong key, and will not start without one', async () => {
+    const client = await spawnClient({ ARK_URL: rig.baseUrl, ARK_API_KEY: 'ark_not-a-real-key' });
+    try {
+      const refused = (await client.callTool({ name: 'balance', arguments: {} })) as CallToolResult;
+      expect(refused.isError).toBe(true);
+      expect(JSON.stringify(refused.content)).toMatch(/HTTP 401.*UNAUTHENTICATED/);
+    } finally {
+      await client.close();
+    }
+    await expect(spawnClient({ ARK_URL: rig.baseUrl })).rejects.toThrow();
+  });
+});
