@@ -2,7 +2,13 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['shared/src/**/*.test.ts', 'control-plane/src/**/*.test.ts', 'host-agent/src/**/*.test.ts', 'test/**/*.test.ts'],
+    include: [
+      'shared/src/**/*.test.ts',
+      'control-plane/src/**/*.test.ts',
+      'host-agent/src/**/*.test.ts',
+      'cli/src/**/*.test.ts',
+      'test/**/*.test.ts',
+    ],
     exclude: ['**/node_modules/**', 'test/bench/**'],
     pool: 'forks',
     // Two cores on CI: end-to-end files start real processes, so keep files from piling up.
