@@ -12,7 +12,7 @@ export const ENGINE_MODEL = 'ark-test-tiny';
 const SERVER_PATH = fileURLToPath(new URL('./server.mjs', import.meta.url));
 
 /** The shared libraries `ldd` lists for a binary, as absolute paths (the dynamic loader included). */
-async function sharedLibraries(binary: string): Promise<string[]> {
+export async function sharedLibraries(binary: string): Promise<string[]> {
   const { stdout } = await runCommand('ldd', [binary]);
   const paths: string[] = [];
   for (const line of stdout.split('\n')) {

@@ -2,7 +2,7 @@
 // with `docker import`, pushed to Debian's `docker-registry` on 127.0.0.1 so it can be pulled by
 // digest exactly as a host agent pulls a job image.
 import { randomBytes } from 'node:crypto';
-import { chmod, copyFile, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
+import { chmod, copyFile, cp, mkdir, mkdtemp, rm, symlink, writeFile } from 'node:fs/promises';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
@@ -112,6 +112,13 @@ export interface BusyboxRootfsOptions {
   files?: Record<string, string | { content: string; mode: number }>;
   /** Host files copied in, by absolute path inside the image (mode kept), e.g. `{ '/bin/node': process.execPath }`. */
   copies?: Record<string, string>;
+  /**
+   * Host directories copied in whole, by absolute path inside the image, symlinks kept as they are (so a pnpm
+   * `node_modules/.pnpm` layout keeps working); paths under `source` matching an `exclude` pattern are left out.
+   */
+  trees?: Record<string, { source: string; exclude?: readonly RegExp[] }>;
+  /** Symlinks, by absolute path inside the image, to their target (relative or absolute, as given). */
+  symlinks?: Record<string, string>;
 }
 
 /**
@@ -153,6 +160,18 @@ export async function buildBusyboxRootfs(workDirectory: string, options: Busybox
     const target = join(root, path);
     await mkdir(dirname(target), { recursive: true });
     await copyFile(source, target);
+  }
+  for (const [path, tree] of Object.entries(options.trees ?? {})) {
+    const exclude = tree.exclude ?? [];
+    await cp(tree.source, join(root, path), {
+      recursive: true,
+      verbatimSymlinks: true,
+      filter: (source) => !exclude.some((pattern) => pattern.test(source.slice(tree.source.length))),
+    });
+  }
+  for (const [path, target] of Object.entries(options.symlinks ?? {})) {
+    await mkdir(dirname(join(root, path)), { recursive: true });
+    await symlink(target, join(root, path));
   }
   const tarball = join(workDirectory, 'rootfs.tar');
   await runCommand('tar', ['--numeric-owner', '--owner=0', '--group=0', '-C', root, '-cf', tarball, '.'], {
