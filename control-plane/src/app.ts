@@ -12,6 +12,8 @@ import { installAuth } from './http/auth.js';
 import { edgeOptionsFrom, edgeServerOptions, installEdge, rawErrorAnswer } from './http/edge.js';
 import { envelope, installErrorHandling } from './http/errors.js';
 import { documentRoute } from './http/schemas.js';
+import { declareApiReferenceRoutes, registerApiReference } from './http/api-reference.js';
+import { completeOpenApiDocument } from './http/openapi-docs.js';
 import { installIdempotency } from './http/idempotency.js';
 import { installMetrics } from './http/metrics.js';
 import { Paginator } from './http/pagination.js';
@@ -115,6 +117,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
 
   installErrorHandling(app);
   app.addHook('onRoute', documentRoute);
+  // Before the auth plugin's check: the reference's routes come from a plugin that takes no route config.
+  app.addHook('onRoute', declareApiReferenceRoutes);
   installMetrics(app, ctx.metrics);
   await app.register(swagger, {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
@@ -127,6 +131,9 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
       },
       security: [{ bearer: [] }],
     },
+    // Descriptions, error codes per status and body examples for the reference (http/openapi-docs.ts).
+    transformObject: (generated) =>
+      'openapiObject' in generated ? completeOpenApiDocument(generated.openapiObject) : generated.swaggerObject,
   });
   app.addSchema(ErrorEnvelope);
   installAuth(app, ctx.authenticator, ctx.clock);
@@ -155,6 +162,7 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   for (const register of routeModules) await register(app, ctx);
   // The relay reaches engines through the agent connections this gateway holds.
   registerRelayRoutes(app, ctx, gateway.relay);
+  await registerApiReference(app);
   return { app, ctx, gateway };
 }
 

@@ -1,6 +1,13 @@
 import { createHash } from 'node:crypto';
 import type { FastifyInstance } from 'fastify';
 
+declare module 'fastify' {
+  interface FastifyContextConfig {
+    /** The policy of the HTML pages this route serves, instead of the one computed from the page (the API reference). */
+    pagePolicy?: string;
+  }
+}
+
 /** JSON answers are never a document: nothing may load, nothing may frame them. */
 const API_CSP = "default-src 'none'; frame-ancestors 'none'";
 const HSTS = 'max-age=31536000; includeSubDomains';
@@ -53,9 +60,12 @@ export function installSecurityHeaders(app: FastifyInstance, headers: Readonly<R
   });
   const policies = new Map<string, string>();
   // Every HTML page, whichever route serves it, gets the strict policy computed from what it actually contains.
-  app.addHook('onSend', (_request, reply, payload, done) => {
+  app.addHook('onSend', (request, reply, payload, done) => {
     const type = reply.getHeader('content-type');
-    if (typeof type === 'string' && type.startsWith('text/html')) {
+    const declared = request.routeOptions.config?.pagePolicy;
+    if (declared !== undefined && typeof type === 'string' && type.startsWith('text/html'))
+      reply.header('content-security-policy', declared);
+    else if (typeof type === 'string' && type.startsWith('text/html')) {
       // A streamed page cannot be hashed: it gets the policy of a page with no script or style at all.
       const page = typeof payload === 'string' ? payload : Buffer.isBuffer(payload) ? payload.toString('utf8') : '';
       let policy = policies.get(page);
