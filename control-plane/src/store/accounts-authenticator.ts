@@ -31,7 +31,11 @@ export interface AccountAuthenticator extends Authenticator {
  * Resolves bearer tokens: `ars_` sessions and `ark_` API keys. One indexed lookup by the token's sha256 joined
  * with its account; no KDF on this path (tokens carry 256 random bits, so a plain hash is enough).
  */
-export function createAccountAuthenticator(store: Store): AccountAuthenticator {
+export function createAccountAuthenticator(
+  store: Store,
+  /** Tests only: how often other connections' commits are asked for (openCredentialLookup). */
+  options: { foreignCommitCheckMs?: number } = {},
+): AccountAuthenticator {
   let opening: Promise<CredentialLookupHandle> | null = null;
   let handle: CredentialLookupHandle | null = null;
   let closed = false;
@@ -60,7 +64,7 @@ export function createAccountAuthenticator(store: Store): AccountAuthenticator {
       const kind = tokenKind(token);
       if (kind === null || closed) return null;
       if (handle) return resolve(handle, kind, token, now);
-      opening ??= openCredentialLookup(store);
+      opening ??= openCredentialLookup(store, options);
       return opening.then((opened) => {
         if (closed) return null;
         handle = opened;

@@ -5,7 +5,8 @@ import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js'
 import { insertAccount, markEmailVerified } from './accounts.js';
 import { accountOfPrincipal, createAccountAuthenticator } from './accounts-authenticator.js';
 import { issueApiKey, issueSession, recordStepUp, revokeApiKey } from './accounts-credentials.js';
-import { openStore, type Store } from './db.js';
+import { CREDENTIAL_TABLES } from './accounts-credential-cache.js';
+import { openStore, type Store, sqliteConnectionOf } from './db.js';
 
 // The authenticator keeps verified credentials in memory on SQLite. Whatever it keeps, a request must see every
 // committed change to the credential or its account at once: these run a credential that has just been verified
@@ -121,5 +122,78 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
       expect(await auth.authenticate(secret, later(5))).toBeNull();
     }
     auth.close();
+  });
+
+  // This process's own writes drop the cache only when they touch a table the credential row is read from. To see
+  // that an entry was kept, the key is revoked behind the counters' back (a raw statement on the store's own
+  // connection: neither counted nor a foreign commit), which only a fresh read would notice. Other connections'
+  // commits are asked for once only here (at the first request), so what is seen comes from the counts alone.
+  it.runIf(dialect === 'sqlite')('keeps a verified credential across writes to other tables, not across one to its own', async () => {
+    const auth = createAccountAuthenticator(store, { foreignCommitCheckMs: 3_600_000 });
+    const { secret, row } = await freshKey('other-tables');
+    await auth.authenticate(secret, later(1));
+    expect((await auth.authenticate(secret, later(2)))?.credentialId).toBe(row.id);
+    const writer = sqliteConnectionOf(store);
+    expect(writer).toBeDefined();
+    writer?.prepare('update api_keys set revoked_at = ? where id = ?').run(later(3).toISOString(), row.id);
+    // A write of this process to another table, in a transaction, as a use case makes it.
+    await store.db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('idempotency_keys')
+        .values({
+          principal: accountId,
+          route: 'POST /cache-test',
+          key: row.id,
+          request_hash: 'h',
+          state: 'done',
+          status_code: 200n,
+          response_body: 'plain:{}',
+          locked_until: T0.toISOString(),
+          created_at: T0.toISOString(),
+        })
+        .execute();
+    });
+    expect((await auth.authenticate(secret, later(4)))?.credentialId).toBe(row.id);
+    // A write to the account (any credential table) drops it: the next request reads the revoked row.
+    await markEmailVerified(store.db, accountId, later(5));
+    expect(await auth.authenticate(secret, later(6))).toBeNull();
+    auth.close();
+  });
+
+  // A revocation inside a transaction: refused from its commit on, not before (the uncommitted row is not visible to
+  // the lookup), although the entry was read again while the transaction was open: the commit counts the write again.
+  it.runIf(dialect === 'sqlite')('refuses a key revoked in a transaction from the request after its commit', async () => {
+    const auth = createAccountAuthenticator(store, { foreignCommitCheckMs: 3_600_000 });
+    const { secret, row } = await freshKey('in-transaction');
+    await auth.authenticate(secret, later(1));
+    await store.db.transaction().execute(async (trx) => {
+      expect(await revokeApiKey(trx, accountId, row.id, later(2))).toBe(true);
+      expect((await auth.authenticate(secret, later(3)))?.credentialId).toBe(row.id);
+      expect((await auth.authenticate(secret, later(3)))?.credentialId).toBe(row.id);
+    });
+    expect(await auth.authenticate(secret, later(4))).toBeNull();
+    auth.close();
+  });
+
+  // The count by table holds only if no write to another table reaches the credential tables by itself: no foreign key
+  // action from another parent into them, and no trigger that writes them.
+  it.runIf(dialect === 'sqlite')('finds no foreign key action or trigger that writes the credential tables', async () => {
+    const writer = sqliteConnectionOf(store);
+    const credentialTables: readonly string[] = CREDENTIAL_TABLES;
+    for (const table of credentialTables) {
+      const keys = writer?.prepare(`pragma foreign_key_list(${table})`).all() as Array<{
+        table: string;
+        on_update: string;
+        on_delete: string;
+      }>;
+      for (const key of keys) {
+        if (credentialTables.includes(key.table)) continue;
+        expect([key.on_update, key.on_delete].every((action) => action === 'NO ACTION' || action === 'RESTRICT')).toBe(true);
+      }
+    }
+    const triggers = writer?.prepare("select name, sql from sqlite_master where type = 'trigger'").all() as Array<{ sql: string }>;
+    for (const trigger of triggers) {
+      for (const table of credentialTables) expect(trigger.sql).not.toMatch(new RegExp(`\\b${table}\\b`, 'i'));
+    }
   });
 });

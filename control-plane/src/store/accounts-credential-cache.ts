@@ -4,12 +4,15 @@ import { CompiledQuery, sql } from 'kysely';
 import { decodeScopes } from '../domain/accounts/account.js';
 import type { CredentialKind, Scope, StepUpKind } from '../domain/accounts/principal.js';
 import type { AccountRow } from './accounts.js';
-import { type Store, sqliteWrites } from './db.js';
+import { type Store, sqliteConnectionOf, sqliteWritesTo } from './db.js';
 
 // The authenticator's read path: one credential row joined with its account, by the hash of its secret. On SQLite
 // it has a connection of its own and a cache; on Postgres it runs SQL compiled once.
 
 const SESSION_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['renter', 'host']);
+
+/** The tables a credential row is read from: only writes to these can change a cached entry. */
+export const CREDENTIAL_TABLES = ['accounts', 'api_keys', 'sessions'] as const;
 
 export type CredentialRow = AccountRow & {
   credential_id: string;
@@ -134,17 +137,22 @@ function walIndexChanges(file: string): { changed(): boolean; close(): void } | 
 /**
  * On SQLite the lookup runs on a dedicated connection with statements prepared once (Kysely prepares every
  * statement anew, which costs more than the read itself), and found rows are cached: an entry is used only while
- * nothing has committed to the file since it was read. This process's own writes (its writer, any store it opened)
- * are counted in memory (`sqliteWrites`, store/db.ts), so a revocation, step-up, verification or any other write made
- * here is seen by the very next request, exactly as without the cache, at no system call. Commits of other
- * processes (the CLI) are read from the WAL-index header (`walIndexChanges`: one pread, no lock, no transaction;
- * without a `-shm` file, `PRAGMA data_version` of the lookup connection), at most every FOREIGN_COMMIT_CHECK_MS.
+ * nothing that could change it has committed since it was read. This process's own writes to the tables the row is
+ * read from (CREDENTIAL_TABLES, any store it opened) are counted in memory (`sqliteWritesTo`, store/db.ts), so a
+ * revocation, step-up, verification or any other such write made here is seen by the very next request, exactly as
+ * without the cache, at no system call; its other writes (ledger postings, stored answers, heartbeats...) leave the
+ * cache alone. Commits of other connections and processes (the CLI) are asked for at most every
+ * FOREIGN_COMMIT_CHECK_MS: `PRAGMA data_version` of the store's own connection, which changes only when another
+ * connection has committed (the cache is dropped while that connection is inside a transaction); for a store opened
+ * elsewhere, the WAL-index header (`walIndexChanges`: any commit, one pread) or the lookup connection's
+ * `data_version`.
  * Expiry and step-up freshness are still compared with `now` on every request;
  * unknown tokens are never cached. The TTL and size bound only limit memory and how long a token's hash stays there.
  * On Postgres the lookup runs the SQL compiled once and nothing is cached: other replicas write the same rows and
  * there is no cheap way to learn of it, so a cache would let a revoked key work on until it lapsed.
  */
-export async function openCredentialLookup(store: Store): Promise<CredentialLookupHandle> {
+export async function openCredentialLookup(store: Store, options: { foreignCommitCheckMs?: number } = {}): Promise<CredentialLookupHandle> {
+  const foreignCommitCheckMs = options.foreignCommitCheckMs ?? FOREIGN_COMMIT_CHECK_MS;
   const text = credentialQueries(store.db);
   if (store.dialect === 'sqlite') {
     const list = await sql<{ name: string; file: string }>`pragma database_list`.execute(store.db);
@@ -154,28 +162,41 @@ export async function openCredentialLookup(store: Store): Promise<CredentialLook
       connection.defaultSafeIntegers(true);
       connection.pragma('busy_timeout = 5000');
       const statements = { session: connection.prepare(text.session), 'api-key': connection.prepare(text.apiKey) };
-      // The connection has read the schema: in WAL mode its -shm file exists now.
-      const walIndex = walIndexChanges(file);
-      const dataVersion = connection.prepare('pragma data_version').pluck();
+      // Commits of other connections and processes: the store's own connection (the writer) tells them apart from
+      // its own with `PRAGMA data_version`, which changes only when another connection has committed. While that
+      // connection is inside a transaction its answer can lag (it keeps its snapshot), so the cache is dropped
+      // instead. Without the store's connection (a store opened elsewhere), the WAL-index header (any commit at all).
+      const writer = sqliteConnectionOf(store);
+      const walIndex = writer ? null : walIndexChanges(file);
+      const dataVersion = (writer ?? connection).prepare('pragma data_version').pluck();
       let cachedAtVersion: unknown = null;
-      const fileChanged = walIndex
-        ? () => walIndex.changed()
-        : () => {
-            const version = dataVersion.get();
-            if (version === cachedAtVersion) return false;
-            cachedAtVersion = version;
-            return true;
-          };
-      // This process's own writes are counted in memory (exact, no system call); the file is asked at most every
-      // FOREIGN_COMMIT_CHECK_MS for what other processes committed.
+      const versionChanged = () => {
+        const version = dataVersion.get();
+        if (version === cachedAtVersion) return false;
+        cachedAtVersion = version;
+        return true;
+      };
+      const fileChanged = writer
+        ? () => {
+            if (writer.inTransaction) {
+              cachedAtVersion = null;
+              return true;
+            }
+            return versionChanged();
+          }
+        : walIndex
+          ? () => walIndex.changed()
+          : versionChanged;
+      // This process's own writes to the credential tables are counted in memory (exact, no system call); other
+      // connections' commits are asked for at most every FOREIGN_COMMIT_CHECK_MS.
       let writesSeen = -1;
       let fileCheckedAt = Number.NEGATIVE_INFINITY;
       const changed = () => {
-        const writes = sqliteWrites();
+        const writes = sqliteWritesTo(CREDENTIAL_TABLES);
         const now = performance.now();
         let dirty = writes !== writesSeen;
         writesSeen = writes;
-        if (now - fileCheckedAt >= FOREIGN_COMMIT_CHECK_MS) {
+        if (now - fileCheckedAt >= foreignCommitCheckMs) {
           fileCheckedAt = now;
           dirty = fileChanged() || dirty;
         }

@@ -51,12 +51,43 @@ export function openStore(options: StoreOptions): Store {
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
   const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  sqliteConnections.set(db, sqlite);
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
+
+/** The better-sqlite3 connection behind each SQLite store this process opened (its writer). */
+const sqliteConnections = new WeakMap<Store['db'], SqliteDatabase.Database>();
+
+/** The connection a SQLite store runs its statements on, if openStore opened it. Read-only uses only. */
+export const sqliteConnectionOf = (store: Pick<Store, 'db'>): SqliteDatabase.Database | undefined => sqliteConnections.get(store.db);
 
 /** Bumped by every statement other than a read that this process runs on a SQLite store (see sqliteWrites). */
 let sqliteWriteCount = 0;
 const READ_ONLY = /^\s*select\b/i;
+/** Writes per table (see sqliteWritesTo), and statements whose table is not known, which count for every table. */
+const tableWriteCounts = new Map<string, number>();
+let unknownWriteCount = 0;
+const WRITE_TARGET = /^\s*(?:(?:insert|replace)(?:\s+or\s+\w+)?\s+into|update(?:\s+or\s+\w+)?|delete\s+from)\s+"?([A-Za-z_]\w*)"?\s/i;
+const TRANSACTION_CONTROL = /^\s*(begin|commit|end|rollback|savepoint|release)\b/i;
+const TRANSACTION_END = /^\s*(?:commit|end|rollback(?!\s+(?:transaction\s+)?to\b))\b/i;
+
+const countWriteTo = (table: string) => tableWriteCounts.set(table, (tableWriteCounts.get(table) ?? 0) + 1);
+
+/**
+ * How many times a statement of this process may have changed one of `tables` on a SQLite store, as a generation:
+ * unchanged since a moment means no commit of this process has touched those tables since. A write to a table counts
+ * when it is prepared (right before it runs: an autocommit write is committed in the same synchronous step) and
+ * again at the end of its transaction (commit, rollback, a savepoint's release), so a reader that cached the old
+ * row while the transaction was open learns of its commit. A statement whose target the simple parse below does not
+ * recognise (DDL, pragmas, CTEs) counts for every table. Writes that reach a table through a foreign key action or a
+ * trigger are not seen here: callers name tables that no other table's write can reach that way (the credential
+ * cache's test checks the schema for it).
+ */
+export function sqliteWritesTo(tables: readonly string[]): number {
+  let total = unknownWriteCount;
+  for (const table of tables) total += tableWriteCounts.get(table) ?? 0;
+  return total;
+}
 
 /**
  * How many statements other than plain reads (writes, commits, rollbacks) this process has run on its SQLite stores:
@@ -76,10 +107,34 @@ const STATEMENT_CACHE_SIZE = 512;
  */
 function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectDatabase {
   const cache = new Map<string, SqliteDatabase.Statement>();
+  // Tables written in this connection's open transaction: counted again when it ends.
+  const pending = new Set<string>();
+  let pendingUnknown = false;
+  const countWrite = (sqlText: string) => {
+    sqliteWriteCount++;
+    const control = TRANSACTION_CONTROL.exec(sqlText);
+    if (control) {
+      for (const table of pending) countWriteTo(table);
+      if (pendingUnknown) unknownWriteCount++;
+      if (TRANSACTION_END.test(sqlText)) {
+        pending.clear();
+        pendingUnknown = false;
+      }
+      return;
+    }
+    const table = WRITE_TARGET.exec(sqlText)?.[1]?.toLowerCase();
+    if (table === undefined) {
+      unknownWriteCount++;
+      if (sqlite.inTransaction) pendingUnknown = true;
+    } else {
+      countWriteTo(table);
+      if (sqlite.inTransaction) pending.add(table);
+    }
+  };
   return {
     close: () => sqlite.close(),
     prepare(sqlText: string) {
-      if (!READ_ONLY.test(sqlText)) sqliteWriteCount++;
+      if (!READ_ONLY.test(sqlText)) countWrite(sqlText);
       const cached = cache.get(sqlText);
       if (cached && !cached.busy) return cached;
       const statement = sqlite.prepare(sqlText);
