@@ -159,6 +159,25 @@ describe.each(DIALECTS)('MCP over streamable HTTP on %s', (dialect) => {
     const stranger = new Client({ name: 'stranger', version: '1.0.0' });
     await expect(stranger.connect(new StreamableHTTPClientTransport(new URL('/mcp', rig.baseUrl)))).rejects.toThrow(/UNAUTHENTICATED/);
 
+    // The plumbing's answers hold here as on every route: the envelope for malformed JSON or a body that is no JSON-RPC message.
+    const raw = (body: string) =>
+      fetch(new URL('/mcp', rig.baseUrl), {
+        method: 'POST',
+        headers: {
+          'content-type': 'application/json',
+          accept: 'application/json, text/event-stream',
+          authorization: `Bearer ${rig.renter.apiKey}`,
+        },
+        body,
+      });
+    for (const [answer, status, code] of [
+      [await raw('{"jsonrpc":'), 422, 'MALFORMED_JSON'],
+      [await raw('{"method":"tools/list"}'), 422, 'VALIDATION_FAILED'],
+    ] as const) {
+      expect(answer.status).toBe(status);
+      expect(((await answer.json()) as Json).error.code).toBe(code);
+    }
+
     // A stateless endpoint offers no event stream: GET answers 405 with Allow.
     const get = await fetch(new URL('/mcp', rig.baseUrl), { headers: { accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
