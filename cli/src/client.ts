@@ -21,7 +21,7 @@ export interface RequestOptions {
 
 /** Maps an HTTP status of an error answer onto the CLI's exit codes. */
 export function exitCodeForStatus(status: number): number {
-  if (status === 401) return EXIT.auth;
+  if (status === 401 || status === 403) return EXIT.auth;
   if (status === 404) return EXIT.notFound;
   if (status === 409) return EXIT.conflict;
   if (status === 422 || status === 400) return EXIT.usage;

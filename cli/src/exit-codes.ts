@@ -6,7 +6,7 @@ export const EXIT = {
   apiError: 1,
   /** Bad arguments or input: nothing was sent, or the server refused the input (422). */
   usage: 2,
-  /** No credential configured, the credential was refused (401), or a step-up proof is missing. */
+  /** No credential configured, the credential was refused (401), lacks a scope or role (403), or a step-up proof is missing. */
   auth: 3,
   /** The thing named does not exist, or is not the caller's (404). */
   notFound: 4,

@@ -73,14 +73,18 @@ function quoteOptions(command: Command): Command {
 
 async function createQuote(api: ApiClient, offerId: string, options: QuoteOptions): Promise<Quote> {
   if ((options.template === undefined) === (options.image === undefined)) throw usageError('give exactly one of --template and --image');
-  return api.post<Quote>('/api/v1/quotes', {
-    offer_id: offerId,
-    gpu_count: positiveInteger(options.gpus, '--gpus'),
-    duration_limit_s: durationToSeconds(options.duration, '--duration'),
-    ...(options.budget === undefined ? {} : { budget_micro: usdcToMicro(options.budget, '--budget').toString() }),
-    ...(options.template === undefined ? {} : { template_id: options.template }),
-    ...(options.image === undefined ? {} : { image_digest: options.image }),
-  });
+  return api.post<Quote>(
+    '/api/v1/quotes',
+    {
+      offer_id: offerId,
+      gpu_count: positiveInteger(options.gpus, '--gpus'),
+      duration_limit_s: durationToSeconds(options.duration, '--duration'),
+      ...(options.budget === undefined ? {} : { budget_micro: usdcToMicro(options.budget, '--budget').toString() }),
+      ...(options.template === undefined ? {} : { template_id: options.template }),
+      ...(options.image === undefined ? {} : { image_digest: options.image }),
+    },
+    { idempotent: true },
+  );
 }
 
 function showQuote(ctx: CommandContext, quote: Quote): void {
@@ -196,51 +200,59 @@ export function registerJobCommands(program: Command): void {
     .option('--env <NAME=value>', 'environment variable for the job (repeatable)', collect, [])
     .option('--no-wait', 'answer as soon as the job is reserved')
     .option('--timeout <duration>', 'how long to wait for RUNNING', '10m')
+    .option('-q, --quiet', 'no progress on stderr')
     .action(
-      action(async (ctx, offerId: string, options: QuoteOptions & { sshKey: string[]; env: string[]; wait: boolean; timeout: string }) => {
-        const keys = sshPublicKeys(options.sshKey);
-        const env = parseEnv(options.env);
-        const timeoutMs = durationToSeconds(options.timeout, '--timeout') * 1000;
-        const quote = await createQuote(ctx.api, offerId, options);
-        const created = await ctx.api.post<{ job_id: string; state: string }>(
-          '/api/v1/jobs',
-          { quote_id: quote.quote_id, ssh_public_keys: keys, ...(env === undefined ? {} : { env }) },
-          { idempotent: true },
-        );
-        ctx.out.note(`Reserved job ${created.job_id} for up to ${formatUsdc(quote.budget_micro)} USDC.`);
-        if (!options.wait) {
-          ctx.out.result({ quote, job: created }, () => ctx.out.line(created.job_id));
-          return;
-        }
-        const progress = await jobProgress(process.stderr, !ctx.out.json);
-        const follower = new EventFollower(ctx.api, created.job_id);
-        const deadline = Date.now() + timeoutMs;
-        let job: Job;
-        try {
-          for (;;) {
-            job = await ctx.api.get<Job>(`/api/v1/jobs/${created.job_id}`);
-            for (const event of await follower.poll()) progress.event(event);
-            progress.state(job.state);
-            if (job.state === 'RUNNING' || TERMINAL.has(job.state) || Date.now() > deadline) break;
-            await sleep(500);
-          }
-        } finally {
-          progress.stop();
-        }
-        if (job.state !== 'RUNNING') {
-          const timedOut = !TERMINAL.has(job.state);
-          throw new CliError(
-            EXIT.jobFailed,
-            timedOut ? 'JOB_WAIT_TIMEOUT' : 'JOB_NOT_RUNNING',
-            timedOut ? `job ${job.job_id} is still ${job.state} after ${options.timeout}` : `job ${job.job_id} ended ${job.state}`,
-            { job_id: job.job_id, state: job.state, ...(job.close_reason === undefined ? {} : { close_reason: job.close_reason }) },
+      action(
+        async (
+          ctx,
+          offerId: string,
+          options: QuoteOptions & { sshKey: string[]; env: string[]; wait: boolean; timeout: string; quiet?: boolean },
+        ) => {
+          const keys = sshPublicKeys(options.sshKey);
+          const env = parseEnv(options.env);
+          const timeoutMs = durationToSeconds(options.timeout, '--timeout') * 1000;
+          const quote = await createQuote(ctx.api, offerId, options);
+          const created = await ctx.api.post<{ job_id: string; state: string }>(
+            '/api/v1/jobs',
+            { quote_id: quote.quote_id, ssh_public_keys: keys, ...(env === undefined ? {} : { env }) },
+            { idempotent: true },
           );
-        }
-        ctx.out.result({ quote, job }, () => {
-          showJob(ctx, job);
-          ctx.out.note(`Running. Open a shell with: ark ssh ${job.job_id}`);
-        });
-      }),
+          ctx.out.note(`Reserved job ${created.job_id} for up to ${formatUsdc(quote.budget_micro)} USDC.`);
+          if (!options.wait) {
+            ctx.out.result({ quote, job: created }, () => ctx.out.line(created.job_id));
+            return;
+          }
+          // Progress goes to stderr even with --json: stdout keeps the one JSON result.
+          const progress = await jobProgress(process.stderr, options.quiet !== true);
+          const follower = new EventFollower(ctx.api, created.job_id);
+          const deadline = Date.now() + timeoutMs;
+          let job: Job;
+          try {
+            for (;;) {
+              job = await ctx.api.get<Job>(`/api/v1/jobs/${created.job_id}`);
+              for (const event of await follower.poll()) progress.event(event);
+              progress.state(job.state);
+              if (job.state === 'RUNNING' || TERMINAL.has(job.state) || Date.now() > deadline) break;
+              await sleep(500);
+            }
+          } finally {
+            progress.stop();
+          }
+          if (job.state !== 'RUNNING') {
+            const timedOut = !TERMINAL.has(job.state);
+            throw new CliError(
+              EXIT.jobFailed,
+              timedOut ? 'JOB_WAIT_TIMEOUT' : 'JOB_NOT_RUNNING',
+              timedOut ? `job ${job.job_id} is still ${job.state} after ${options.timeout}` : `job ${job.job_id} ended ${job.state}`,
+              { job_id: job.job_id, state: job.state, ...(job.close_reason === undefined ? {} : { close_reason: job.close_reason }) },
+            );
+          }
+          ctx.out.result({ quote, job }, () => {
+            showJob(ctx, job);
+            ctx.out.note(`Running. Open a shell with: ark ssh ${job.job_id}`);
+          });
+        },
+      ),
     );
 
   jobs
