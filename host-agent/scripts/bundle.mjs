@@ -6,8 +6,8 @@
 // bin/ark-agent.mjs on first use when the bundle is missing or older than a source file.
 import { createRequire } from 'node:module';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { existsSync, mkdirSync, readdirSync, renameSync, rmSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const packageDir = join(dirname(fileURLToPath(import.meta.url)), '..');
@@ -15,11 +15,11 @@ const repoRoot = join(packageDir, '..');
 export const BUNDLE_PATH = join(packageDir, 'dist', 'ark-agent.mjs');
 
 // Native or optional modules stay outside the bundle and are loaded from node_modules as usual.
-const EXTERNAL = ['bufferutil', 'utf-8-validate', 'cpu-features', 'ssh2', 'dockerode', 'node-nvidia-smi', '*.node'];
-// These are imported only by modules the agent loads on first use (the Docker client, the job SSH server).
-// esbuild hoists an external `import` to the top of the bundle, which would load them at start; through a
-// CommonJS shim they become a `require()` inside the lazily initialised module instead.
-const LAZY_EXTERNAL = /^(ssh2|dockerode)$/;
+const EXTERNAL = ['bufferutil', 'utf-8-validate', 'cpu-features', 'ssh2', 'dockerode', 'node-nvidia-smi', 'prom-client', '*.node'];
+// These are imported only by modules the agent loads on first use (the Docker client, the job SSH server, the
+// metrics exporter). esbuild hoists an external `import` to the top of the bundle, which would load them at
+// start; through a CommonJS shim they become a `require()` inside the lazily initialised module instead.
+const LAZY_EXTERNAL = /^(ssh2|dockerode|prom-client)$/;
 
 const lazyExternals = {
   name: 'ark-lazy-externals',
@@ -55,16 +55,27 @@ export function bundleIsFresh(outfile = BUNDLE_PATH) {
   }
 }
 
-/** Builds the bundle into a temporary file and renames it into place, so concurrent starts never see half a file. */
+/**
+ * Builds the bundle: the entry (dist/ark-agent.mjs) and, with code splitting, one chunk per module the agent
+ * imports dynamically (pairing, the Docker runtime, the job SSH server, the metrics exporter, ...) under
+ * dist/chunks/, read from disk only when first imported. Everything is built into a temporary directory; chunks
+ * are named by content hash and moved in first, the entry is renamed into place last, so concurrent starts never
+ * see half a bundle and a running agent's chunks stay where it expects them.
+ */
 export async function bundleAgent(outfile = BUNDLE_PATH) {
   const requireFromTsx = createRequire(createRequire(import.meta.url).resolve('tsx/package.json'));
   const esbuild = await import(pathToFileURL(requireFromTsx.resolve('esbuild')).href);
-  mkdirSync(dirname(outfile), { recursive: true });
-  const temporary = join(dirname(outfile), `.${randomBytes(6).toString('hex')}.tmp.mjs`);
+  const outdir = dirname(outfile);
+  const entryName = basename(outfile, '.mjs');
+  const temporary = join(outdir, `.build-${randomBytes(6).toString('hex')}`);
+  mkdirSync(temporary, { recursive: true });
   try {
     await esbuild.build({
-      entryPoints: [join(packageDir, 'src', 'main.ts')],
-      outfile: temporary,
+      entryPoints: { [entryName]: join(packageDir, 'src', 'main.ts') },
+      outdir: temporary,
+      outExtension: { '.js': '.mjs' },
+      chunkNames: 'chunks/[name]-[hash]',
+      splitting: true,
       bundle: true,
       platform: 'node',
       target: 'node20',
@@ -78,9 +89,14 @@ export async function bundleAgent(outfile = BUNDLE_PATH) {
       logLevel: 'error',
       legalComments: 'none',
     });
-    renameSync(temporary, outfile);
+    const chunks = join(temporary, 'chunks');
+    if (existsSync(chunks)) {
+      mkdirSync(join(outdir, 'chunks'), { recursive: true });
+      for (const name of readdirSync(chunks)) renameSync(join(chunks, name), join(outdir, 'chunks', name));
+    }
+    renameSync(join(temporary, `${entryName}.mjs`), outfile);
   } finally {
-    rmSync(temporary, { force: true });
+    rmSync(temporary, { recursive: true, force: true });
   }
   return outfile;
 }

@@ -10,6 +10,7 @@ import type {
 } from '@ark/shared';
 import { EngineRelay, type EngineTarget, type RelayReply } from './jobs/engine-relay.js';
 import type { GpuCollector, HostCollector } from './collectors/index.js';
+import { type AgentMetricsHooks, noMetrics } from './metrics/hooks.js';
 import type { MeasureOptions, NettestBounds, NettestMeasurement } from './nettest/measure.js';
 import { type NettestReceiptBody, NettestRunner } from './nettest/runner.js';
 import type { AgentStatusReport } from './state.js';
@@ -100,6 +101,8 @@ export interface AgentOptions {
   pid?: number;
   /** How long stop() waits for a running network test to finish and queue its receipt. */
   shutdownGraceMs?: number;
+  /** The Prometheus exporter's hooks (metrics/prometheus.ts) when metrics are configured. */
+  metrics?: AgentMetricsHooks;
 }
 
 const HEALTH_CHECK_MS_MAX = 5000;
@@ -112,6 +115,7 @@ export class Agent {
   readonly #channel: AgentChannel;
   readonly #telemetry: TelemetryPipeline;
   readonly #nettest: NettestRunner;
+  readonly #metrics: AgentMetricsHooks;
   readonly #handles: unknown[] = [];
   #startedAt: Date | undefined;
   #stoppedAt: Date | undefined;
@@ -133,6 +137,7 @@ export class Agent {
 
   constructor(options: AgentOptions) {
     this.#options = options;
+    this.#metrics = options.metrics ?? noMetrics;
     this.#now = options.now ?? (() => new Date());
     this.#timers = options.timers ?? {
       setInterval: (callback, ms) => setInterval(callback, ms),
@@ -155,6 +160,7 @@ export class Agent {
       bufferSamples: options.telemetryBufferSamples,
       enqueue,
       logger: options.logger,
+      onCollectorError: (collector) => this.#metrics.collectorError(collector),
     });
     this.#nettest = new NettestRunner({
       bounds: options.nettestBounds,
@@ -164,7 +170,12 @@ export class Agent {
       onReceipt: () => void this.#persistStatus(),
       ...(options.measureNetwork === undefined ? {} : { measure: options.measureNetwork }),
     });
-    this.#jobs = options.createJobs?.({ enqueue });
+    this.#jobs = options.createJobs?.({
+      enqueue: (body) => {
+        if (body.t === 'job_status') this.#metrics.jobStatus(body.status);
+        return enqueue(body);
+      },
+    });
   }
 
   async start(): Promise<void> {
@@ -173,6 +184,7 @@ export class Agent {
     for (const event of ['connected', 'disconnected', 'ack'] as const) this.#channel.on?.(event, () => void this.#persistStatus());
     // Relay streams live on one connection: the control plane fails them when it ends, so the engine requests stop too.
     this.#channel.on?.('disconnected', () => this.#relay.abortAll());
+    this.#channel.on?.('connected', () => this.#metrics.channelConnected());
     await this.#channel.start();
     // After the channel's queue is open (the job runtime re-sends what it had not handed over), and before
     // any job command is applied: those wait on this.
@@ -204,7 +216,7 @@ export class Agent {
       this.#problems = all.slice(0, 16).map((problem) => problem.slice(0, 200));
       this.#healthy = this.#problems.length === 0;
       const at = this.#now();
-      this.#channel.sendHeartbeat({
+      const sent = this.#channel.sendHeartbeat({
         t: 'heartbeat',
         at: at.toISOString(),
         uptime_s: Math.max(0, Math.floor((at.getTime() - (this.#startedAt ?? at).getTime()) / 1000)),
@@ -212,6 +224,8 @@ export class Agent {
         problems: this.#problems,
         running_jobs: this.#runningJobs(),
       });
+      // A channel that is down drops the heartbeat and says so (false).
+      if (sent !== false) this.#metrics.heartbeatSent();
       this.#lastHeartbeatSentAt = at;
     } finally {
       this.#heartbeating = false;

@@ -167,4 +167,41 @@ describe('loadAgentConfig', () => {
     );
     expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: withFile([1, 2]) } })).detail).toBe('must hold a JSON object');
   });
+
+  it('has no metrics endpoint by default, and takes a loopback host:port from the file or the environment', () => {
+    expect(loadAgentConfig({ env: {}, readFile: noFile }).metrics).toBeNull();
+    const file = withFile({ metrics_listen: '127.0.0.1:9464' });
+    expect(loadAgentConfig({ env: { ARK_AGENT_CONFIG: file } }).metrics).toEqual({ host: '127.0.0.1', port: 9464 });
+    expect(loadAgentConfig({ env: { ARK_AGENT_METRICS_LISTEN: '[::1]:9500' }, readFile: noFile }).metrics).toEqual({
+      host: '::1',
+      port: 9500,
+    });
+    expect(loadAgentConfig({ env: { ARK_AGENT_METRICS_LISTEN: 'localhost:9464' }, readFile: noFile }).metrics).toEqual({
+      host: 'localhost',
+      port: 9464,
+    });
+  });
+
+  it('refuses a non-loopback metrics address unless metrics_allow_non_loopback is true, and a malformed one', () => {
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_METRICS_LISTEN: '10.0.0.5:9464' }, readFile: noFile })).message).toContain(
+      'config error in environment variable ARK_AGENT_METRICS_LISTEN: metrics_listen 10.0.0.5:9464 is not a loopback address',
+    );
+    const file = withFile({ metrics_listen: '0.0.0.0:9464' });
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: file } })).source).toBe(file);
+    expect(loadAgentConfig({ env: { ARK_AGENT_CONFIG: file, ARK_AGENT_METRICS_ALLOW_NON_LOOPBACK: 'true' } }).metrics).toEqual({
+      host: '0.0.0.0',
+      port: 9464,
+    });
+    expect(
+      loadAgentConfig({ env: { ARK_AGENT_CONFIG: withFile({ metrics_listen: '[::]:9464', metrics_allow_non_loopback: true }) } }).metrics,
+    ).toEqual({
+      host: '::',
+      port: 9464,
+    });
+    for (const bad of ['127.0.0.1', '127.0.0.1:0', '127.0.0.1:70000', ':9464', '::1:9464']) {
+      expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_METRICS_LISTEN: bad }, readFile: noFile })).detail).toMatch(
+        /^metrics_listen must be host:port/,
+      );
+    }
+  });
 });

@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
@@ -67,6 +68,12 @@ export const AgentConfigFile = Type.Object(
     /** Below this much free disk in the state directory's filesystem the agent reports itself unhealthy. */
     min_disk_free_bytes: Type.Optional(integer(0, 1024 * GIB)),
     region: Type.Optional(text(64)),
+    /** host:port of the agent's own Prometheus endpoint (GET /metrics); absent: no endpoint, prom-client never loaded. */
+    metrics_listen: Type.Optional(
+      Type.String({ minLength: 1, maxLength: 300, problem: 'must be host:port, e.g. 127.0.0.1:9464 or [::1]:9464' }),
+    ),
+    /** The metrics endpoint is for a scraper on this machine; another address needs this set to true. */
+    metrics_allow_non_loopback: Type.Optional(Type.Boolean({ problem: 'must be true or false' })),
     log_level: Type.Optional(
       Type.Union(
         LOG_LEVELS.map((level) => Type.Literal(level)),
@@ -97,6 +104,8 @@ export interface AgentConfig {
   minDiskFreeBytes: number;
   region: string | null;
   logLevel: LogLevel;
+  /** The agent's Prometheus endpoint; null (the default) when none is configured. */
+  metrics: { host: string; port: number } | null;
 }
 
 export const CONFIG_DEFAULTS = {
@@ -152,6 +161,8 @@ export const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: readonly string[
   { name: 'ARK_AGENT_NVIDIA_SMI_FIXTURE', path: ['nvidia_smi_fixture'], kind: 'string' },
   { name: 'ARK_AGENT_MIN_DISK_FREE_BYTES', path: ['min_disk_free_bytes'], kind: 'integer' },
   { name: 'ARK_AGENT_REGION', path: ['region'], kind: 'string' },
+  { name: 'ARK_AGENT_METRICS_LISTEN', path: ['metrics_listen'], kind: 'string' },
+  { name: 'ARK_AGENT_METRICS_ALLOW_NON_LOOPBACK', path: ['metrics_allow_non_loopback'], kind: 'boolean' },
 ];
 
 export interface LoadConfigOptions {
@@ -212,6 +223,12 @@ export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
     throw new ConfigError(source, `job_port_range.from (${range.from}) must not be above job_port_range.to (${range.to})`);
   }
   const nettest = { ...CONFIG_DEFAULTS.nettest, ...valid.nettest };
+  const metrics =
+    valid.metrics_listen === undefined
+      ? null
+      : parseMetricsListen(valid.metrics_listen, valid.metrics_allow_non_loopback ?? false, (field) =>
+          fromEnv.has(field) ? `environment variable ${fromEnv.get(field)}` : configPath,
+        );
   return {
     configPath: raw === null ? null : configPath,
     stateDir,
@@ -243,7 +260,36 @@ export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
     minDiskFreeBytes: valid.min_disk_free_bytes ?? CONFIG_DEFAULTS.min_disk_free_bytes,
     region: valid.region ?? null,
     logLevel: valid.log_level ?? CONFIG_DEFAULTS.log_level,
+    metrics,
   };
+}
+
+/** Whether an address names this machine only: 127.0.0.0/8, ::1 (or 127.x mapped into IPv6), or localhost. */
+export function isLoopbackHost(host: string): boolean {
+  const bare = host.toLowerCase();
+  if (bare === 'localhost') return true;
+  if (isIP(bare) === 4) return bare.startsWith('127.');
+  if (isIP(bare) === 6) return bare === '::1' || bare === '0:0:0:0:0:0:0:1' || /^::ffff:127\./.test(bare);
+  return false;
+}
+
+function parseMetricsListen(value: string, allowNonLoopback: boolean, sourceOf: (field: string) => string): { host: string; port: number } {
+  const match = /^(?:\[([0-9A-Fa-f:.]+)\]|([^\s:[\]]+)):(\d{1,5})$/.exec(value.trim());
+  const port = Number(match?.[3]);
+  const host = match?.[1] ?? match?.[2];
+  if (match === null || host === undefined || !(port >= 1 && port <= 65535)) {
+    throw new ConfigError(
+      sourceOf('metrics_listen'),
+      `metrics_listen must be host:port, e.g. 127.0.0.1:9464 or [::1]:9464, got "${value}"`,
+    );
+  }
+  if (!isLoopbackHost(host) && !allowNonLoopback) {
+    throw new ConfigError(
+      sourceOf('metrics_listen'),
+      `metrics_listen ${value} is not a loopback address: the endpoint has no authentication, so it listens on this machine only unless metrics_allow_non_loopback (ARK_AGENT_METRICS_ALLOW_NON_LOOPBACK) is true`,
+    );
+  }
+  return { host, port };
 }
 
 function readTextFileOrNull(path: string): string | null {

@@ -4,6 +4,7 @@ import type { GpuInventorySource } from './collectors/index.js';
 import type { AgentConfig } from './config.js';
 import type { JobMessageBody } from './jobs/job-record.js';
 import { JobSupervisor, type JobSupervisorLogger } from './jobs/job-supervisor.js';
+import type { AgentMetricsHooks } from './metrics/hooks.js';
 import type { ContainerRuntime } from './runtime/container-runtime.js';
 import { LazyDockerRuntime } from './runtime/lazy-docker-runtime.js';
 
@@ -16,6 +17,8 @@ export interface JobRuntimeSettings {
   runtime?: ContainerRuntime;
   /** Owns the job runtime's timers and time (default the system clock). */
   clock?: Clock;
+  /** The metrics exporter's hooks: each image pull is reported to it (outcome, duration, size). */
+  metrics?: Pick<AgentMetricsHooks, 'imagePull'>;
 }
 
 /**
@@ -26,9 +29,10 @@ export interface JobRuntimeSettings {
 export function createJobRuntime(settings: JobRuntimeSettings): AgentJobs {
   const { config } = settings;
   const publicHost = config.jobs.publicHost;
+  const runtime = settings.runtime ?? new LazyDockerRuntime({ socketPath: config.docker.socketPath });
   return new JobSupervisor({
     stateDir: config.stateDir,
-    runtime: settings.runtime ?? new LazyDockerRuntime({ socketPath: config.docker.socketPath }),
+    runtime: settings.metrics === undefined ? runtime : observePulls(runtime, settings.metrics),
     channel: { enqueue: (message: JobMessageBody) => settings.channel.enqueue(withPublicHost(message, publicHost)) },
     gpuInventory: settings.gpuInventory,
     portRange: { first: config.jobPortRange.from, last: config.jobPortRange.to },
@@ -37,6 +41,28 @@ export function createJobRuntime(settings: JobRuntimeSettings): AgentJobs {
     publishHost: config.jobs.publishHost,
     logger: settings.logger,
     ...(settings.clock === undefined ? {} : { clock: settings.clock }),
+  });
+}
+
+/** The same runtime, with each pullImage call timed and reported; every other method goes to it unchanged. */
+export function observePulls(runtime: ContainerRuntime, metrics: Pick<AgentMetricsHooks, 'imagePull'>): ContainerRuntime {
+  const pullImage: ContainerRuntime['pullImage'] = async (reference, options) => {
+    const started = performance.now();
+    try {
+      const image = await runtime.pullImage(reference, options);
+      metrics.imagePull(image.pulled ? 'pulled' : 'present', (performance.now() - started) / 1000, image.sizeBytes);
+      return image;
+    } catch (error) {
+      metrics.imagePull('failed', (performance.now() - started) / 1000, undefined);
+      throw error;
+    }
+  };
+  return new Proxy(runtime, {
+    get(target, property) {
+      if (property === 'pullImage') return pullImage;
+      const value: unknown = Reflect.get(target, property, target);
+      return typeof value === 'function' ? value.bind(target) : value;
+    },
   });
 }
 

@@ -35,11 +35,12 @@ function context(config: AgentConfig): CliContext {
         { level: config.logLevel, base: { service: 'ark-agent' } },
         pino.destination({ dest: destination === 'stdout' ? 1 : 2, sync: true }),
       ),
-    createGpuCollector: async (logger) =>
+    createGpuCollector: async (logger, onError) =>
       config.nvidiaSmiFixtures === null
-        ? new NvidiaSmiGpuCollector({ binaryPath: config.nvidiaSmiPath, logger })
+        ? new NvidiaSmiGpuCollector({ binaryPath: config.nvidiaSmiPath, logger, ...(onError === undefined ? {} : { onError }) })
         : RecordedGpuCollector.fromFiles(config.nvidiaSmiFixtures),
-    createHostCollector: (logger) => new SystemInformationHostCollector({ stateDir: config.stateDir, logger }),
+    createHostCollector: (logger, onError) =>
+      new SystemInformationHostCollector({ stateDir: config.stateDir, logger, ...(onError === undefined ? {} : { onError }) }),
     readMachineFacts,
     createChannel,
     createJobs: createJobRuntime,

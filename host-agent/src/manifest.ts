@@ -1,7 +1,9 @@
 import { statfs } from 'node:fs/promises';
 import { hostname } from 'node:os';
 import type { MachineManifest } from '@ark/shared';
-import si from 'systeminformation';
+import { cpu as readCpu } from 'systeminformation/lib/cpu.js';
+import { mem } from 'systeminformation/lib/memory.js';
+import { osInfo } from 'systeminformation/lib/osinfo.js';
 import type { GpuInventory } from './collectors/index.js';
 
 /** The machine facts a manifest needs besides its GPUs. */
@@ -48,9 +50,9 @@ export function describeMachine(input: {
 /** Reads the facts with systeminformation; disk is the file system holding `diskPath` (the state directory). */
 export async function readMachineFacts(diskPath: string): Promise<MachineFacts> {
   const [cpu, memory, os, disk] = await Promise.all([
-    si.cpu().catch(() => undefined),
-    si.mem().catch(() => undefined),
-    si.osInfo().catch(() => undefined),
+    readCpu().catch(() => undefined),
+    mem().catch(() => undefined),
+    osInfo().catch(() => undefined),
     statfs(diskPath).catch(() => undefined),
   ]);
   const cpuModel = [cpu?.manufacturer, cpu?.brand].filter((part) => part !== undefined && part !== '').join(' ');

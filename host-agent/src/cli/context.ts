@@ -38,8 +38,9 @@ export interface CliContext {
   sleep: (ms: number) => Promise<void>;
   /** `destination` is where log lines go: the daemon logs to stdout, interactive commands to stderr. */
   createLogger: (destination: 'stdout' | 'stderr') => CliLogger;
-  createGpuCollector: (logger: CliLogger) => Promise<GpuCollector & GpuInventorySource>;
-  createHostCollector: (logger: CliLogger) => HostCollector;
+  /** `onError` is called on each failed read (the metrics count collector errors); a recorded collector never fails. */
+  createGpuCollector: (logger: CliLogger, onError?: () => void) => Promise<GpuCollector & GpuInventorySource>;
+  createHostCollector: (logger: CliLogger, onError?: () => void) => HostCollector;
   readMachineFacts: (diskPath: string) => Promise<MachineFacts>;
   createChannel: (settings: ChannelSettings) => AgentChannel;
   /** Builds the job runtime (launch_job, stop_job, clean_job); without it the daemon runs no jobs. */

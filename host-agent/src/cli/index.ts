@@ -1,8 +1,5 @@
 import { parseArgs } from 'node:util';
 import { type CliContext, CliError } from './context.js';
-import { pairCommand } from './pair.js';
-import { runCommand } from './run.js';
-import { statusCommand } from './status.js';
 
 export { type CliContext, CliError } from './context.js';
 
@@ -43,17 +40,22 @@ export async function runAgentCli(argv: readonly string[], ctx: CliContext): Pro
           'enrollment-token': { type: 'string' },
           force: { type: 'boolean' },
         });
+        // Each command's module is loaded when that command runs: the daemon never loads pairing's HTTP schemas.
+        const { pairCommand } = await import('./pair.js');
         return await pairCommand(ctx, {
           controlPlane: values['control-plane'] as string | undefined,
           enrollmentToken: values['enrollment-token'] as string | undefined,
           force: values.force as boolean | undefined,
         });
       }
-      case 'run':
+      case 'run': {
         parse(rest, {});
+        const { runCommand } = await import('./run.js');
         return await runCommand(ctx);
+      }
       case 'status': {
         const { values } = parse(rest, { json: { type: 'boolean' } });
+        const { statusCommand } = await import('./status.js');
         return await statusCommand(ctx, { json: values.json as boolean | undefined });
       }
       default:

@@ -1,5 +1,6 @@
 import { Agent } from '../agent.js';
 import { checkHealth } from '../health.js';
+import type { MetricsServer } from '../metrics/prometheus.js';
 import { ensureStateDir, readIdentity, writeStatus } from '../state.js';
 import { type CliContext, CliError } from './context.js';
 
@@ -17,11 +18,34 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   }
   await ensureStateDir(config.stateDir);
   const logger = ctx.createLogger('stdout');
-  const gpu = await ctx.createGpuCollector(logger);
-  const host = ctx.createHostCollector(logger);
+  let agent: Agent | undefined;
+  // The Prometheus endpoint, only when configured: its module (and prom-client) is imported here, never otherwise.
+  let metrics: MetricsServer | undefined;
+  if (config.metrics !== null) {
+    const { startMetricsServer } = await import('../metrics/prometheus.js');
+    try {
+      metrics = await startMetricsServer({
+        ...config.metrics,
+        snapshot: () => {
+          const report = agent?.report();
+          if (report === undefined) return undefined;
+          const channel = report.channel as { connected?: boolean; reconnects?: number; queued?: number };
+          return {
+            runningJobs: Array.isArray(report.running_jobs) ? report.running_jobs.length : 0,
+            channel: { connected: channel.connected === true, reconnects: channel.reconnects ?? 0, queued: channel.queued ?? 0 },
+          };
+        },
+      });
+    } catch (error) {
+      throw new CliError(`metrics endpoint ${config.metrics.host}:${config.metrics.port} could not listen: ${(error as Error).message}`);
+    }
+    logger.info({ metrics_listen: `${metrics.address.host}:${metrics.address.port}` }, 'metrics endpoint listening (GET /metrics)');
+  }
+  const hooks = metrics?.hooks;
+  const gpu = await ctx.createGpuCollector(logger, hooks && (() => hooks.collectorError('gpu')));
+  const host = ctx.createHostCollector(logger, hooks && (() => hooks.collectorError('host')));
   const createJobs = ctx.createJobs;
 
-  let agent: Agent | undefined;
   agent = new Agent({
     machineId: identity.machine_id,
     agentVersion: ctx.agentVersion,
@@ -50,12 +74,23 @@ export async function runCommand(ctx: CliContext): Promise<number> {
     nettestBounds: config.nettest,
     ...(createJobs === undefined
       ? {}
-      : { createJobs: (channel) => createJobs({ config, channel, gpuInventory: gpu, logger, clock: ctx.clock }) }),
+      : {
+          createJobs: (channel) =>
+            createJobs({
+              config,
+              channel,
+              gpuInventory: gpu,
+              logger,
+              clock: ctx.clock,
+              ...(hooks === undefined ? {} : { metrics: hooks }),
+            }),
+        }),
     checkHealth: () => checkHealth({ docker: config.docker, diskPath: config.stateDir, minDiskFreeBytes: config.minDiskFreeBytes }),
     writeStatus: (report) => writeStatus(config.stateDir, report),
     now: () => ctx.clock.now(),
     timers: ctx.clock,
     logger,
+    ...(hooks === undefined ? {} : { metrics: hooks }),
   });
 
   logger.info(
@@ -66,6 +101,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   const signal = await ctx.waitForSignal(['SIGTERM', 'SIGINT']);
   logger.info({ signal }, 'stopping');
   await agent.stop();
+  await metrics?.close();
   logger.info({}, 'stopped');
   logger.flush?.();
   return 0;

@@ -10,6 +10,8 @@ export type NvidiaSmiGpuCollectorOptions = {
   /** Output beyond this is refused; one GPU prints 20 to 80 KB, so the default leaves room for a full chassis. */
   maxOutputBytes?: number;
   logger?: CollectorLogger;
+  /** Called on each failed read (the agent's metrics count collector errors). */
+  onError?: () => void;
 };
 
 export const NVIDIA_SMI_TIMEOUT_MS_DEFAULT = 10_000;
@@ -26,6 +28,7 @@ export class NvidiaSmiGpuCollector implements GpuCollector, GpuInventorySource {
   readonly #timeoutMs: number;
   readonly #maxOutputBytes: number;
   readonly #logger: CollectorLogger;
+  readonly #onError: (() => void) | undefined;
   #failureLogged = false;
   // One nvidia-smi at a time: callers that overlap share the run in flight.
   #inFlight: Promise<unknown> | undefined;
@@ -35,6 +38,7 @@ export class NvidiaSmiGpuCollector implements GpuCollector, GpuInventorySource {
     this.#timeoutMs = options.timeoutMs ?? NVIDIA_SMI_TIMEOUT_MS_DEFAULT;
     this.#maxOutputBytes = options.maxOutputBytes ?? NVIDIA_SMI_OUTPUT_BYTES_MAX_DEFAULT;
     this.#logger = options.logger ?? consoleLogger;
+    this.#onError = options.onError;
   }
 
   async sample(): Promise<GpuSample[]> {
@@ -61,6 +65,7 @@ export class NvidiaSmiGpuCollector implements GpuCollector, GpuInventorySource {
       this.#failureLogged = false;
       return log;
     } catch (error) {
+      this.#onError?.();
       if (!this.#failureLogged) {
         this.#failureLogged = true;
         this.#logger.warn(

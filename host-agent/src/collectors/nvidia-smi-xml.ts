@@ -28,11 +28,13 @@ type ParseString = (xml: string, options: Record<string, unknown>, callback: (er
 
 // node-nvidia-smi turns the XML into objects with xml2js; we load that same parser through the
 // library's own dependency edge (resolvable under any package manager's layout) so our parsed shape
-// is exactly what node-nvidia-smi hands out, without a second XML dependency in the agent.
-const requireHere = createRequire(import.meta.url);
-const xml2js = createRequire(requireHere.resolve('node-nvidia-smi'))('xml2js') as {
-  parseString: ParseString;
-};
+// is exactly what node-nvidia-smi hands out, without a second XML dependency in the agent. Loaded on the first
+// document: a machine without nvidia-smi (or an agent that never samples) never pays for the parser.
+let xml2js: { parseString: ParseString } | undefined;
+function parser(): { parseString: ParseString } {
+  xml2js ??= createRequire(createRequire(import.meta.url).resolve('node-nvidia-smi'))('xml2js') as { parseString: ParseString };
+  return xml2js;
+}
 // The options node-nvidia-smi itself uses.
 const XML2JS_OPTIONS = { explicitArray: false, trim: true };
 
@@ -40,7 +42,7 @@ const XML2JS_OPTIONS = { explicitArray: false, trim: true };
 export function readNvidiaSmiLog(xml: string): unknown {
   let outcome: { error: Error | null; result: unknown } | undefined;
   // xml2js calls back synchronously unless its `async` option is set, which we never set.
-  xml2js.parseString(xml, XML2JS_OPTIONS, (error, result) => {
+  parser().parseString(xml, XML2JS_OPTIONS, (error, result) => {
     outcome = { error, result };
   });
   if (outcome === undefined) throw new Error('xml2js did not finish synchronously');

@@ -46,6 +46,8 @@ export type PulledImage = {
   repoDigests: string[];
   /** False when the image was already present under its digest and no pull happened. */
   pulled: boolean;
+  /** The image's size as the engine reports it (image inspect's Size), where it reports one. */
+  sizeBytes?: number;
 };
 
 export type PullOptions = {

@@ -137,10 +137,14 @@ export class DockerRuntime implements ContainerRuntime {
     return { ...image, pulled: true };
   }
 
-  private async inspectImage(reference: string): Promise<{ id: string; repoDigests: string[] } | undefined> {
+  private async inspectImage(reference: string): Promise<{ id: string; repoDigests: string[]; sizeBytes?: number } | undefined> {
     try {
       const info = await this.call('image inspect', (abortSignal) => this.docker.getImage(reference).inspect(signalOption(abortSignal)));
-      return { id: info.Id, repoDigests: info.RepoDigests ?? [] };
+      return {
+        id: info.Id,
+        repoDigests: info.RepoDigests ?? [],
+        ...(typeof info.Size === 'number' && Number.isFinite(info.Size) ? { sizeBytes: info.Size } : {}),
+      };
     } catch (error) {
       if (statusOf(error) === 404) return undefined;
       throw error;

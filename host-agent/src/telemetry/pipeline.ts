@@ -28,6 +28,8 @@ export interface TelemetryPipelineOptions {
   logger: { warn(detail: Record<string, unknown>, message: string): void };
   /** Samples per batch; the protocol's bound unless a test asks for fewer. */
   batchMaxSamples?: number;
+  /** A collector's sample() rejected (the agent's metrics count it). */
+  onCollectorError?: (collector: 'gpu' | 'host') => void;
 }
 
 /** Samples the machine into a bounded buffer and drains it into reliable telemetry batches. */
@@ -64,10 +66,12 @@ export class TelemetryPipeline {
       const [host, gpus] = await Promise.all([
         this.#options.host.sample().catch((error: unknown) => {
           this.#options.logger.warn({ error: String(error) }, 'host collector failed');
+          this.#options.onCollectorError?.('host');
           return {};
         }),
         this.#options.gpu.sample().catch((error: unknown) => {
           this.#options.logger.warn({ error: String(error) }, 'GPU collector failed');
+          this.#options.onCollectorError?.('gpu');
           return [];
         }),
       ]);

@@ -34,9 +34,18 @@ export type FrameSender = 'agent' | 'control-plane';
 if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', (value) => UUID_PATTERN.test(value));
 if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', (value) => !Number.isNaN(Date.parse(value)));
 
-// Compiled once at module load: per-frame checks must not build validators.
-const agentMessageCheck: TypeCheck<typeof AgentMessage> = TypeCompiler.Compile(AgentMessage);
-const serverMessageCheck: TypeCheck<typeof ServerMessage> = TypeCompiler.Compile(ServerMessage);
+// Compiled once per process, on the first frame from that sender: per-frame checks must not build validators, and
+// each daemon only ever opens the other side's frames (the agent never compiles the checker of its own messages).
+let agentMessageCheck: TypeCheck<typeof AgentMessage> | undefined;
+let serverMessageCheck: TypeCheck<typeof ServerMessage> | undefined;
+function agentChecker(): TypeCheck<typeof AgentMessage> {
+  agentMessageCheck ??= TypeCompiler.Compile(AgentMessage);
+  return agentMessageCheck;
+}
+function serverChecker(): TypeCheck<typeof ServerMessage> {
+  serverMessageCheck ??= TypeCompiler.Compile(ServerMessage);
+  return serverMessageCheck;
+}
 
 /** Compiles a schema with the channel's formats registered (for callers checking command bodies and the like). */
 export function compileChannelSchema<T extends TSchema>(schema: T): TypeCheck<T> {
@@ -95,7 +104,7 @@ export function openFrame(
   if (typeof payload !== 'object' || payload === null || (payload as { v?: unknown }).v !== CHANNEL_PROTOCOL_VERSION) {
     return { ok: false, reason: 'unknown_version', detail: `v=${JSON.stringify((payload as { v?: unknown } | null)?.v ?? null)}` };
   }
-  const check = from === 'agent' ? agentMessageCheck : serverMessageCheck;
+  const check = from === 'agent' ? agentChecker() : serverChecker();
   if (!check.Check(payload)) {
     // Only a refused payload pays for the error walk.
     const first = check.Errors(payload).First();
