@@ -28,6 +28,7 @@ import { registerMachineRoutes } from './http/routes/machines.js';
 import { registerMarketRoutes } from './http/routes/market.js';
 import { registerMcpRoutes } from './http/routes/mcp.js';
 import { registerNettestRoutes } from './http/routes/nettest.js';
+import { registerOAuthRoutes } from './http/routes/oauth.js';
 import { registerOfferRoutes } from './http/routes/offers.js';
 import { registerPairPageRoutes } from './http/routes/pair-page.js';
 import { registerPairingRoutes } from './http/routes/pairing.js';
@@ -178,6 +179,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerBillingRoutes,
   registerX402Routes,
   registerAccountRoutes,
+  registerOAuthRoutes,
   registerAgentRoutes,
   registerWithdrawalAddressRoutes,
   registerWithdrawalRoutes,

@@ -1,12 +1,10 @@
-// The operator-controls part of the configuration (issue 12): where alerts go, which sign-in provider the subsystem
-// test checks, and how often an admin may run subsystem tests. Read once by loadConfig; a bad value stops the
-// server with exit code 2 and a message naming the variable.
+// The operator-controls part of the configuration (issue 12): where alerts go and how often an admin may run
+// subsystem tests (the sign-in providers the auth-provider test checks are in config-oauth.ts). Read once by
+// loadConfig; a bad value stops the server with exit code 2 and a message naming the variable.
 
 export interface OperationsConfig {
   /** ARK_ALERT_WEBHOOK_URL: alerts (chain finality stalls, subsystem test alerts) are POSTed here as JSON; null: logged only. */
   alertWebhookUrl: string | null;
-  /** ARK_OIDC_ISSUER: the OpenID Connect issuer accounts may sign in with; the auth-provider test fetches its discovery document. */
-  oidcIssuer: string | null;
   /** ARK_SETTINGS_TESTS_PER_MIN: subsystem tests an admin may run per minute. */
   settingsTestsPerMinute: number;
 }
@@ -33,7 +31,6 @@ export function operationsConfigFrom(env: Env, fail: (message: string) => Error)
   }
   return {
     alertWebhookUrl: url('ARK_ALERT_WEBHOOK_URL'),
-    oidcIssuer: url('ARK_OIDC_ISSUER'),
     settingsTestsPerMinute: perMinute ? Number(perMinute) : 10,
   };
 }

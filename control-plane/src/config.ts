@@ -3,6 +3,7 @@ import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'n
 import { join, resolve } from 'node:path';
 import { MICRO_AMOUNT_MAX } from '@ark/shared';
 import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
+import { type OAuthConfig, oauthConfigFrom } from './config-oauth.js';
 import { type OperationsConfig, operationsConfigFrom } from './config-operations.js';
 import { type RelayConfig, relayConfigFrom } from './config-relay.js';
 import { type ReliabilityConfig, reliabilityConfigFrom } from './config-reliability.js';
@@ -78,8 +79,10 @@ export interface Config {
   metricsToken: string | null;
   /** Money in: watched networks, deposit addresses, balance cap and minimum (config-payments.ts). */
   payments: PaymentsConfig;
-  /** Operator controls: the alert webhook, the sign-in provider's issuer, subsystem test rate (config-operations.ts). */
+  /** Operator controls: the alert webhook, subsystem test rate (config-operations.ts). */
   operations: OperationsConfig;
+  /** Sign-in with GitHub and Google: clients, endpoints, how long a started sign-in lasts (config-oauth.ts). */
+  oauth: OAuthConfig;
   /** The OpenAI-compatible relay's limits (config-relay.ts). */
   relay: RelayConfig;
   /** Money in by x402 top-up: the switch, treasury, gas wallet key file and amount bounds (config-x402.ts). */
@@ -200,6 +203,11 @@ export function loadConfig(env: Env = process.env): Config {
     metricsPort,
     metricsToken,
     operations: operationsConfigFrom(env, (message) => new ConfigError(message)),
+    oauth: oauthConfigFrom(
+      env,
+      (name, fallback, min, max) => int(env, name, fallback, min, max),
+      (message) => new ConfigError(message),
+    ),
     payments,
     relay: relayConfigFrom((name, fallback, min, max) => int(env, name, fallback, min, max)),
     x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),

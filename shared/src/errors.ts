@@ -50,6 +50,26 @@ export const ERROR_CATALOG = {
   ADMIN_SESSION_REQUIRED: { status: 403, retryable: false, message: 'An interactive admin session is required.' },
   STEP_UP_TOTP_REQUIRED: { status: 403, retryable: false, message: 'Two-factor authentication is enabled: step up with a TOTP code.' },
   TOTP_CODE_INVALID: { status: 422, retryable: false, message: 'The TOTP code is wrong or was already used.' },
+  // Sign-in with GitHub and Google (issue 13)
+  OAUTH_PROVIDER_NOT_CONFIGURED: { status: 404, retryable: false, message: 'Sign-in with this provider is not configured on this server.' },
+  OAUTH_STATE_INVALID: {
+    status: 400,
+    retryable: false,
+    message: 'This sign-in does not match one started in this browser, or it expired or was already used: start again.',
+  },
+  OAUTH_PROVIDER_REFUSED: { status: 401, retryable: false, message: 'The provider refused the sign-in.' },
+  OAUTH_PROVIDER_UNAVAILABLE: { status: 503, retryable: true, message: 'The sign-in provider cannot be reached right now; retry later.' },
+  OAUTH_EMAIL_UNVERIFIED: {
+    status: 403,
+    retryable: false,
+    message: 'The provider does not report a verified email address for this account: verify it there first.',
+  },
+  OAUTH_ACCOUNT_UNVERIFIED: {
+    status: 409,
+    retryable: false,
+    message: 'An account with this email exists and its email is not verified: sign in with its password and verify it first.',
+  },
+  OAUTH_IDENTITY_NOT_LINKED: { status: 403, retryable: false, message: 'This provider account is not linked to your account.' },
   WITHDRAWAL_ADDRESS_EXISTS: { status: 409, retryable: false, message: 'This withdrawal address is already registered on this network.' },
   // Money out: withdrawals and payouts (issue 12)
   WITHDRAWAL_NETWORK_UNSUPPORTED: { status: 422, retryable: false, message: 'Withdrawals are paid on the primary network only.' },

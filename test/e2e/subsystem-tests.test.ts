@@ -1,6 +1,6 @@
 // Subsystem tests end to end (issue 12, contract part 4: POST /api/v1/admin/settings/test): the real control plane
 // (`ark-cp serve`) configured with real parts the test starts on loopback, an in-process SMTP server (smtp-server),
-// an HTTP alert receiver, anvil as Base, and a real OpenID provider (oidc-provider 8.8.1). Each check answers
+// an HTTP alert receiver, anvil as Base, and a real OpenID provider (oidc-provider 8.8.1) as sign-in with Google. Each check answers
 // ok: true while its part runs, and ok: false with a useful detail once the part is stopped (or, for the chain,
 // replaced by a node of another chain). Nothing secret in any detail.
 import { randomBytes } from 'node:crypto';
@@ -40,6 +40,7 @@ describe('subsystem tests against real parts', () => {
   let oidc: Server;
   let oidcPort = 0;
   let issuer = '';
+  const oidcClientSecret = randomBytes(16).toString('hex');
 
   const startSmtp = async () => {
     // Plain SMTP on loopback: no STARTTLS offered, no authentication asked.
@@ -59,7 +60,7 @@ describe('subsystem tests against real parts', () => {
   };
   const startOidc = async () => {
     const provider = new Provider(issuer, {
-      clients: [{ client_id: 'ark', client_secret: randomBytes(16).toString('hex'), redirect_uris: [`${issuer}/callback`] }],
+      clients: [{ client_id: 'ark', client_secret: oidcClientSecret, redirect_uris: [`${issuer}/callback`] }],
       cookies: { keys: [randomBytes(16).toString('hex')] },
     });
     oidc = createServer(provider.callback());
@@ -86,7 +87,9 @@ describe('subsystem tests against real parts', () => {
         SMTP_URL: `smtp://127.0.0.1:${smtpPort}`,
         ARK_ALERT_WEBHOOK_URL: `http://127.0.0.1:${sinkPort}/hooks/ark?token=${ALERT_TOKEN}`,
         ARK_CHAINS: chainsFile,
-        ARK_OIDC_ISSUER: issuer,
+        ARK_OAUTH_GOOGLE_CLIENT_ID: 'ark',
+        ARK_OAUTH_GOOGLE_CLIENT_SECRET: oidcClientSecret,
+        ARK_OAUTH_GOOGLE_ISSUER: issuer,
         ARK_SETTINGS_TESTS_PER_MIN: '14',
       },
     });
@@ -151,18 +154,26 @@ describe('subsystem tests against real parts', () => {
     expect(wrong.body).toEqual({ ok: false, detail: 'base: the RPC node serves chain 10, not 8453' });
   });
 
-  it('auth-provider: the OpenID provider’s discovery document; a stopped provider fails', async () => {
+  it('auth-provider: the OpenID provider’s discovery document and keys (sign-in with Google); a stopped provider fails', async () => {
     const ok = await test('auth-provider');
-    expect(ok.body).toEqual({
-      ok: true,
-      detail: `the OpenID provider ${issuer} answered its discovery document (token endpoint ${issuer}/token)`,
-    });
+    expect(ok.body.ok, ok.body.detail).toBe(true);
+    expect(ok.body.detail).toMatch(
+      new RegExp(
+        `^google: the OpenID provider ${issuer} answered its discovery document \\(token endpoint ${issuer}/token\\) and \\d+ signing keys?$`,
+      ),
+    );
+    expect(JSON.stringify(ok.body)).not.toContain(oidcClientSecret);
     const github = await test('auth-provider', { provider: 'github' });
-    expect(github.body.ok).toBe(false);
-    expect(github.body.detail).toContain('github is not configured');
+    expect(github.body).toEqual({
+      ok: false,
+      detail: 'sign-in with github is not configured on this server (ARK_OAUTH_GITHUB_CLIENT_ID is not set)',
+    });
     await closed(oidc);
     const down = await test('auth-provider');
-    expect(down.body).toEqual({ ok: false, detail: `the OpenID provider ${issuer} could not be reached: ECONNREFUSED` });
+    expect(down.body).toEqual({
+      ok: false,
+      detail: `google: the OpenID provider ${issuer} did not answer a valid discovery document: ECONNREFUSED`,
+    });
   });
 
   it('takes its target only from the stored settings, is rate limited, audited, and refuses API keys', async () => {

@@ -249,6 +249,18 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     'POST /api/v1/account/email-verification/resend': { need: {}, request: () => ({}), ok: [200] },
     'POST /api/v1/auth/sessions': { need: 'public', request: () => ({ payload: { email: 'someone@example.test' } }), ok: [422] },
     'GET /api/v1/account': { need: {}, request: () => ({}), ok: [200] },
+    // No sign-in provider is configured in these tests: 404 OAUTH_PROVIDER_NOT_CONFIGURED once admitted.
+    'GET /api/v1/auth/oauth/{provider}/start': { need: 'public', request: () => ({ url: '/api/v1/auth/oauth/github/start' }), ok: [404] },
+    'GET /api/v1/auth/oauth/{provider}/callback': {
+      need: 'public',
+      request: () => ({ url: '/api/v1/auth/oauth/google/callback?state=unknown&code=unknown' }),
+      ok: [404],
+    },
+    'POST /api/v1/account/step-up/oauth/{provider}': {
+      need: { session: true },
+      request: () => ({ url: '/api/v1/account/step-up/oauth/github' }),
+      ok: [404],
+    },
     // An empty proof: refused by the schema once the caller is admitted, so no step-up is spent.
     'POST /api/v1/account/step-up': { need: {}, request: () => ({ payload: {} }), ok: [422] },
     // Every seeded account is a person: none has a sign-in wallet to challenge.

@@ -1,6 +1,8 @@
 import type { WalletCodeReader } from '../chain/wallet-code.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
+import type { OAuthProviderName } from '../config-oauth.js';
+import { buildOAuthProviders, type OAuthProviderClient } from '../oauth/providers.js';
 import type { Mailer } from '../mail.js';
 import { JobSecrets } from '../domain/jobs/secrets.js';
 import type { Store } from '../store/db.js';
@@ -52,6 +54,8 @@ export interface ServiceDeps {
   x402Chain?: X402Chain | null;
   /** Contract code on the primary network, for agent registration (built by runtime.ts from ARK_CHAINS); absent: none. */
   walletCode?: WalletCodeReader | null;
+  /** The sign-in providers; default: the ones configured in ARK_OAUTH_* (oauth/providers.ts). */
+  oauthProviders?: Partial<Record<OAuthProviderName, OAuthProviderClient>>;
 }
 
 /** One area per key. */
@@ -94,6 +98,8 @@ export function buildServices(deps: ServiceDeps): Services {
   const outbox = outboxWriter(store.dialect);
   // One guard for every paid operation: reservations, offer publication, funding credits, payouts, withdrawals.
   const admissionGuard = paidAdmissionGuard({ clock });
+  // Built once: Google's discovery document is cached in its client.
+  const oauthProviders = deps.oauthProviders ?? buildOAuthProviders(config.oauth);
   const alerts = deps.alerts ?? webhookAlertSink({ url: config.operations.alertWebhookUrl, clock });
   const deposits = buildDepositServices({ store, clock, payments: config.payments, admissions: admissionGuard });
   const heartbeats = new HeartbeatBuffer(store, {
@@ -122,7 +128,7 @@ export function buildServices(deps: ServiceDeps): Services {
     hosting,
     pairing: buildPairingServices({ store, clock, settings: config }),
     offers: buildOfferServices({ store, clock, heartbeats, admissions: admissionGuard }),
-    accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config, walletCode: deps.walletCode }),
+    accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config, walletCode: deps.walletCode, oauthProviders }),
     templates: buildTemplateServices({ store, clock }),
     billing: buildBillingServices({ store, clock }),
     x402: buildX402Services({
@@ -148,7 +154,8 @@ export function buildServices(deps: ServiceDeps): Services {
     operations: buildOperationsServices({
       store,
       clock,
-      settings: { smtpUrl: config.smtp.url, oidcIssuer: config.operations.oidcIssuer, networks: config.payments.chains?.networks ?? [] },
+      settings: { smtpUrl: config.smtp.url, networks: config.payments.chains?.networks ?? [] },
+      oauthProviders,
       alerts,
       chainReaderFor: deps.chainReaderFor ?? ((network) => new ViemChainReader({ rpcUrl: network.rpcUrl, timeoutMs: 5_000 })),
     }),

@@ -8,6 +8,7 @@ import type { HostsTables } from './tables/hosts.js';
 import type { JobsTables } from './tables/jobs.js';
 import type { LedgerTables } from './tables/ledger.js';
 import type { MarketTables } from './tables/market.js';
+import type { OAuthTables } from './tables/oauth.js';
 import type { ReliabilityTables } from './tables/reliability.js';
 import type { TemplatesTables } from './tables/templates.js';
 import type { X402Tables } from './tables/x402.js';
@@ -32,4 +33,5 @@ export interface Database
     AdmissionsTables,
     AgentsTables,
     MarketTables,
-    ReliabilityTables {}
+    ReliabilityTables,
+    OAuthTables {}

@@ -88,6 +88,50 @@ export type SessionCreateRequest = Static<typeof SessionCreateRequest>;
 export const SessionCreated = Type.Object({ session_token: Type.String(), expires_at: Rfc3339Utc }, { additionalProperties: false });
 export type SessionCreated = Static<typeof SessionCreated>;
 
+/** A sign-in provider (issue 13): GitHub (OAuth 2.0) or Google (OpenID Connect). */
+export const OAuthProvider = Type.Union([Type.Literal('github'), Type.Literal('google')]);
+export type OAuthProvider = Static<typeof OAuthProvider>;
+
+export const OAuthProviderParams = Type.Object({ provider: OAuthProvider }, { additionalProperties: false });
+export type OAuthProviderParams = Static<typeof OAuthProviderParams>;
+
+/** What a provider sends back to the callback; providers add parameters of their own, kept and bounded. */
+export const OAuthCallbackQuery = Type.Object(
+  {
+    state: Type.Optional(Type.String({ maxLength: 512 })),
+    code: Type.Optional(Type.String({ maxLength: 2048 })),
+    error: Type.Optional(Type.String({ maxLength: 256 })),
+    error_description: Type.Optional(Type.String({ maxLength: 2048 })),
+    iss: Type.Optional(Type.String({ maxLength: 2048 })),
+  },
+  { additionalProperties: Type.String({ maxLength: 2048 }) },
+);
+export type OAuthCallbackQuery = Static<typeof OAuthCallbackQuery>;
+
+/**
+ * The end of a provider sign-in. A sign-in (created: a new account; linked: an existing account with the same verified
+ * email, now linked; signed-in: the identity was linked before) answers the same session a password sign-in does. A
+ * step-up (stepped-up) answers when the step-up of the session that started it expires.
+ */
+export const OAuthCallbackResult = Type.Object(
+  {
+    outcome: Type.Union([Type.Literal('created'), Type.Literal('linked'), Type.Literal('signed-in'), Type.Literal('stepped-up')]),
+    account_id: Type.String(),
+    provider: OAuthProvider,
+    session_token: Type.Optional(Type.String()),
+    expires_at: Rfc3339Utc,
+  },
+  { additionalProperties: false },
+);
+export type OAuthCallbackResult = Static<typeof OAuthCallbackResult>;
+
+/** A provider step-up started by a session: open the URL in a browser and sign in there as the linked identity. */
+export const OAuthStepUpStarted = Type.Object(
+  { authorization_url: Type.String(), expires_at: Rfc3339Utc },
+  { additionalProperties: false },
+);
+export type OAuthStepUpStarted = Static<typeof OAuthStepUpStarted>;
+
 /** An EIP-4361 message as the server issued it: a few hundred characters; the bound leaves room, never megabytes. */
 export const SiweMessageText = Type.String({ minLength: 1, maxLength: 4096 });
 export type SiweMessageText = Static<typeof SiweMessageText>;

@@ -1,6 +1,7 @@
 export type Scope = 'renter' | 'host';
 export type Role = 'renter' | 'host' | 'admin';
-export type StepUpKind = 'password' | 'totp' | 'wallet';
+/** oauth: a fresh sign-in with a provider identity linked to the account (services/accounts/oauth.ts). */
+export type StepUpKind = 'password' | 'totp' | 'wallet' | 'oauth';
 export type CredentialKind = 'session' | 'api-key';
 
 /** The session or API key that acts: step-ups are bound to it, and hosting rules read its scopes. */

@@ -1,10 +1,12 @@
 import type { WalletCodeReader } from '../../chain/wallet-code.js';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config.js';
+import type { OAuthProviderName } from '../../config-oauth.js';
 import type { WalletProof } from '../../domain/accounts/account.js';
 import type { Principal } from '../../domain/accounts/principal.js';
 import { SecretBox } from '../../domain/accounts/secret-box.js';
 import type { Mailer } from '../../mail.js';
+import type { OAuthProviderClient } from '../../oauth/providers.js';
 import type { Store } from '../../store/db.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import type { CommitHook } from '../../store/transaction.js';
@@ -18,6 +20,7 @@ import type { AccountDeps, AccountSettings } from './deps.js';
 import { setHostingBlock } from './hosting-block.js';
 import { storeIntegrationToken } from './integrations.js';
 import { accountWithEmail, profileOf } from './lookup.js';
+import { finishAuthorization, startSignIn, startStepUp } from './oauth.js';
 import { signIn, signOut } from './sessions.js';
 import { createAccountByOperator, type OperatorAccountInput, type SignUpInput, signUp } from './sign-up.js';
 import { stepUp } from './step-up.js';
@@ -33,6 +36,8 @@ export interface AccountServicesInput {
   config: AccountSettings & Pick<Config, 'secretKey'>;
   /** Contract code on the primary network (agent registration); null or absent: agent registration answers 503. */
   walletCode?: WalletCodeReader | null;
+  /** The configured sign-in providers (oauth/providers.ts); absent: none. */
+  oauthProviders?: Partial<Record<OAuthProviderName, OAuthProviderClient>>;
 }
 
 /** The account use cases, over one set of dependencies; routes and the CLI share them. */
@@ -44,6 +49,7 @@ export function buildAccountServices(input: AccountServicesInput) {
     settings: input.config,
     box: new SecretBox(input.config.secretKey),
     walletCode: input.walletCode ?? null,
+    oauthProviders: input.oauthProviders ?? {},
   };
   const db = deps.store.db;
   return {
@@ -53,6 +59,10 @@ export function buildAccountServices(input: AccountServicesInput) {
     resendVerification: (principal: Principal) => resendVerification(deps, principal),
     signIn: (credentials: { email: string; password: string }) => signIn(deps, credentials),
     signOut: (principal: Principal) => signOut(deps, principal),
+    startProviderSignIn: (provider: OAuthProviderName) => startSignIn(deps, provider),
+    startProviderStepUp: (provider: OAuthProviderName, principal: Principal) => startStepUp(deps, provider, principal),
+    finishProviderAuthorization: (provider: OAuthProviderName, callbackUrl: URL, browserBinding: string | null) =>
+      finishAuthorization(deps, provider, callbackUrl, browserBinding),
     profile: (principal: Principal) => profileOf(db, principal),
     accountWithEmail: (email: string) => accountWithEmail(db, email),
     stepUp: (principal: Principal, proof: { password?: string; totp_code?: string; wallet?: WalletProof }) =>

@@ -19,7 +19,7 @@ export async function stepUp(
   deps: AccountDeps,
   principal: Principal,
   proof: { password?: string; totp_code?: string; wallet?: WalletProof },
-): Promise<{ method: StepUpKind; expiresAt: Date }> {
+): Promise<{ method: Exclude<StepUpKind, 'oauth'>; expiresAt: Date }> {
   const { store } = deps;
   const now = deps.clock.now();
   const account = await findAccountById(store.db, principal.accountId);

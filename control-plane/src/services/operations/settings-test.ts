@@ -2,10 +2,12 @@ import type { SettingsTestRequest, SettingsTestResult } from '@ark/shared';
 import nodemailer from 'nodemailer';
 import type { ChainReader } from '../../chain/reader.js';
 import type { Clock } from '../../clock.js';
+import type { OAuthProviderName } from '../../config-oauth.js';
 import type { ChainNetwork } from '../../domain/payments/chains.js';
+import type { OAuthProviderClient } from '../../oauth/providers.js';
 import { appendAudit } from '../../store/audit.js';
 import type { Store } from '../../store/db.js';
-import { type AlertSink, describeFetchError } from '../alerts/sink.js';
+import type { AlertSink } from '../alerts/sink.js';
 
 // POST /api/v1/admin/settings/test: each subsystem checked against its stored setting (never a target from the
 // request), answering the real result in words an operator can act on, with nothing secret in them: no
@@ -16,9 +18,10 @@ export interface SettingsTestDeps {
   clock: Clock;
   settings: {
     smtpUrl: string | null;
-    oidcIssuer: string | null;
     networks: readonly ChainNetwork[];
   };
+  /** The configured sign-in providers (ARK_OAUTH_*): each one's check talks to the provider with this server's client. */
+  oauthProviders: Partial<Record<OAuthProviderName, OAuthProviderClient>>;
   alerts: AlertSink;
   chainReaderFor(network: ChainNetwork): ChainReader;
 }
@@ -56,7 +59,7 @@ function check(deps: SettingsTestDeps, adminAccountId: string, request: Settings
     case 'chain-access':
       return checkChains(deps);
     case 'auth-provider':
-      return checkAuthProvider(deps.settings.oidcIssuer, request.provider);
+      return checkAuthProviders(deps.oauthProviders, request.provider);
   }
 }
 
@@ -117,41 +120,31 @@ async function checkChains(deps: SettingsTestDeps): Promise<SettingsTestResult> 
   return { ok: lines.every((l) => l.ok), detail: lines.map((l) => l.line).join('; ') };
 }
 
-/** Fetches the configured OpenID provider's discovery document and checks it names the same issuer and its endpoints. */
-async function checkAuthProvider(issuer: string | null, provider: 'github' | 'google' | undefined): Promise<SettingsTestResult> {
-  if (provider !== undefined) {
-    return { ok: false, detail: `sign-in with ${provider} is not configured on this server (the configured provider is ARK_OIDC_ISSUER)` };
+/**
+ * The named provider, or every configured one: Google's discovery document and signing keys, GitHub's token endpoint
+ * with this server's client and its API (oauth/providers.ts). ok only when each answers.
+ */
+async function checkAuthProviders(
+  providers: Partial<Record<OAuthProviderName, OAuthProviderClient>>,
+  provider: OAuthProviderName | undefined,
+): Promise<SettingsTestResult> {
+  const variable = (name: OAuthProviderName) => `ARK_OAUTH_${name.toUpperCase()}_CLIENT_ID`;
+  if (provider !== undefined && !providers[provider]) {
+    return { ok: false, detail: `sign-in with ${provider} is not configured on this server (${variable(provider)} is not set)` };
   }
-  if (issuer === null) return { ok: false, detail: 'no sign-in provider is configured (ARK_OIDC_ISSUER is not set)' };
-  const url = `${issuer}/.well-known/openid-configuration`;
-  let response: Response;
-  try {
-    response = await fetch(url, {
-      headers: { accept: 'application/json' },
-      redirect: 'manual',
-      signal: AbortSignal.timeout(CHECK_TIMEOUT_MS),
-    });
-  } catch (error) {
-    return { ok: false, detail: `the OpenID provider ${issuer} could not be reached: ${describeFetchError(error, CHECK_TIMEOUT_MS)}` };
+  const names = provider !== undefined ? [provider] : (['github', 'google'] as const).filter((name) => providers[name]);
+  if (names.length === 0) {
+    return {
+      ok: false,
+      detail: 'no sign-in provider is configured (ARK_OAUTH_GITHUB_CLIENT_ID and ARK_OAUTH_GOOGLE_CLIENT_ID are not set)',
+    };
   }
-  if (response.status !== 200) {
-    await response.body?.cancel().catch(() => {});
-    return { ok: false, detail: `the OpenID provider ${issuer} answered HTTP ${response.status} for its discovery document` };
-  }
-  let document: Record<string, unknown>;
-  try {
-    document = (await response.json()) as Record<string, unknown>;
-  } catch {
-    return { ok: false, detail: `the OpenID provider ${issuer} answered a discovery document that is not JSON` };
-  }
-  const named = typeof document.issuer === 'string' ? document.issuer.replace(/\/$/, '') : null;
-  if (named !== issuer)
-    return { ok: false, detail: `the discovery document at ${issuer} names another issuer (${String(document.issuer)})` };
-  const missing = ['authorization_endpoint', 'token_endpoint', 'jwks_uri'].filter((field) => typeof document[field] !== 'string');
-  if (missing.length > 0) return { ok: false, detail: `the discovery document of ${issuer} lacks ${missing.join(', ')}` };
+  const results = await Promise.all(names.map((name) => (providers[name] as OAuthProviderClient).check()));
   return {
-    ok: true,
-    detail: `the OpenID provider ${issuer} answered its discovery document (token endpoint ${publicPartOf(String(document.token_endpoint))})`,
+    ok: results.every((result) => result.ok),
+    // The configured endpoints are named (the configuration refuses credentials and queries in them); failures
+    // arrive without URLs (oauth/providers.ts).
+    detail: names.map((name, i) => `${name}: ${results[i]?.detail ?? ''}`).join('; '),
   };
 }
 

@@ -30,7 +30,7 @@ export interface SessionsTable {
   created_at: string;
   expires_at: string;
   revoked_at: string | null;
-  step_up_method: 'password' | 'totp' | 'wallet' | null;
+  step_up_method: 'password' | 'totp' | 'wallet' | 'oauth' | null;
   step_up_until: string | null;
 }
 
@@ -47,7 +47,7 @@ export interface ApiKeysTable {
   expires_at: string | null;
   revoked_at: string | null;
   last_used_at: string | null;
-  step_up_method: 'password' | 'totp' | 'wallet' | null;
+  step_up_method: 'password' | 'totp' | 'wallet' | 'oauth' | null;
   step_up_until: string | null;
 }
 
