@@ -6,7 +6,13 @@ import type { Clock } from '../clock.js';
 import { SecretBox } from '../domain/accounts/secret-box.js';
 import { DomainError } from '../errors.js';
 import { isUniqueViolation, type Store } from '../store/db.js';
-import { findStoredAnswer, type IdempotencyKeyId, insertStoredAnswers, type StoredAnswer } from '../store/idempotency.js';
+import {
+  findStoredAnswer,
+  type IdempotencyKeyId,
+  insertStoredAnswers,
+  type StoredAnswer,
+  storedAnswerReader,
+} from '../store/idempotency.js';
 import type { CommitHook } from '../store/transaction.js';
 
 interface Claim extends IdempotencyKeyId {
@@ -274,6 +280,10 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
   const locks: ClaimLocks =
     store.dialect === 'postgres' && options.databaseUrl ? new PostgresClaimLocks(options.databaseUrl) : new InProcessClaimLocks();
   const answers = new AnswerWriter(store);
+  // SQLite: the stored answer is read synchronously (storedAnswerReader); Postgres: a query.
+  const readStored = storedAnswerReader(store);
+  const findStored = (claim: Claim): StoredAnswer | undefined | Promise<StoredAnswer | undefined> =>
+    readStored ? readStored(claim) : findStoredAnswer(store.db, store.dialect, claim);
   app.decorateRequest('idempotency', null);
   app.decorateRequest('discardIdempotency', false);
   app.addHook('onClose', async () => {
@@ -337,13 +347,15 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
     };
     const locked = locks.tryLock(claim.id);
     if (!(locked instanceof Promise ? await locked : locked)) {
+      // A twin holds the claim: read through the store (committed rows only), not the synchronous reader.
       const existing = await findStoredAnswer(store.db, store.dialect, claim);
       if (existing && existing.request_hash !== requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
       throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
     }
     let existing: StoredAnswer | undefined;
     try {
-      existing = await findStoredAnswer(store.db, store.dialect, claim);
+      const found = findStored(claim);
+      existing = found instanceof Promise ? await found : found;
     } catch (error) {
       await locks.unlock(claim.id);
       throw error;

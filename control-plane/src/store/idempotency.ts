@@ -1,5 +1,5 @@
 import { CompiledQuery, type Selectable } from 'kysely';
-import type { Dialect, Executor, Store } from './db.js';
+import { type Dialect, type Executor, type Store, sqliteConnectionOf } from './db.js';
 import type { IdempotencyKeysTable } from './tables/foundation.js';
 
 /** Keys are kept at least 24 hours; the purge worker removes older ones. */
@@ -53,6 +53,20 @@ export async function findStoredAnswer(db: Executor, dialect: Dialect, id: Idemp
   const sqlText = dialect === 'postgres' ? FIND_SQL : FIND_SQL_SQLITE;
   const result = await db.executeQuery<StoredAnswer>(CompiledQuery.raw(sqlText, [id.principal, id.route, id.key]));
   return result.rows[0];
+}
+
+/**
+ * On SQLite, the same lookup run synchronously on the store's own connection with a statement prepared once: no
+ * promise, no wait for Kysely's connection mutex. It may run while another request's transaction is open on that
+ * connection and so see that transaction's rows before they commit; the caller holds the key's claim, so no open
+ * transaction can be writing this key's answer (a twin's is committed before its claim is given back). Null on
+ * Postgres, or for a store openStore did not open.
+ */
+export function storedAnswerReader(store: Store): ((id: IdempotencyKeyId) => StoredAnswer | undefined) | null {
+  const connection = store.dialect === 'sqlite' ? sqliteConnectionOf(store) : undefined;
+  if (!connection) return null;
+  const statement = connection.prepare(FIND_SQL_SQLITE);
+  return (id) => statement.get(id.principal, id.route, id.key) as StoredAnswer | undefined;
 }
 
 /**
