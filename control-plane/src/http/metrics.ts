@@ -34,19 +34,29 @@ export function createMetrics(): Metrics {
 }
 
 export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
-  // Callback style (no promise per request), and one pair of label objects per (method, route, status), built once.
-  const labels = new Map<
-    string,
-    { request: { method: string; route: string; status: string }; duration: { method: string; route: string } }
-  >();
+  // Callback style (no promise per request), and one pair of label objects per (method, route, status), built once
+  // and found by the strings Fastify already holds (no key string built and hashed per request).
+  type Pair = { request: { method: string; route: string; status: string }; duration: { method: string; route: string } };
+  const labels = new Map<string, Map<string, Map<number, Pair>>>();
   app.addHook('onResponse', (request, reply, done) => {
     // Route patterns, never raw URLs, keep the label set bounded.
     const route = request.routeOptions.url ?? 'unmatched';
-    const key = `${request.method} ${reply.statusCode} ${route}`;
-    let pair = labels.get(key);
+    const method = request.method;
+    const status = reply.statusCode;
+    let byRoute = labels.get(method);
+    if (!byRoute) {
+      byRoute = new Map();
+      labels.set(method, byRoute);
+    }
+    let byStatus = byRoute.get(route);
+    if (!byStatus) {
+      byStatus = new Map();
+      byRoute.set(route, byStatus);
+    }
+    let pair = byStatus.get(status);
     if (!pair) {
-      pair = { request: { method: request.method, route, status: String(reply.statusCode) }, duration: { method: request.method, route } };
-      labels.set(key, pair);
+      pair = { request: { method, route, status: String(status) }, duration: { method, route } };
+      byStatus.set(status, pair);
     }
     metrics.httpRequests.inc(pair.request);
     metrics.httpDuration.observe(pair.duration, reply.elapsedTime / 1000);
