@@ -27,6 +27,7 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
   let database: TestDatabase | null = null;
   let cp: ControlPlane;
   let token: string;
+  const email = `x402-${randomBytes(4).toString('hex')}@example.test`;
   let otherToken: string;
   let payer: PrivateKeyAccount;
   let treasury: Address;
@@ -145,7 +146,7 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
       ARK_BALANCE_CAP_MICRO: String(40n * USDC),
     };
     cp = await startControlPlane({ databaseUrl: database?.url ?? null, env: cpEnv });
-    token = await renterKey(cp, `x402-${randomBytes(4).toString('hex')}@example.test`);
+    token = await renterKey(cp, email);
     otherToken = await renterKey(cp, `x402-other-${randomBytes(4).toString('hex')}@example.test`);
   }, 240_000);
 
@@ -217,6 +218,13 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
       tx_hash: paid.body.tx_hash,
       credited_micro: '5000000',
       payer: payer.address,
+    });
+    // The operator sees it too, beside the account's chain deposits.
+    const listed = JSON.parse(await controlPlaneCli(cp, ['deposits', 'list', '--email', email]));
+    expect(listed.deposits).toEqual([]);
+    expect(listed.top_ups.find((item: { intent_id: string }) => item.intent_id === paid.body.intent_id)).toMatchObject({
+      state: 'CONFIRMED',
+      credited_micro: '5000000',
     });
     // The same header again, under the v1 name too: the same result, and still one credit.
     const repeated = await send(5n * USDC, paid.header, token, 'X-PAYMENT');
@@ -368,7 +376,7 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
     }
   }, 120_000);
 
-  it('answers 503 ADMISSIONS_PAUSED while admissions are paused, settling nothing; the same payment goes through after the resume', async () => {
+  it('answers 503 ADMISSIONS_PAUSED while admissions are paused, before asking for a payment, and a payment signed before the pause settles nothing; it goes through after the resume', async () => {
     const adminEmail = `x402-admin-${randomBytes(4).toString('hex')}@example.test`;
     await controlPlaneCli(cp, [
       'accounts',
@@ -381,22 +389,29 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
       'correct horse battery staple',
       '--verified',
     ]);
+    // A payment the official client signed just before the pause (from the 402 it got while admission was open).
+    const signed = encodePaymentSignatureHeader(await officialPayload(1n * USDC));
     await controlPlaneCli(cp, ['admissions', 'pause', '--email', adminEmail, '--reason', 'x402 e2e: paused']);
     const treasuryBefore = await treasuryUsdc();
-    const paused = await payOfficially(1n * USDC);
+    // Paused: the official client gets 503 at once, not a 402, so it signs nothing.
+    const asked = await payOfficially(1n * USDC);
+    expect(asked.status).toBe(503);
+    expect(asked.body.error).toMatchObject({ code: 'ADMISSIONS_PAUSED', retryable: true });
+    expect(asked.header).toBeNull();
+    // The payment signed before the pause is refused the same way, and nothing moves on chain.
+    const paused = await send(1n * USDC, signed);
     expect(paused.status).toBe(503);
     expect(paused.body.error).toMatchObject({ code: 'ADMISSIONS_PAUSED', retryable: true });
-    expect(paused.header).toBeTruthy();
     await anvil.mine(3);
     expect(await treasuryUsdc()).toBe(treasuryBefore);
     expect(await balance()).toBe(expectedAvailable);
 
     await controlPlaneCli(cp, ['admissions', 'resume', '--email', adminEmail, '--reason', 'x402 e2e: resumed']);
-    const resumed = await send(1n * USDC, paused.header);
+    const resumed = await send(1n * USDC, signed);
     expect(resumed.status).toBe(200);
     expect(resumed.body).toMatchObject({ state: 'PENDING_FINALITY', amount_micro: '1000000' });
     await anvil.mine(2);
-    await waitFor(async () => (await send(1n * USDC, paused.header)).body?.state === 'CONFIRMED', {
+    await waitFor(async () => (await send(1n * USDC, signed)).body?.state === 'CONFIRMED', {
       timeoutMs: 30_000,
       intervalMs: 100,
       description: 'the top-up after the resume CONFIRMED',
@@ -405,5 +420,5 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
     expect(await treasuryUsdc()).toBe(treasuryBefore + 1n * USDC);
     expect(await balance()).toBe(expectedAvailable);
     expect(JSON.parse(await controlPlaneCli(cp, ['ledger', 'verify'])).ok).toBe(true);
-  }, 120_000);
+  }, 240_000);
 });

@@ -1,4 +1,5 @@
 import { toDepositView } from '../services/billing/deposit-view.js';
+import { toTopUpView } from '../services/billing/x402-index.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
 // Operator commands for money in: each watched network's progress, and an account's deposits.
@@ -8,12 +9,15 @@ export async function chainStatusCommand(ctx: Pick<CliContext, 'services'>) {
   return { networks: await ctx.services.deposits.chainStatus() };
 }
 
-/** `deposits list --email E`: the account's deposits, newest first. */
+/** `deposits list --email E`: the account's money in, newest first: chain deposits and x402 top-ups, each listed apart. */
 export async function depositsListCommand(ctx: Pick<CliContext, 'services'>, input: { email: string; limit: number }) {
   const account = await ctx.services.accounts.accountWithEmail(input.email);
   if (!account) throw new CliRefusal(`no account with email "${input.email}"`);
-  const rows = await ctx.services.deposits.history(account.id, null, input.limit);
-  return { account_id: account.id, deposits: rows.map(toDepositView) };
+  const [rows, topUps] = await Promise.all([
+    ctx.services.deposits.history(account.id, null, input.limit),
+    ctx.services.x402.history(account.id, null, input.limit),
+  ]);
+  return { account_id: account.id, deposits: rows.map(toDepositView), top_ups: topUps.slice(0, input.limit).map(toTopUpView) };
 }
 
 /** `--limit`: 1..100, 100 when absent. */
@@ -35,7 +39,7 @@ export const chainCommands: CliCommand[] = [
   },
   {
     name: 'deposits list',
-    usage: "deposits list --email E [--limit N]    (the account's deposits, newest first, at most 100)",
+    usage: "deposits list --email E [--limit N]    (the account's deposits and x402 top-ups, newest first, at most 100 each)",
     options: { email: { type: 'string' }, limit: { type: 'string' } },
     async run(values, ctx) {
       printJson(ctx, await depositsListCommand(ctx, { email: required(values, 'email'), limit: limitOf(text(values, 'limit')) }));

@@ -33,6 +33,7 @@ import { buildTemplateServices, type TemplateServices } from './templates/index.
 import { buildTicketServices, type TicketServices } from './tickets/index.js';
 import { buildWebhookServices, type WebhookServices } from './webhooks/index.js';
 import { buildWithdrawalServices, type WithdrawalServices } from './withdrawals/index.js';
+import { readAdmissionState } from '../store/admissions.js';
 
 // The composition of the use cases: built once per process by the composition root (runtime.ts for `ark-cp serve`,
 // buildApp when a test gives none, the CLI for one command) and handed to every edge: routes, the gateway's handler
@@ -139,6 +140,7 @@ export function buildServices(deps: ServiceDeps): Services {
       // A new top-up is a funding credit: refused (503, retryable) while paid admission is paused.
       admit: (trx, request) =>
         fundingAdmissionGuard({ clock }).admit(trx, { accountId: request.accountId, kind: 'funding_credit', reference: request.reference }),
+      admissionOpen: async () => (await readAdmissionState(store.db)).enabled,
       logger: deps.logger && 'warn' in deps.logger ? (deps.logger as unknown as X402Deps['logger']) : undefined,
     }),
     deposits,

@@ -18,6 +18,11 @@ export interface X402Deps {
   publicBaseUrl: string;
   /** The paid-admission guard, asked in the transaction that persists a new top-up (throws 503 while paused). */
   admit?: (trx: Tx, request: { accountId: string; reference: string }) => Promise<unknown>;
+  /**
+   * Whether paid admission is open now (read without a lock): a paused market answers 503 ADMISSIONS_PAUSED before it
+   * asks for a payment or reads the chain, instead of a 402 it would refuse once paid. `admit` stays the decision.
+   */
+  admissionOpen?: () => Promise<boolean>;
   logger?: { warn(obj: object, msg: string): void; info(obj: object, msg: string): void };
 }
 

@@ -18,6 +18,7 @@ export function buildX402Services(input: {
   config: Config;
   chain: X402Chain | null;
   admit?: X402Deps['admit'];
+  admissionOpen?: X402Deps['admissionOpen'];
   logger?: X402Deps['logger'];
 }) {
   const deps: X402Deps = {
@@ -29,6 +30,7 @@ export function buildX402Services(input: {
     network: x402NetworkOf(input.config.x402, input.config.payments),
     publicBaseUrl: input.config.publicBaseUrl,
     admit: input.admit,
+    admissionOpen: input.admissionOpen,
     logger: input.logger,
   };
   return {

@@ -79,6 +79,7 @@ export async function topUp(
     },
   });
   if (input.payment === null) {
+    await refuseWhilePaused(deps);
     await refuseOverCap(deps, input.accountId, input.amountMicro);
     return required('payment_required');
   }
@@ -103,6 +104,7 @@ export async function topUp(
   }
   if (!check.ok) return required(check.reason);
   const { authorization, signature } = check;
+  await refuseWhilePaused(deps);
 
   await refuseOverCap(deps, input.accountId, input.amountMicro);
   const token = deps.network.usdc;
@@ -210,6 +212,11 @@ export function toTopUpResult(row: X402IntentRow): X402TopUpResult {
 }
 
 /** Over the balance cap a top-up is refused before anything is signed or sent (409, with the room left). */
+/** 503 ADMISSIONS_PAUSED while paid admission is paused (a repeat of a known payment still answers its result). */
+async function refuseWhilePaused(deps: X402Deps): Promise<void> {
+  if (deps.admissionOpen && !(await deps.admissionOpen())) throw new DomainError('ADMISSIONS_PAUSED');
+}
+
 async function refuseOverCap(deps: X402Deps, accountId: string, amountMicro: bigint): Promise<void> {
   const room = roomUnderCap(await balanceOf(deps.store.db, ledgerAccounts.available(accountId)), deps.payments.balanceCapMicro);
   if (room !== null && amountMicro > room)
