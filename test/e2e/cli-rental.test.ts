@@ -5,16 +5,23 @@
 // extends, reads events and stops; the host lists its machine, changes its offer and maintenance windows, reads
 // telemetry, queues a network test, and sees its earnings and the market. Only `ark`'s --json output and exit codes
 // are read, beside the ledger's own answer (`ark-cp`) for the host's payable amount.
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ENGINE_MODEL, engineTemplate } from '../engine/image.js';
 import { isDockerAvailable } from '../harness/dockerd.js';
+import type { TestImage } from '../harness/images.js';
+import { freePort } from '../harness/processes.js';
 import { ark, arkConfigDir, expectExit } from './cli-helpers.js';
+import { engineImageIn } from './relay-helpers.js';
 import { DIALECTS, type DockerWorld, MACHINE_RATE_MICRO_PER_HOUR, RentalSite, startDockerWorld } from './rental-helpers.js';
 
 describe.skipIf(!isDockerAvailable())('the ark CLI over a real rental', () => {
   let world: DockerWorld;
+  /** The test engine's image (test/engine), built once for both stores when the chat test first needs it. */
+  let engine: Promise<TestImage> | undefined;
 
   beforeAll(async () => {
     world = await startDockerWorld();
@@ -204,6 +211,49 @@ describe.skipIf(!isDockerAvailable())('the ark CLI over a real rental', () => {
       });
       expectExit(payout, 3);
       expect(payout.json.error.code).toBe('STEP_UP_REQUIRED');
+    });
+
+    it('chat streams a model job’s answer through the relay', { timeout: 240_000 }, async () => {
+      engine ??= engineImageIn(world);
+      const image = await engine;
+      // The operator's part (ark-cp): a model template on the engine image, qualified for this machine.
+      const file = join(keyDir, 'templates.json');
+      writeFileSync(file, JSON.stringify([engineTemplate(image, await freePort(), `cli-chat-${randomUUID().slice(0, 8)}`, 10)]));
+      const imported = await site.cli(['templates', 'import', '--file', file]);
+      const templateId = (imported.items?.[0]?.template_id ?? imported.templates?.[0]?.template_id) as string;
+      await site.cli(['templates', 'qualify', '--template', templateId, '--machine', site.machineId, '--reason', 'cli e2e']);
+      const listed = expectExit(await ark(['templates', 'list', '--kind', 'model', '--json'], { env: renter }), 0);
+      expect(listed.json.items.map((t: any) => t.template_id)).toContain(templateId);
+
+      const created = expectExit(
+        await ark(
+          [
+            'jobs',
+            'create',
+            site.offerId,
+            '--template',
+            templateId,
+            '--duration',
+            '10m',
+            '--budget',
+            '5',
+            '--ssh-key',
+            join(keyDir, 'id_ed25519.pub'),
+            '--json',
+          ],
+          { env: renter, timeoutMs: 150_000 },
+        ),
+        0,
+      );
+      const modelJob = created.json.job.job_id as string;
+      const chat = expectExit(await ark(['chat', modelJob, '--max-tokens', '6', '--json', 'say', 'hello'], { env: renter }), 0);
+      expect(chat.json).toMatchObject({ job_id: modelJob, model: ENGINE_MODEL });
+      expect(chat.json.content.length).toBeGreaterThan(0);
+      expect(chat.json.chunks).toBeGreaterThanOrEqual(6);
+      // Without --json the tokens are written as they arrive: the same deterministic answer.
+      const human = expectExit(await ark(['chat', modelJob, '--max-tokens', '6', 'say', 'hello'], { env: renter }), 0);
+      expect(human.stdout.trim()).toBe(chat.json.content.trim());
+      expect(expectExit(await ark(['jobs', 'stop', modelJob, '--json'], { env: renter }), 0).json.job_id).toBe(modelJob);
     });
   });
 });
