@@ -16,7 +16,7 @@ import {
 import WebSocket from 'ws';
 import { type Clock, type ClockTimer, systemClock } from '../clock/clock.js';
 import { PersistentQueue, type ReliableBody } from './queue.js';
-import { pinnedVerifier, tweetnaclSigner } from './signer.js';
+import { nodeSigner, pinnedVerifier } from './signer.js';
 
 export type { ReliableBody } from './queue.js';
 
@@ -52,7 +52,7 @@ export interface ChannelClientOptions {
   /** Called each time the channel is established (welcome received). */
   onConnected?: () => void;
   logger: ChannelLogger;
-  /** Defaults to tweetnacl with secretKey. */
+  /** Defaults to node:crypto ed25519 with secretKey (signer.ts). */
   signer?: FrameSigner;
   /** Reconnect delay: doubles from initialMs up to maxMs, each with jitter (half to all of it). */
   backoff?: { initialMs?: number; maxMs?: number };
@@ -139,7 +139,7 @@ export class ChannelClient extends EventEmitter {
   constructor(options: ChannelClientOptions) {
     super();
     this.#options = options;
-    this.#sign = options.signer ?? tweetnaclSigner(options.secretKey);
+    this.#sign = options.signer ?? nodeSigner(options.secretKey);
     this.#verify = pinnedVerifier(options.controlPlanePublicKey);
     this.#clock = options.clock ?? systemClock;
     this.#random = options.random ?? Math.random;

@@ -7,4 +7,5 @@ export {
   type HeartbeatBody,
 } from './client.js';
 export { PersistentQueue, QueueFullError, type QueuedMessage, type ReliableBody } from './queue.js';
-export { nodeSigner, pinnedVerifier, tweetnaclSigner } from './signer.js';
+export { nodeSigner, pinnedVerifier } from './signer.js';
+export { tweetnaclSigner } from './tweetnacl-signer.js';

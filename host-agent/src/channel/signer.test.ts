@@ -1,7 +1,8 @@
 import { ed25519PublicKeyFromBase64, nodeEd25519Verifier, openFrame, signFrame } from '@ark/shared';
 import nacl from 'tweetnacl';
 import { describe, expect, it } from 'vitest';
-import { nodeSigner, pinnedVerifier, tweetnaclSigner } from './signer.js';
+import { nodeSigner, pinnedVerifier } from './signer.js';
+import { tweetnaclSigner } from './tweetnacl-signer.js';
 
 const payload = { v: 1, t: 'command_ack', sid: 's', seq: 2, upto: 3 };
 

@@ -6,20 +6,17 @@ import {
   nodeEd25519Signer,
   nodeEd25519Verifier,
 } from '@ark/shared';
-import nacl from 'tweetnacl';
+
+/** tweetnacl's secret key: the 32-byte seed, then the 32-byte public key. */
+const SECRET_KEY_BYTES = 64;
 
 /**
- * Signs the agent's frames with its tweetnacl secret key (64 bytes: seed then public key). An agent sends a
- * heartbeat every 15 s, so tweetnacl's speed is no concern here; the control plane verifies with node:crypto.
+ * Signs the agent's frames with its secret key (the tweetnacl key `pair` generated) through node:crypto: ed25519 is
+ * deterministic, so the signatures are tweetnacl's own (signer.test.ts compares them with tweetnacl-signer.ts), and
+ * the daemon does not load tweetnacl, which node:crypto, already loaded for the control plane's key, makes redundant.
  */
-export function tweetnaclSigner(secretKey: Uint8Array): FrameSigner {
-  if (secretKey.length !== nacl.sign.secretKeyLength) throw new Error('a tweetnacl secret key is 64 bytes');
-  return (bytes) => nacl.sign.detached(bytes, secretKey);
-}
-
-/** The same signatures from node:crypto (ed25519 is deterministic): for simulating thousands of agents in one process. */
 export function nodeSigner(secretKey: Uint8Array): FrameSigner {
-  if (secretKey.length !== nacl.sign.secretKeyLength) throw new Error('a tweetnacl secret key is 64 bytes');
+  if (secretKey.length !== SECRET_KEY_BYTES) throw new Error('a tweetnacl secret key is 64 bytes');
   return nodeEd25519Signer(ed25519PrivateKeyFromSeed(secretKey.subarray(0, 32)));
 }
 
