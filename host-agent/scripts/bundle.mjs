@@ -1,6 +1,7 @@
 #!/usr/bin/env node
-// Bundles the agent (its sources, @ark/shared and the pure-JS dependencies) into one ES module,
-// host-agent/dist/ark-agent.mjs, with the esbuild that tsx already brings. The daemon then runs on plain Node:
+// Bundles the agent (its sources, @ark/shared and the pure-JS dependencies) into an ES module,
+// host-agent/dist/ark-agent.mjs, and the chunks it imports lazily (host-agent/dist/chunks/), with the esbuild that
+// tsx already brings. The daemon then runs on plain Node:
 // no loader thread and far fewer module records, which is what keeps its idle RSS near a bare `node`
 // (tsx's loader alone costs about as much again as a bare process). Run by the installer, or by
 // bin/ark-agent.mjs on first use when the bundle is missing or older than a source file.
