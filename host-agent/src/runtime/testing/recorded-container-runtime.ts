@@ -37,7 +37,7 @@ export type DockerAnswers = {
   image: { reference: string; repository: string; digest: string };
   pull: { status: number; events: PullEvent[] };
   pull_unknown_digest: { digest: string; status: number; body: { message: string } };
-  image_inspect: { Id: string; RepoDigests: string[] };
+  image_inspect: { Id: string; RepoDigests: string[]; Size?: number };
   volume_inspect: { Name: string; Mountpoint: string; Labels: Record<string, string> } & Record<string, unknown>;
   volume_missing: { status: number; body: { message: string } };
   container_created: RecordedInspect;
@@ -144,7 +144,7 @@ export class RecordedContainerRuntime implements ContainerRuntime {
     const canonical = formatDigestReference(parsed);
     if (this.present.has(canonical)) {
       options.onProgress?.(100);
-      return { id: this.answers.image_inspect.Id, repoDigests: [canonical], pulled: false };
+      return { id: this.answers.image_inspect.Id, repoDigests: [canonical], pulled: false, ...this.imageSize() };
     }
     if (this.missingDigests.has(parsed.digest)) {
       const message = this.answers.pull_unknown_digest.body.message.replaceAll(this.answers.pull_unknown_digest.digest, parsed.digest);
@@ -167,7 +167,13 @@ export class RecordedContainerRuntime implements ContainerRuntime {
     }
     options.onProgress?.(100);
     this.present.add(canonical);
-    return { id: this.answers.image_inspect.Id, repoDigests: [canonical], pulled: true };
+    return { id: this.answers.image_inspect.Id, repoDigests: [canonical], pulled: true, ...this.imageSize() };
+  }
+
+  /** The recorded image inspect's Size, as DockerRuntime reports it. */
+  private imageSize(): { sizeBytes?: number } {
+    const size = this.answers.image_inspect.Size;
+    return typeof size === 'number' ? { sizeBytes: size } : {};
   }
 
   async ensureVolume(name: string, labels: Record<string, string>): Promise<void> {
