@@ -206,6 +206,18 @@ describe('the HTTP edge, over a real socket', () => {
       const unknown = await t.app.inject({ method: 'PUT', url: '/api/v1/nothing-here' });
       expect(unknown.statusCode).toBe(404);
       expect(unknown.headers.allow).toBeUndefined();
+      // The route is what is wrong first: a body of a type nothing parses, or malformed JSON, does not turn it into 415/422.
+      for (const [type, payload] of [
+        ['text/plain', 'hello'],
+        ['application/xml', '<a/>'],
+        ['application/json', '{"broken":'],
+      ] as const) {
+        const odd = await t.app.inject({ method: 'DELETE', url: '/api/v1/billing/balance', headers: { 'content-type': type }, payload });
+        expect(odd.statusCode, `${type}: ${odd.body}`).toBe(405);
+        expect(odd.headers.allow).toBe('GET, HEAD');
+        const nowhere = await t.app.inject({ method: 'POST', url: '/api/v1/nothing-here', headers: { 'content-type': type }, payload });
+        expect(nowhere.statusCode, `${type}: ${nowhere.body}`).toBe(404);
+      }
       // Over the socket too.
       const raw = await sendRaw(port, 'PUT /api/v1/account HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\nConnection: close\r\n\r\n');
       expectEnvelope(raw, 'METHOD_NOT_ALLOWED');

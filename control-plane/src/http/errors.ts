@@ -40,7 +40,23 @@ export function sendError(request: FastifyRequest, reply: FastifyReply, code: Er
 
 /** The one place where failures become the contract's envelope. Causes are logged, never sent. */
 export function installErrorHandling(app: FastifyInstance): void {
+  const routeMethods = new RouteMethods();
+  app.addHook('onRoute', routeMethods.onRoute);
+  /** A request no route serves: 405 with `Allow` on a path served with other methods, else 404. */
+  const noRoute = (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '/';
+    // A path that is served, with another method: 405 and the methods it takes.
+    const allowed = routeMethods.allowed(path);
+    if (allowed.length > 0) {
+      reply.header('allow', allowed.join(', '));
+      return sendError(request, reply, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}.`);
+    }
+    return sendError(request, reply, 'NOT_FOUND', `No route ${request.method} ${path}`);
+  };
   app.setErrorHandler((error: FastifyError, request, reply) => {
+    // Fastify parses a body before the not-found handler runs: a request that reaches no route answers 404/405 for
+    // the route, whatever its body (an unsupported media type or a malformed body is not the first thing wrong).
+    if (request.is404 && typeof error.code === 'string' && error.code.startsWith('FST_ERR_CTP_')) return noRoute(request, reply);
     if (error instanceof DomainError) return sendError(request, reply, error.code, error.message, error.status);
     if (error.validation) {
       return sendError(request, reply, 'VALIDATION_FAILED', describeValidation(error.validationContext, error.validation as AjvIssue[]));
@@ -63,16 +79,5 @@ export function installErrorHandling(app: FastifyInstance): void {
     request.log.error({ err: error }, 'unhandled error');
     return sendError(request, reply, 'INTERNAL');
   });
-  const routeMethods = new RouteMethods();
-  app.addHook('onRoute', routeMethods.onRoute);
-  app.setNotFoundHandler((request, reply) => {
-    const path = request.url.split('?')[0] ?? '/';
-    // A path that is served, with another method: 405 and the methods it takes.
-    const allowed = routeMethods.allowed(path);
-    if (allowed.length > 0) {
-      reply.header('allow', allowed.join(', '));
-      return sendError(request, reply, 'METHOD_NOT_ALLOWED', `${request.method} is not allowed on ${path}; use ${allowed.join(', ')}.`);
-    }
-    return sendError(request, reply, 'NOT_FOUND', `No route ${request.method} ${path}`);
-  });
+  app.setNotFoundHandler(noRoute);
 }
