@@ -551,7 +551,10 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     }
   });
 
-  it('allows and refuses each cell as the contract says, with the exact envelope, and never tells which ids exist', async () => {
+  // A walk over every operation: minutes on a loaded 2-core machine, so its own bound.
+  it('allows and refuses each cell as the contract says, with the exact envelope, and never tells which ids exist', {
+    timeout: 240_000,
+  }, async () => {
     const failures: string[] = [];
     const check = (label: string, ok: boolean, detail: string) => {
       if (!ok) failures.push(`${label}: ${detail}`);

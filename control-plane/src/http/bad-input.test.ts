@@ -868,7 +868,8 @@ describe.each(DIALECTS)('bad input on every route on %s', (dialect) => {
     return cases;
   }
 
-  it('answers every bad request with the envelope, never a 5xx, and changes nothing in the store', async () => {
+  // A walk over every operation: minutes on a loaded 2-core machine, so its own bound.
+  it('answers every bad request with the envelope, never a 5xx, and changes nothing in the store', { timeout: 240_000 }, async () => {
     const operations = operationsOf(doc);
     expect(operations.length).toBeGreaterThan(20);
     const findings: Finding[] = [];
