@@ -276,7 +276,7 @@ async function startChild(kind: ChildKind): Promise<Child> {
   const child: ChildProcess = spawn(process.execPath, [...execArgv, self, '--serve', kind], { stdio: ['pipe', 'pipe', 'inherit'] });
   const line = await new Promise<string>((resolve, reject) => {
     const lines = createInterface({ input: child.stdout as NodeJS.ReadableStream });
-    const timer = setTimeout(() => reject(new Error(`${kind} server did not start within 60 s`)), 60_000);
+    const timer = setTimeout(() => reject(new Error(`${kind} server did not start within 240 s`)), 240_000);
     lines.once('line', (text) => {
       clearTimeout(timer);
       resolve(text);
