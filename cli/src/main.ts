@@ -3,6 +3,7 @@ import { registerAccessCommands } from './commands/access.js';
 import { registerAccountCommands } from './commands/account.js';
 import { registerHostCommands } from './commands/host.js';
 import { registerJobCommands } from './commands/jobs.js';
+import { registerMcpCommand } from './commands/mcp.js';
 import { registerOfferCommands } from './commands/offers.js';
 import { registerTopUpCommand } from './commands/topup.js';
 import { EXIT } from './exit-codes.js';
@@ -29,6 +30,7 @@ export function buildProgram(): Command {
   registerAccessCommands(program);
   registerTopUpCommand(program);
   registerHostCommands(program);
+  registerMcpCommand(program);
   // Usage errors of every subcommand exit 2, not commander's 1.
   const exitOverride = (command: Command) => {
     command.exitOverride();

@@ -1,9 +1,12 @@
 // The MCP server for AI agents (issue 13, item 5), driven by the official SDK's own Client: over streamable HTTP at
-// POST /mcp of a really listening control plane, on both stores, and over stdio by spawning `ark-mcp` against it. A
+// POST /mcp of a really listening control plane, on both stores, and over stdio by spawning `ark-mcp` (and `ark mcp`) against it. A
 // tool call flow reserves a job end to end: search offers, quote, reserve (the balance holds the budget), the job
 // runs (the agent's messages delivered as the gateway delivers them), its status and events, stop. Calls without a
 // credential, or with a key lacking the renter scope, are refused.
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { ARK_TOOL_NAMES } from '@ark/mcp';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -19,6 +22,7 @@ import { DIALECTS } from '../../testing/stores.js';
 type Json = Record<string, any>;
 
 const ARK_MCP_BIN = fileURLToPath(new URL('../../../../mcp/bin/ark-mcp.mjs', import.meta.url));
+const ARK_CLI_BIN = fileURLToPath(new URL('../../../../cli/bin/ark.mjs', import.meta.url));
 
 /** A tool's JSON answer; fails the test when the tool reported an error. */
 async function tool(client: Client, name: string, args: Json = {}): Promise<Json> {
@@ -195,11 +199,11 @@ describe('MCP over stdio (ark-mcp)', () => {
     await rig?.t.destroy();
   });
 
-  const spawnClient = async (env: Record<string, string>) => {
+  const spawnClient = async (env: Record<string, string>, args: string[] = [ARK_MCP_BIN]) => {
     const client = new Client({ name: 'ark-test-stdio', version: '1.0.0' });
     const transport = new StdioClientTransport({
       command: process.execPath,
-      args: [ARK_MCP_BIN],
+      args,
       env: { PATH: process.env.PATH ?? '', ...env },
       stderr: 'pipe',
     });
@@ -227,5 +231,40 @@ describe('MCP over stdio (ark-mcp)', () => {
       await client.close();
     }
     await expect(spawnClient({ ARK_URL: rig.baseUrl })).rejects.toThrow();
+  });
+});
+
+describe('MCP over stdio (ark mcp, the CLI)', () => {
+  let rig: Rig;
+
+  beforeAll(async () => {
+    rig = await startRig('sqlite');
+  });
+  afterAll(async () => {
+    await rig?.t.destroy();
+  });
+
+  it('`ark mcp` serves the same tools with the credentials `ark login` stored (0600 config file)', async () => {
+    const configDir = mkdtempSync(join(tmpdir(), 'ark-mcp-cli-'));
+    try {
+      writeFileSync(join(configDir, 'config.json'), JSON.stringify({ url: rig.baseUrl, api_key: rig.renter.apiKey }), { mode: 0o600 });
+      const client = new Client({ name: 'ark-test-cli', version: '1.0.0' });
+      await client.connect(
+        new StdioClientTransport({
+          command: process.execPath,
+          args: [ARK_CLI_BIN, 'mcp'],
+          env: { PATH: process.env.PATH ?? '', ARK_CONFIG_DIR: configDir },
+          stderr: 'pipe',
+        }),
+      );
+      try {
+        expect((await client.listTools()).tools.map((t) => t.name).sort()).toEqual([...ARK_TOOL_NAMES].sort());
+        await rentThroughTools(client, rig);
+      } finally {
+        await client.close();
+      }
+    } finally {
+      rmSync(configDir, { recursive: true, force: true });
+    }
   });
 });
