@@ -2,13 +2,21 @@
 // test reads only its --json output and exit codes. Accounts, keys and credit are made with `ark-cp` (the operator's
 // tool); everything the renter does goes through `ark`. Rentals and host commands: cli-rental.test.ts.
 import { randomUUID } from 'node:crypto';
-import { statSync } from 'node:fs';
-import { join } from 'node:path';
+import { rmSync, statSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
 import { freePort } from '../harness/processes.js';
 import { ark, arkConfigDir, expectExit } from './cli-helpers.js';
-import { type ControlPlane, controlPlaneCli, startControlPlane } from './host-side-helpers.js';
+import {
+  agentSetup,
+  type ControlPlane,
+  controlPlaneCli,
+  hostSession,
+  nvidiaSmiFixture,
+  pairAgent,
+  startControlPlane,
+} from './host-side-helpers.js';
 import { DIALECTS } from './rental-helpers.js';
 
 const PASSWORD = 'correct horse battery staple';
@@ -112,6 +120,32 @@ describe.each(DIALECTS)('ark against a control plane on %s', (dialect) => {
     const revoked = await ark(['whoami', '--json'], { env: asNewKey });
     expectExit(revoked, 3);
     expect(revoked.json.error.status).toBe(401);
+  });
+
+  it('machines approve pairs a rig: the code `ark-agent pair` prints, approved by the host with ark, enrolls the machine', async () => {
+    const hostEmail = `cli-host-${randomUUID().slice(0, 8)}@example.test`;
+    const hostToken = await hostSession(cp, hostEmail);
+    const hostKey = JSON.parse(
+      await controlPlaneCli(cp, ['keys', 'create', '--email', hostEmail, '--scopes', 'host', '--label', 'cli e2e']),
+    ).secret as string;
+    const hostEnv = { ARK_URL: cp.base, ARK_API_KEY: hostKey, ARK_CONFIG_DIR: arkConfigDir() };
+    const setup = agentSetup({ require_docker: false, min_disk_free_bytes: 0 }, { ARK_AGENT_NVIDIA_SMI_FIXTURE: nvidiaSmiFixture });
+    try {
+      let approved: Record<string, any> = {};
+      const { machineId, userCode } = await pairAgent(cp, hostToken, setup, async (code) => {
+        approved = expectExit(await ark(['machines', 'approve', code.toLowerCase(), '--json'], { env: hostEnv }), 0).json;
+      });
+      expect(userCode).toMatch(/^[A-Z]{4}-[A-Z]{4}$/);
+      expect(approved).toMatchObject({ approved: true, go_live: true });
+      const listed = expectExit(await ark(['machines', 'list', '--json'], { env: hostEnv }), 0);
+      expect(listed.json.items.map((m: { machine_id: string }) => m.machine_id)).toEqual([machineId]);
+      // A code already used, or never issued, is refused with the API's code and exit 4 or 2.
+      const again = await ark(['machines', 'approve', userCode, '--json'], { env: hostEnv });
+      expect([2, 4, 5]).toContain(again.code);
+      expect(again.json.error.code).toMatch(/PAIRING|NOT_FOUND|VALIDATION/);
+    } finally {
+      rmSync(dirname(setup.stateDir), { recursive: true, force: true });
+    }
   });
 
   it('balance shows the credit; tickets create, list and show; templates list needs no key; deposit without addresses answers 1', async () => {

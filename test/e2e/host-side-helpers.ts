@@ -138,11 +138,15 @@ export function startAgent(setup: AgentSetup, args: string[]): SpawnedProcess {
   return spawnProcess(process.execPath, [agentBin, ...args], { cwd: repoRoot, env: setup.env, exitSignal: 'SIGKILL' });
 }
 
-/** `ark-agent pair`: reads the user code from its output, approves it over HTTP as the host, waits for enrollment. */
+/**
+ * `ark-agent pair`: reads the user code from its output, approves it as the host (over HTTP, or with `approve`, e.g.
+ * `ark machines approve`), waits for enrollment.
+ */
 export async function pairAgent(
   cp: ControlPlane,
   token: string,
   setup: AgentSetup,
+  approve?: (userCode: string) => Promise<void>,
 ): Promise<{ machineId: string; userCode: string; output: string }> {
   const pair = startAgent(setup, ['pair', '--control-plane', cp.base]);
   try {
@@ -153,12 +157,15 @@ export async function pairAgent(
       },
       { timeoutMs: 60_000, intervalMs: 50, description: 'the user code on ark-agent pair output' },
     );
-    const approved = await api(cp.base, 'POST', '/api/v1/hosts/pairings/approve', {
-      token,
-      idempotent: true,
-      body: { user_code: userCode, go_live: true },
-    });
-    if (approved.status !== 200) throw new Error(`approve failed: ${approved.status} ${JSON.stringify(approved.body)}`);
+    if (approve !== undefined) await approve(userCode);
+    else {
+      const approved = await api(cp.base, 'POST', '/api/v1/hosts/pairings/approve', {
+        token,
+        idempotent: true,
+        body: { user_code: userCode, go_live: true },
+      });
+      if (approved.status !== 200) throw new Error(`approve failed: ${approved.status} ${JSON.stringify(approved.body)}`);
+    }
     const exit = await Promise.race([pair.exited, new Promise<'timeout'>((resolve) => setTimeout(() => resolve('timeout'), 60_000))]);
     if (exit === 'timeout' || exit.code !== 0) throw new Error(`ark-agent pair did not finish: ${JSON.stringify(exit)}\n${pair.output()}`);
     const machineId = /Paired: this machine is ([0-9a-f-]{36})/.exec(pair.output())?.[1];

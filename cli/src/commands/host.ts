@@ -155,6 +155,25 @@ export function registerHostCommands(program: Command): void {
       }),
     );
   machines
+    .command('approve <user-code>')
+    .description('Approve a pairing: the code `ark-agent pair` printed on the rig (the machine enrolls into your account)')
+    .option('--no-go-live', 'enroll the machine without putting it live (it stays unlisted until it goes live)')
+    .action(
+      action(async (ctx, userCode: string, options: { goLive: boolean }) => {
+        const approved = await ctx.api.post<{ approved: boolean; go_live: boolean; summary: { hostname?: string; gpu_count?: number } }>(
+          '/api/v1/hosts/pairings/approve',
+          { user_code: userCode.trim().toUpperCase(), go_live: options.goLive },
+          { idempotent: true },
+        );
+        ctx.out.result(approved, () =>
+          ctx.out.line(
+            `Approved ${userCode}: ${approved.summary.hostname ?? 'the machine'} (${approved.summary.gpu_count ?? 0} GPUs) enrolls now` +
+              (approved.go_live ? ' and goes live once its agent runs.' : ', not live.'),
+          ),
+        );
+      }),
+    );
+  machines
     .command('show <machine-id>')
     .description('One machine: liveness, health, network, reliability, offer')
     .action(
