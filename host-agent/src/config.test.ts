@@ -183,8 +183,8 @@ describe('loadAgentConfig', () => {
   });
 
   it('refuses a non-loopback metrics address unless metrics_allow_non_loopback is true, and a malformed one', () => {
-    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_METRICS_LISTEN: '10.0.0.5:9464' }, readFile: noFile })).message).toContain(
-      'config error in environment variable ARK_AGENT_METRICS_LISTEN: metrics_listen 10.0.0.5:9464 is not a loopback address',
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_METRICS_LISTEN: '192.0.2.5:9464' }, readFile: noFile })).message).toContain(
+      'config error in environment variable ARK_AGENT_METRICS_LISTEN: metrics_listen 192.0.2.5:9464 is not a loopback address',
     );
     const file = withFile({ metrics_listen: '0.0.0.0:9464' });
     expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: file } })).source).toBe(file);
