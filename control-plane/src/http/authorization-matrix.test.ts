@@ -307,6 +307,7 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     // No SMTP server is configured here: the check answers 200 {ok: false, detail} to whoever may ask.
     'POST /api/v1/admin/settings/test': { need: { admin: true }, request: () => ({ payload: { subsystem: 'mail' } }), ok: [200] },
     'GET /api/v1/admin/ledger/summary': { need: { admin: true }, request: () => ({}), ok: [200] },
+    'GET /api/v1/admin/fleet': { need: { admin: true }, request: () => ({}), ok: [200] },
     'POST /api/v1/withdrawal-addresses': { need: { stepUp: true }, request: () => ({ payload: { address: evmAddress() } }), ok: [201] },
     'GET /api/v1/withdrawal-addresses': { need: {}, request: () => ({}), ok: [200] },
     'DELETE /api/v1/withdrawal-addresses/{id}': {

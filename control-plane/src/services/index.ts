@@ -157,6 +157,7 @@ export function buildServices(deps: ServiceDeps): Services {
       store,
       clock,
       settings: { smtpUrl: config.smtp.url, networks: config.payments.chains?.networks ?? [] },
+      heartbeatIntervalMs: config.heartbeatIntervalMs,
       oauthProviders,
       alerts,
       chainReaderFor: deps.chainReaderFor ?? ((network) => new ViemChainReader({ rpcUrl: network.rpcUrl, timeoutMs: 5_000 })),

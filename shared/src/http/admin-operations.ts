@@ -158,3 +158,64 @@ export const LedgerSummary = Type.Object(
   { additionalProperties: false },
 );
 export type LedgerSummary = Static<typeof LedgerSummary>;
+
+const Count = Type.Integer({ minimum: 0 });
+
+/** Machines per go-live state (every state present, zero included). */
+export const FleetMachineStates = Type.Object({ waiting: Count, live: Count, failed: Count, off: Count }, { additionalProperties: false });
+export type FleetMachineStates = Static<typeof FleetMachineStates>;
+
+/** Jobs per state (every state of the job state machine present, zero included). */
+export const FleetJobStates = Type.Object(
+  {
+    RESERVED: Count,
+    STARTING: Count,
+    RUNNING: Count,
+    STOPPING: Count,
+    STOPPED: Count,
+    CLEANING: Count,
+    CLOSED: Count,
+    FAILED: Count,
+    RECONCILING: Count,
+  },
+  { additionalProperties: false },
+);
+export type FleetJobStates = Static<typeof FleetJobStates>;
+
+/** GET /api/v1/admin/fleet: the fleet now, for operators (issue 13). The route's description defines each count. */
+export const Fleet = Type.Object(
+  {
+    as_of: Rfc3339Utc,
+    machines: Type.Object(
+      {
+        /** Every enrolled machine. */
+        total: Count,
+        /** Machines whose last heartbeat is within the liveness grace (3 heartbeat intervals). */
+        online: Count,
+        by_state: FleetMachineStates,
+      },
+      { additionalProperties: false },
+    ),
+    gpus: Type.Object(
+      {
+        /** GPUs of every enrolled machine. */
+        total: Count,
+        /** GPUs of the machines renters' offer search lists now (listed, live, not held, available beyond now). */
+        listed: Count,
+        /** GPUs held by jobs that occupy their machine's devices (RESERVED, STARTING, RUNNING, STOPPING, RECONCILING). */
+        allocated: Count,
+      },
+      { additionalProperties: false },
+    ),
+    jobs: Type.Object(
+      {
+        by_state: FleetJobStates,
+        /** Jobs not in a final state (CLOSED, FAILED). */
+        active: Count,
+      },
+      { additionalProperties: false },
+    ),
+  },
+  { additionalProperties: false },
+);
+export type Fleet = Static<typeof Fleet>;

@@ -1,5 +1,5 @@
-import { LedgerSummary, LedgerSummaryQuery, SettingsTestRequest, SettingsTestResult } from '@ark/shared';
-import type { LedgerSummaryRecord } from '../../services/operations/index.js';
+import { Fleet, LedgerSummary, LedgerSummaryQuery, SettingsTestRequest, SettingsTestResult } from '@ark/shared';
+import type { FleetRecord, LedgerSummaryRecord } from '../../services/operations/index.js';
 import { DomainError } from '../../errors.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
@@ -34,7 +34,16 @@ export function ledgerSummaryView(summary: LedgerSummaryRecord): LedgerSummary {
   };
 }
 
-/** Contract part 4 (Administration): subsystem tests; and the platform's books (issue 12). */
+export function fleetView(record: FleetRecord): Fleet {
+  return {
+    as_of: record.asOf.toISOString(),
+    machines: { total: record.machines.total, online: record.machines.online, by_state: { ...record.machines.byState } },
+    gpus: { ...record.gpus },
+    jobs: { by_state: { ...record.jobs.byState }, active: record.jobs.active },
+  };
+}
+
+/** Contract part 4 (Administration): subsystem tests; the platform's books (issue 12); the fleet (issue 13). */
 export function registerAdminOperationRoutes(app: TypedApp, ctx: AppContext): void {
   const operations = ctx.services.operations;
 
@@ -83,5 +92,29 @@ export function registerAdminOperationRoutes(app: TypedApp, ctx: AppContext): vo
       },
     },
     async (request) => ledgerSummaryView(await operations.ledgerSummary(request.query)),
+  );
+
+  app.get(
+    '/api/v1/admin/fleet',
+    {
+      config: { auth: { admin: true } },
+      schema: {
+        tags: ['admin'],
+        summary: 'The fleet now (admin session): machines online and per go-live state, GPUs listed and allocated, jobs per state',
+        description:
+          'machines.total: every enrolled machine. machines.online: machines whose last heartbeat is within 3 heartbeat intervals ' +
+          '(45 s at the default 15 s), the liveness the machine and offer views show; read from the store, which lags an agent’s ' +
+          'heartbeat by at most one write-behind flush (1 s). machines.by_state: machines per go-live state, every state present ' +
+          '(waiting, live, failed, off), zero included. gpus.total: GPUs of every enrolled machine. gpus.listed: GPUs of the machines ' +
+          'GET /api/v1/offers lists now (unfiltered): offer listed, machine live (go-live on and once healthy), not held under the ' +
+          'reliability floor, current offer version available beyond now; a live machine that is offline still counts (renters see ' +
+          'it unavailable). gpus.allocated: the gpu_count of every job holding its ' +
+          'machine’s devices (RESERVED, STARTING, RUNNING, STOPPING, RECONCILING), the occupancy reservations check. jobs.by_state: ' +
+          'jobs per state, every job state present, zero included. jobs.active: jobs not in a final state (CLOSED, FAILED), so ' +
+          'STOPPED and CLEANING jobs count as active though they hold no GPU.',
+        response: withErrors({ 200: Fleet }, 403),
+      },
+    },
+    async () => fleetView(await operations.fleet()),
   );
 }
