@@ -47,6 +47,7 @@ import type { AppContext, AppContextInput } from './http/context.js';
 import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
 import { buildServices } from './services/index.js';
+import { registerConsole } from './console/index.js';
 
 /** Builds the HTTP app; never listens (main.ts does, tests use inject or listen themselves). */
 export async function buildApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<TypedApp> {
@@ -164,6 +165,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   // The relay reaches engines through the agent connections this gateway holds.
   registerRelayRoutes(app, ctx, gateway.relay);
   await registerApiReference(app);
+  // The web console: pages over the public API above (console/index.ts).
+  await registerConsole(app, ctx);
   return { app, ctx, gateway };
 }
 

@@ -1,0 +1,77 @@
+import { randomUUID } from 'node:crypto';
+import type { FastifyInstance } from 'fastify';
+
+/** One answer of the public API, as the console sees it. */
+export interface ApiAnswer<T = any> {
+  status: number;
+  body: T;
+}
+
+/** The error an answer carries, in a sentence for a person (the envelope's message, with its code). */
+export function apiErrorText(answer: ApiAnswer): string {
+  const error = answer.body?.error;
+  if (error && typeof error.message === 'string') return `${error.message} (${error.code})`;
+  return `The service answered ${answer.status}.`;
+}
+
+export class ApiError extends Error {
+  constructor(readonly answer: ApiAnswer) {
+    super(apiErrorText(answer));
+  }
+  get code(): string | undefined {
+    return this.answer.body?.error?.code;
+  }
+}
+
+/**
+ * The console's only way to the service: the public API, called in process with the signed-in person's own
+ * credential (`app.inject` runs the same routing, authentication, validation and idempotency as a request from
+ * outside). The console never reads the store.
+ */
+export class ConsoleApi {
+  constructor(
+    private readonly app: FastifyInstance,
+    private readonly token: string | null,
+    /** The browser's address, so per-address limits see the person, not the console. */
+    private readonly remoteAddress: string,
+  ) {}
+
+  async call<T = any>(method: 'GET' | 'POST' | 'PUT' | 'DELETE', url: string, body?: unknown): Promise<ApiAnswer<T>> {
+    const headers: Record<string, string> = { accept: 'application/json' };
+    if (this.token) headers.authorization = `Bearer ${this.token}`;
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    // Each form submission is one attempt: a fresh key (a repeat of the same submission is the browser's resend).
+    if (method === 'POST') headers['idempotency-key'] = randomUUID();
+    const response = await this.app.inject({
+      method,
+      url,
+      headers,
+      remoteAddress: this.remoteAddress,
+      ...(body === undefined ? {} : { payload: JSON.stringify(body) }),
+    });
+    const text = response.body;
+    let parsed: unknown = null;
+    if (text !== '') {
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        parsed = text;
+      }
+    }
+    return { status: response.statusCode, body: parsed as T };
+  }
+
+  /** GET that must succeed: anything else is an ApiError. */
+  async get<T = any>(url: string): Promise<T> {
+    const answer = await this.call<T>('GET', url);
+    if (answer.status !== 200) throw new ApiError(answer);
+    return answer.body;
+  }
+
+  /** POST that must succeed (any 2xx). */
+  async post<T = any>(url: string, body?: unknown): Promise<T> {
+    const answer = await this.call<T>('POST', url, body);
+    if (answer.status < 200 || answer.status > 299) throw new ApiError(answer);
+    return answer.body;
+  }
+}

@@ -1,0 +1,72 @@
+import { type ConsoleScope, action, field, page, perform, render, signedIn } from './session.js';
+
+const TERMINAL = new Set(['CLOSED', 'FAILED']);
+
+/** A renter's jobs with their events and charges, the balance and deposits. */
+export function registerRenterPages(c: ConsoleScope): void {
+  page(c, '/jobs', async (request, reply) => {
+    const who = await signedIn(c, request, reply);
+    if (!who) return reply;
+    const jobs = await who.api.call('GET', '/api/v1/jobs?limit=100');
+    return render(request, reply, 'jobs', {
+      title: 'Jobs',
+      account: who.account,
+      jobs: jobs.status === 200 ? jobs.body.items : [],
+      refused: jobs.status === 200 ? null : jobs.body?.error?.message,
+    });
+  });
+
+  page<{ id: string }>(c, '/jobs/:id', async (request, reply) => {
+    const who = await signedIn(c, request, reply);
+    if (!who) return reply;
+    const id = encodeURIComponent(request.params.id);
+    const job = await who.api.get(`/api/v1/jobs/${id}`);
+    // The newest events: walk the pages to the end (a job has a bounded number of them).
+    const events: unknown[] = [];
+    let cursor: string | null = null;
+    for (let pages = 0; pages < 20; pages++) {
+      const got: { items: unknown[]; next_cursor: string | null } = await who.api.get(
+        `/api/v1/jobs/${id}/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      events.push(...got.items);
+      cursor = got.next_cursor;
+      if (!cursor) break;
+    }
+    const partial = request.headers['hx-request'] === 'true' && request.query.part === 'job';
+    return render(request, reply, partial ? 'job-live' : 'job', {
+      title: `Job ${job.job_id.slice(0, 8)}`,
+      account: who.account,
+      job,
+      events: events.slice(-200).reverse(),
+      live: !TERMINAL.has(job.state),
+      stoppable: ['RESERVED', 'STARTING', 'RUNNING'].includes(job.state),
+    });
+  });
+
+  action<{ id: string }>(c, '/jobs/:id/stop', async (request, reply) => {
+    const id = encodeURIComponent(request.params.id);
+    const who = await signedIn(c, request, reply);
+    if (!who) return reply;
+    return perform(c, reply, `/console/jobs/${id}`, async () => {
+      const stopped = await who.api.post(`/api/v1/jobs/${id}/stop`, { reason: field(request.body, 'reason', 'The reason') });
+      return `Stopping: the job is ${stopped.state}. You pay for what ran.`;
+    });
+  });
+
+  page(c, '/balance', async (request, reply) => {
+    const who = await signedIn(c, request, reply);
+    if (!who) return reply;
+    const balance = await who.api.call('GET', '/api/v1/billing/balance?limit=20');
+    const address = await who.api.call('GET', '/api/v1/billing/deposit-address');
+    const withdrawals = await who.api.call('GET', '/api/v1/withdrawals?limit=20');
+    return render(request, reply, 'balance', {
+      title: 'Balance',
+      account: who.account,
+      balance: balance.status === 200 ? balance.body : null,
+      refused: balance.status === 200 ? null : balance.body?.error?.message,
+      address: address.status === 200 ? address.body : null,
+      addressRefused: address.status === 200 ? null : address.body?.error?.message,
+      withdrawals: withdrawals.status === 200 ? withdrawals.body.items : [],
+    });
+  });
+}
