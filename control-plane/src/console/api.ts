@@ -15,8 +15,11 @@ export function apiErrorText(answer: ApiAnswer): string {
 }
 
 export class ApiError extends Error {
+  /** A refusal (4xx) is the page's own status (a machine of someone else is not found here either); else 502. */
+  readonly statusCode: number;
   constructor(readonly answer: ApiAnswer) {
     super(apiErrorText(answer));
+    this.statusCode = answer.status >= 400 && answer.status < 500 ? answer.status : 502;
   }
   get code(): string | undefined {
     return this.answer.body?.error?.code;

@@ -124,7 +124,9 @@ export function registerHostPages(c: ConsoleScope): void {
     if (!who) return reply;
     return perform(c, reply, `/console/machines/${id}`, async () => {
       const startsAt = field(request.body, 'starts_at', 'The window');
-      const committed = await commitWindows(who, id, (windows) => windows.filter((w) => w.starts_at !== startsAt));
+      // The same instant however it is written (the API answers milliseconds).
+      const at = Date.parse(startsAt);
+      const committed = await commitWindows(who, id, (windows) => windows.filter((w) => Date.parse(w.starts_at) !== at));
       return `Maintenance window removed: offer version ${committed.offer_version}.`;
     });
   });

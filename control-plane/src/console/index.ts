@@ -83,6 +83,7 @@ export async function registerConsole(app: FastifyInstance, ctx: AppContext): Pr
 function errorPage(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const csrfRefused = typeof error.code === 'string' && error.code.startsWith('FST_CSRF_');
   const status = csrfRefused ? 403 : error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
+  // (An ApiError's 502 is shown as a failure on our side, like any other 5xx.)
   if (status >= 500) request.log.error({ err: error }, 'console page failed');
   const message = csrfRefused
     ? 'This form has expired or did not come from the console. Reload the page and submit it again.'

@@ -1,0 +1,293 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualClock } from '../clock.js';
+import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp, totpCode } from '../testing/app.js';
+import { sampleManifest, telemetryMessage } from '../testing/hosting.js';
+import { liveMachine, type LiveMachine } from '../testing/renting.js';
+import { DIALECTS } from '../testing/stores.js';
+import { CONSOLE_POLICY } from './session.js';
+import { telemetryCharts } from './telemetry.js';
+
+// The console over the in-process app: sessions in a cookie, CSRF on every form, pages that read the public API
+// with the person's own credential, and the form actions that change an offer and pause admissions. The browser
+// side (scripts, charts drawn, phone layout) is test/e2e/console.test.ts in Chromium.
+
+const GPU0 = '00000000:01:00.0';
+const GPU1 = '00000000:02:00.0';
+
+/** The cookies a browser would keep for /console, and the CSRF token of the last page read. */
+class Browser {
+  cookies = new Map<string, string>();
+  csrf = '';
+  constructor(private readonly t: TestApp<ManualClock>) {}
+
+  private keep(headers: Record<string, unknown>): void {
+    const raw = headers['set-cookie'];
+    for (const line of Array.isArray(raw) ? raw : raw ? [raw as string] : []) {
+      const [pair] = String(line).split(';');
+      const at = (pair ?? '').indexOf('=');
+      const name = (pair ?? '').slice(0, at);
+      const value = (pair ?? '').slice(at + 1);
+      if (value === '' || /Expires=Thu, 01 Jan 1970/i.test(String(line))) this.cookies.delete(name);
+      else this.cookies.set(name, value);
+    }
+  }
+
+  private cookieHeader(): string {
+    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
+  }
+
+  async get(url: string) {
+    const res = await this.t.app.inject({ method: 'GET', url, headers: { cookie: this.cookieHeader() } });
+    this.keep(res.headers);
+    const token = /name="_csrf" value="([^"]+)"/.exec(res.body);
+    if (token?.[1]) this.csrf = token[1];
+    return res;
+  }
+
+  async post(url: string, fields: Record<string, string>, options: { csrf?: boolean } = {}) {
+    const form = new URLSearchParams({ ...(options.csrf === false ? {} : { _csrf: this.csrf }), ...fields });
+    const res = await this.t.app.inject({
+      method: 'POST',
+      url,
+      headers: { cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
+      payload: form.toString(),
+    });
+    this.keep(res.headers);
+    return res;
+  }
+
+  async signIn(account: SeededAccount) {
+    await this.get('/console/login');
+    return this.post('/console/login', { email: account.email, password: account.password });
+  }
+}
+
+describe.each(DIALECTS)('web console on %s', (dialect) => {
+  let t: TestApp<ManualClock>;
+  let live: LiveMachine;
+  let renter: SeededAccount;
+  let admin: SeededAccount;
+
+  beforeAll(async () => {
+    t = await createTestApp(dialect);
+    t.clock.set('2026-03-01T12:02:30.000Z');
+    live = await liveMachine(t.ctx, t.app, {
+      manifest: sampleManifest({
+        gpus: [
+          { pci_address: GPU0, model: 'NVIDIA GeForce RTX 4090', vram_bytes: '25757220864' },
+          { pci_address: GPU1, model: 'NVIDIA GeForce RTX 4090', vram_bytes: '25757220864' },
+        ],
+      }),
+    });
+    renter = await seedAccount(t.ctx);
+    admin = await seedAccount(t.ctx, { role: 'admin', withTotp: true });
+    await t.store.db.transaction().execute((trx) =>
+      t.ctx.channel.apply(
+        trx,
+        live.machineId,
+        telemetryMessage([
+          { at: '2026-03-01T11:56:00.000Z', devices: [{ pci_address: GPU0, utilization_pct: 20, temperature_c: 50 }] },
+          { at: '2026-03-01T11:57:00.000Z', devices: [{ pci_address: GPU0, utilization_pct: 80, temperature_c: 60 }] },
+          { at: '2026-03-01T12:01:00.000Z', devices: [{ pci_address: GPU0, utilization_pct: 50, power_watts: 300 }] },
+        ]),
+        t.clock.now(),
+      ),
+    );
+  });
+  afterAll(async () => {
+    await t.destroy();
+  });
+
+  it('sends a visitor without a session to sign in, under a strict policy', async () => {
+    const browser = new Browser(t);
+    const home = await browser.get('/console');
+    expect(home.statusCode).toBe(303);
+    expect(home.headers.location).toBe('/console/login');
+    const login = await browser.get('/console/login');
+    expect(login.statusCode).toBe(200);
+    expect(login.headers['content-security-policy']).toBe(CONSOLE_POLICY);
+    expect(login.headers['content-security-policy']).not.toContain('unsafe-inline');
+    expect(login.headers['x-frame-options'] ?? login.headers['content-security-policy']).toContain("frame-ancestors 'none'");
+    expect(login.body).toContain('<form id="login"');
+    // No inline script or style anywhere (the policy would refuse them).
+    expect(login.body).not.toMatch(/<script>(?!\s*<\/script>)|<style|\sstyle="|\son[a-z]+="/);
+    const asset = await browser.get('/console/assets/htmx.min.js');
+    expect(asset.statusCode).toBe(200);
+    expect(asset.headers['content-type']).toContain('text/javascript');
+    expect((await browser.get('/console/assets/nope.js')).statusCode).toBe(404);
+  });
+
+  it('signs in with the API session in an HttpOnly, SameSite=Strict cookie; a wrong password or a missing CSRF token is refused', async () => {
+    const browser = new Browser(t);
+    await browser.get('/console/login');
+    const forged = await browser.post('/console/login', { email: renter.email, password: renter.password }, { csrf: false });
+    expect(forged.statusCode).toBe(403);
+    expect(forged.headers['content-type']).toContain('text/html');
+    expect(forged.body).toContain('did not come from the console');
+    expect(browser.cookies.has('ark_console')).toBe(false);
+
+    const wrong = await browser.post('/console/login', { email: renter.email, password: 'not the password' });
+    expect(wrong.statusCode).toBe(401);
+    expect(wrong.body).toContain('class="flash error"');
+    expect(wrong.body).toContain('The email or the password is wrong.');
+
+    const right = await browser.post('/console/login', { email: renter.email, password: renter.password });
+    expect(right.statusCode).toBe(303);
+    expect(right.headers.location).toBe('/console');
+    const cookie = String([right.headers['set-cookie']].flat().find((c) => String(c).startsWith('ark_console=')));
+    expect(cookie).toMatch(/HttpOnly/);
+    expect(cookie).toMatch(/SameSite=Strict/);
+    expect(cookie).toMatch(/Path=\/console/);
+    // The cookie is a real API session.
+    const token = browser.cookies.get('ark_console') as string;
+    const account = await t.app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(token) });
+    expect(account.json()).toMatchObject({ email: renter.email, auth_method: 'session' });
+
+    const overview = await browser.get('/console');
+    expect(overview.statusCode).toBe(200);
+    expect(overview.body).toContain('<h1>Overview</h1>');
+    // A renter sees no hosting or operator navigation, and the operator pages refuse it.
+    expect(overview.body).not.toContain('href="/console/admin"');
+    expect((await browser.get('/console/admin')).statusCode).toBe(403);
+
+    // Signing out ends the session at the service, not only in this browser.
+    const out = await browser.post('/console/logout', {});
+    expect(out.statusCode).toBe(303);
+    expect((await t.app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(token) })).statusCode).toBe(401);
+    expect((await browser.get('/console/jobs')).headers.location).toBe('/console/login');
+  });
+
+  it('shows a host its machine, the telemetry as chart series, and changes the offer through the form', async () => {
+    const browser = new Browser(t);
+    expect((await browser.signIn(live.host)).statusCode).toBe(303);
+    const list = await browser.get('/console/machines');
+    expect(list.body).toContain(`data-machine-id="${live.machineId}"`);
+    expect(list.body).toContain(`href="/console/machines/${live.machineId}"`);
+
+    const detail = await browser.get(`/console/machines/${live.machineId}?window=1h`);
+    expect(detail.statusCode).toBe(200);
+    const data = JSON.parse(/<script type="application\/json" id="telemetry-data">([\s\S]*?)<\/script>/.exec(detail.body)?.[1] ?? '[]');
+    const utilization = data.find((s: any) => s.gpu === 0 && s.metric === 'utilization');
+    // Two buckets: 11:55 (20 and 80) and 12:00 (50).
+    expect(utilization).toMatchObject({ pci: GPU0, min: [20, 50], avg: [50, 50], max: [80, 50], latest: { min: 50, avg: 50, max: 50 } });
+    expect(utilization.t).toEqual([Date.parse('2026-03-01T11:55:00Z') / 1000, Date.parse('2026-03-01T12:00:00Z') / 1000]);
+    expect(data.find((s: any) => s.gpu === 1 && s.metric === 'utilization')).toMatchObject({ t: [], latest: null });
+    expect(detail.body).toContain('data-gpu="0" data-metric="utilization"');
+    expect(detail.body).toContain('data-gpu="1" data-metric="memory"');
+    // The page reads without scripts: the newest figures are in the caption.
+    expect(detail.body).toContain('Utilization (%): latest 50 / 50 / 50');
+
+    const version = /name="expected_version" value="([0-9]+)"/.exec(detail.body)?.[1] as string;
+    const form = {
+      expected_version: version,
+      rate_usd_per_hour: '2.75',
+      included_disk_gib: '80',
+      included_egress_gib: '200',
+      available_from: '2026-03-01T12:00:00Z',
+      available_until: '2026-06-01T00:00:00Z',
+    };
+    const bad = await browser.post(`/console/machines/${live.machineId}/offer`, { ...form, rate_usd_per_hour: 'cheap' });
+    expect(bad.statusCode).toBe(303);
+    expect((await browser.get(`/console/machines/${live.machineId}`)).body).toContain('The rate is a USD amount per hour');
+
+    const saved = await browser.post(`/console/machines/${live.machineId}/offer`, form);
+    expect(saved.statusCode).toBe(303);
+    expect(saved.headers.location).toBe(`/console/machines/${live.machineId}`);
+    const after = await browser.get(`/console/machines/${live.machineId}`);
+    expect(after.body).toMatch(/class="flash ok"[^>]*>Offer saved at \$2\.75\/h: version/);
+    expect(after.body).toContain('id="offer-rate">$2.75/h');
+    const machine = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/hosts/machines/${live.machineId}`,
+      headers: bearer(live.host.apiKey),
+    });
+    expect(machine.json().offer).toMatchObject({
+      rate_micro_per_hour: '2750000',
+      included_quotas: { included_disk_gib: 80, included_egress_gib: 200 },
+    });
+
+    // A stale form (the version it was read at) is refused with the API's own reason, and changes nothing.
+    await browser.post(`/console/machines/${live.machineId}/offer`, { ...form, rate_usd_per_hour: '9' });
+    expect((await browser.get(`/console/machines/${live.machineId}`)).body).toContain('class="flash error"');
+    expect(
+      (await t.app.inject({ method: 'GET', url: `/api/v1/hosts/machines/${live.machineId}`, headers: bearer(live.host.apiKey) })).json()
+        .offer.rate_micro_per_hour,
+    ).toBe('2750000');
+
+    // Maintenance windows: added, listed, removed; each a new offer version with the rate kept.
+    await browser.post(`/console/machines/${live.machineId}/maintenance`, {
+      starts_at: '2026-04-01T02:00:00Z',
+      ends_at: '2026-04-01T04:00:00Z',
+      reason: 'driver upgrade',
+    });
+    const withWindow = await browser.get(`/console/machines/${live.machineId}`);
+    expect(withWindow.body).toContain('driver upgrade');
+    expect(withWindow.body).toContain('class="maintenance-remove inline"');
+    await browser.post(`/console/machines/${live.machineId}/maintenance/remove`, { starts_at: '2026-04-01T02:00:00Z' });
+    const offer = (
+      await t.app.inject({ method: 'GET', url: `/api/v1/hosts/machines/${live.machineId}`, headers: bearer(live.host.apiKey) })
+    ).json().offer;
+    expect(offer).toMatchObject({ rate_micro_per_hour: '2750000', maintenance_windows: [] });
+
+    // Another host's machine is not found, as in the API.
+    const other = await seedAccount(t.ctx, { role: 'host' });
+    const stranger = new Browser(t);
+    await stranger.signIn(other);
+    expect((await stranger.get(`/console/machines/${live.machineId}`)).statusCode).toBe(404);
+  });
+
+  it('lets an operator pause and resume admissions with a TOTP code typed in the form', async () => {
+    const browser = new Browser(t);
+    expect((await browser.signIn(admin)).statusCode).toBe(303);
+    const page = await browser.get('/console/admin');
+    expect(page.statusCode).toBe(200);
+    expect(page.body).toMatch(/data-fleet="machines-total">1</);
+    expect(page.body).toContain('id="admissions-state" class="state state-open">open');
+
+    // Without a code the session has no fresh step-up: the API's refusal is shown, nothing changes.
+    await browser.post('/console/admin/admissions', { enabled: 'false', reason: 'incident 42' });
+    const refused = await browser.get('/console/admin');
+    expect(refused.body).toContain('Enter a current code from your authenticator app.');
+    expect(refused.body).toContain('state-open">open');
+
+    await browser.post('/console/admin/admissions', {
+      enabled: 'false',
+      reason: 'incident 42',
+      totp_code: totpCode(admin.totpSecret as string, t.clock),
+    });
+    const paused = await browser.get('/console/admin');
+    expect(paused.body).toContain('Admissions paused');
+    expect(paused.body).toContain('id="admissions-state" class="state state-paused">paused');
+    const state = await t.app.inject({ method: 'GET', url: '/api/v1/admin/admissions', headers: bearer(admin.sessionToken) });
+    expect(state.json()).toMatchObject({ enabled: false, reason: 'incident 42' });
+
+    // The step-up stays fresh for a while: resuming needs no second code.
+    await browser.post('/console/admin/admissions', { enabled: 'true', reason: 'incident 42 resolved' });
+    expect((await browser.get('/console/admin')).body).toContain('state-open">open');
+  });
+});
+
+describe('telemetry chart series', () => {
+  it('follows the manifest order, adds unknown devices after it, and skips buckets without the metric', () => {
+    const series = telemetryCharts({ manifest: { gpus: [{ pci_address: 'b', model: 'B' }] } }, [
+      {
+        bucket: '2026-03-01T12:00:00.000Z',
+        devices: [{ pci_address: 'a', memory_used_bytes: { min: 2 ** 30, avg: 2 ** 31, max: 3 * 2 ** 30 } }],
+      },
+      { bucket: '2026-03-01T12:05:00.000Z', devices: [{ pci_address: 'b', power_watts: { min: 100, avg: 150.123, max: 200 } }] },
+    ]);
+    expect(series.map((s) => `${s.gpu}:${s.pci}:${s.metric}`)).toEqual([
+      '0:b:utilization',
+      '0:b:temperature',
+      '0:b:power',
+      '0:b:memory',
+      '1:a:utilization',
+      '1:a:temperature',
+      '1:a:power',
+      '1:a:memory',
+    ]);
+    expect(series[2]).toMatchObject({ t: [1772366700], min: [100], avg: [150.12], max: [200] });
+    expect(series[7]).toMatchObject({ model: 'unknown GPU', unit: 'GiB', min: [1], avg: [2], max: [3] });
+    expect(series[0]).toMatchObject({ t: [], latest: null });
+  });
+});
