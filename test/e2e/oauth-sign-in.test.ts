@@ -211,6 +211,36 @@ describe.each(['sqlite', 'postgres'] as const)('sign-in with GitHub and Google o
     expect(after.status, JSON.stringify(after.body)).toBe(201);
   });
 
+  it('signs in to the web console with either provider: the callback sets the console cookie and lands on /console', async () => {
+    const login = await new Browser().get(`${cp.base}/console/login`);
+    const page = await login.text();
+    expect(page).toContain('href="/console/login/github"');
+    expect(page).toContain('href="/console/login/google"');
+    for (const provider of ['google', 'github'] as const) {
+      const user = uniqueUser(`console-${provider}`);
+      (provider === 'google' ? google : github).signInAs(user);
+      const browser = new Browser();
+      const callback = await browser.followUntil(`${cp.base}/console/login/${provider}`, callbackOf[provider]);
+      const back = await browser.get(callback);
+      await back.body?.cancel();
+      expect(back.status).toBe(303);
+      expect(back.headers.get('location')).toBe('/console');
+      const cookies = back.headers.getSetCookie();
+      expect(cookies.find((c) => c.startsWith('ark_console='))).toMatch(/; Path=\/console; Expires=.*; HttpOnly; SameSite=Strict/);
+      // The session is a real API session of the provider's account, and the console shows it.
+      const token = /^ark_console=([^;]+)/.exec(cookies.find((c) => c.startsWith('ark_console=')) ?? '')?.[1] as string;
+      expect((await api(cp.base, 'GET', '/api/v1/account', { token })).body).toMatchObject({ email: user.email, auth_method: 'session' });
+      const home = await browser.get(`${cp.base}/console`);
+      expect(home.status).toBe(200);
+      expect(await home.text()).toContain(user.email);
+    }
+    // A sign-in started from the API (no console marker) still answers JSON.
+    const user = uniqueUser('api-after-console');
+    const json = await signIn('google', user);
+    expect(json.status).toBe(200);
+    expect(json.body.session_token).toMatch(/^ars_/);
+  });
+
   it.runIf(store === 'sqlite')('the admin auth-provider test checks both providers, and says which one is down', async () => {
     const email = `admin-${randomUUID().slice(0, 8)}@example.test`;
     await controlPlaneCli(cp, ['accounts', 'create', '--email', email, '--role', 'admin', '--password', PASSWORD, '--verified']);

@@ -15,8 +15,8 @@ export const CONSOLE_POLICY = [
   "base-uri 'none'",
 ].join('; ');
 
-/** The session token of the person signed in; HttpOnly, SameSite=Strict, sent to /console only. */
-export const SESSION_COOKIE = 'ark_console';
+export { SESSION_COOKIE } from './cookies.js';
+import { SESSION_COOKIE } from './cookies.js';
 const FLASH_COOKIE = 'ark_flash';
 
 export interface ConsoleScope {

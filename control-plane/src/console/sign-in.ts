@@ -1,4 +1,5 @@
 import { apiErrorText } from './api.js';
+import { consoleOAuthCookie } from './cookies.js';
 import { type ConsoleScope, SESSION_COOKIE, action, apiFor, page, render, setSession, signedIn } from './session.js';
 
 /** Sign-in, sign-out and the overview: the same sessions as POST /api/v1/auth/sessions. */
@@ -8,7 +9,18 @@ export function registerSessionPages(c: ConsoleScope): void {
       const answer = await apiFor(c, request).call('GET', '/api/v1/account');
       if (answer.status === 200) return reply.redirect('/console', 303);
     }
-    return render(request, reply, 'login', { title: 'Sign in', account: null, email: '' });
+    return render(request, reply, 'login', { title: 'Sign in', account: null, email: '', providers: providers(c) });
+  });
+
+  // Sign-in with GitHub or Google: the API's own OAuth flow, with a marker on the callback's path so that the
+  // callback sets the console's cookie and comes back here instead of answering the session as JSON.
+  page<{ provider: string }>(c, '/login/:provider', async (request, reply) => {
+    const provider = request.params.provider;
+    if (!providers(c).includes(provider)) return reply.redirect('/console/login', 303);
+    const maxAgeS = Math.ceil(c.ctx.config.oauth.stateTtlMs / 1000);
+    return reply
+      .header('set-cookie', consoleOAuthCookie(provider, maxAgeS, c.secure))
+      .redirect(`/api/v1/auth/oauth/${provider}/start`, 303);
   });
 
   action(c, '/login', async (request, reply) => {
@@ -24,7 +36,7 @@ export function registerSessionPages(c: ConsoleScope): void {
       request,
       reply,
       'login',
-      { title: 'Sign in', account: null, email, flash: { kind: 'error', text } },
+      { title: 'Sign in', account: null, email, providers: providers(c), flash: { kind: 'error', text } },
       answer.status === 429 ? 429 : 401,
     );
   });
@@ -51,4 +63,10 @@ export function registerSessionPages(c: ConsoleScope): void {
       machines: machines?.status === 200 ? machines.body.items : null,
     });
   });
+}
+
+/** The sign-in providers the operator configured. */
+function providers(c: ConsoleScope): string[] {
+  const oauth = c.ctx.config.oauth;
+  return [...(oauth.github ? ['github'] : []), ...(oauth.google ? ['google'] : [])];
 }

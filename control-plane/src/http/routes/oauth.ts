@@ -1,6 +1,7 @@
 import { OAuthCallbackQuery, OAuthCallbackResult, OAuthProviderParams, OAuthStepUpStarted } from '@ark/shared';
 import { Type } from '@sinclair/typebox';
 import { principalOf } from '../auth.js';
+import { CONSOLE_OAUTH_COOKIE, clearConsoleOAuthCookie, consoleSessionCookie } from '../../console/cookies.js';
 import type { AppContext } from '../context.js';
 import { limitAuthAttempts } from '../rate-limit.js';
 import { withErrors } from '../schemas.js';
@@ -15,13 +16,18 @@ const BINDING_COOKIE = 'ark_oauth_binding';
 /** Fastify sends nothing for an undefined payload; the schema's null only documents "no body". */
 const NO_BODY = undefined as unknown as null;
 
-/** The binding cookie's value from a Cookie header; null when absent. */
-function bindingOf(header: string | undefined): string | null {
+/** A cookie's value from a Cookie header; null when absent. */
+function cookieOf(header: string | undefined, cookie: string): string | null {
   for (const part of (header ?? '').split(';')) {
     const [name, ...value] = part.trim().split('=');
-    if (name === BINDING_COOKIE) return value.join('=') || null;
+    if (name === cookie) return value.join('=') || null;
   }
   return null;
+}
+
+/** The binding cookie's value from a Cookie header; null when absent. */
+function bindingOf(header: string | undefined): string | null {
+  return cookieOf(header, BINDING_COOKIE);
 }
 
 export function registerOAuthRoutes(app: TypedApp, ctx: AppContext): void {
@@ -82,7 +88,17 @@ export function registerOAuthRoutes(app: TypedApp, ctx: AppContext): void {
         security: [],
         params: OAuthProviderParams,
         querystring: OAuthCallbackQuery,
-        response: withErrors({ 200: OAuthCallbackResult }, 400, 403, 404, 409, 503),
+        response: withErrors(
+          {
+            200: OAuthCallbackResult,
+            303: Type.Null({ description: 'A sign-in started from the web console: the session is set in its cookie, Location: /console' }),
+          },
+          400,
+          403,
+          404,
+          409,
+          503,
+        ),
       },
     },
     async (request, reply) => {
@@ -92,7 +108,13 @@ export function registerOAuthRoutes(app: TypedApp, ctx: AppContext): void {
       const callbackUrl = new URL(request.url, config.publicBaseUrl);
       const done = await accounts.finishProviderAuthorization(provider, callbackUrl, bindingOf(request.headers.cookie));
       // The binding cookie has done its work.
-      reply.header('set-cookie', `${BINDING_COOKIE}=; Path=/api/v1/auth/oauth/${provider}/callback; Max-Age=0; HttpOnly; SameSite=Lax`);
+      const cookies = [`${BINDING_COOKIE}=; Path=/api/v1/auth/oauth/${provider}/callback; Max-Age=0; HttpOnly; SameSite=Lax`];
+      // Started from the web console's sign-in page: the session goes into the console's cookie, not a JSON body.
+      if (done.outcome !== 'stepped-up' && cookieOf(request.headers.cookie, CONSOLE_OAUTH_COOKIE) !== null) {
+        cookies.push(clearConsoleOAuthCookie(provider), consoleSessionCookie(done.sessionToken, done.expiresAt, secureCookie));
+        return reply.code(303).header('set-cookie', cookies).header('location', '/console').send(NO_BODY);
+      }
+      reply.header('set-cookie', cookies);
       if (done.outcome === 'stepped-up') {
         return { outcome: done.outcome, account_id: done.accountId, provider, expires_at: done.expiresAt };
       }
