@@ -69,7 +69,8 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
   let admin: SeededAccount;
 
   beforeAll(async () => {
-    t = await createTestApp(dialect);
+    // Every sign-in of the file comes from one address.
+    t = await createTestApp(dialect, { configOverrides: { authAttemptsPerMinute: 1000 } });
     t.clock.set('2026-03-01T12:02:30.000Z');
     live = await liveMachine(t.ctx, t.app, {
       manifest: sampleManifest({
@@ -102,7 +103,7 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     const browser = new Browser(t);
     const home = await browser.get('/console');
     expect(home.statusCode).toBe(303);
-    expect(home.headers.location).toBe('/console/login');
+    expect(home.headers.location).toBe('/console/login?next=%2Fconsole');
     const login = await browser.get('/console/login');
     expect(login.statusCode).toBe(200);
     expect(login.headers['content-security-policy']).toBe(CONSOLE_POLICY);
@@ -154,7 +155,33 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     const out = await browser.post('/console/logout', {});
     expect(out.statusCode).toBe(303);
     expect((await t.app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(token) })).statusCode).toBe(401);
-    expect((await browser.get('/console/jobs')).headers.location).toBe('/console/login');
+    expect((await browser.get('/console/jobs')).headers.location).toBe('/console/login?next=%2Fconsole%2Fjobs');
+  });
+
+  it('comes back to the page it was sent from after signing in, and only to a console page', async () => {
+    const browser = new Browser(t);
+    const deep = await browser.get('/console/pair?code=ABCD-EFGH');
+    expect(deep.headers.location).toBe('/console/login?next=%2Fconsole%2Fpair%3Fcode%3DABCD-EFGH');
+    const login = await browser.get(deep.headers.location as string);
+    expect(login.body).toContain('name="next" value="/console/pair?code=ABCD-EFGH"');
+    const back = await browser.post('/console/login', {
+      email: live.host.email,
+      password: live.host.password,
+      next: '/console/pair?code=ABCD-EFGH',
+    });
+    expect(back.headers.location).toBe('/console/pair?code=ABCD-EFGH');
+    for (const next of [
+      '//evil.example/console',
+      'https://evil.example/console',
+      '/api/v1/account',
+      '/console\\@evil.example',
+      '/consolex',
+    ]) {
+      const other = new Browser(t);
+      await other.get('/console/login');
+      const answer = await other.post('/console/login', { email: live.host.email, password: live.host.password, next });
+      expect(answer.headers.location, next).toBe('/console');
+    }
   });
 
   it('shows a host its machine, the telemetry as chart series, and changes the offer through the form', async () => {
@@ -166,7 +193,13 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
 
     const detail = await browser.get(`/console/machines/${live.machineId}?window=1h`);
     expect(detail.statusCode).toBe(200);
-    const data = JSON.parse(/<script type="application\/json" id="telemetry-data">([\s\S]*?)<\/script>/.exec(detail.body)?.[1] ?? '[]');
+    const chartData = JSON.parse(
+      /<script type="application\/json" id="telemetry-data">([\s\S]*?)<\/script>/.exec(detail.body)?.[1] ?? '{}',
+    );
+    // The charts span the window asked for, ending now.
+    expect(chartData.to - chartData.from).toBe(3600);
+    expect(chartData.to).toBe(t.clock.now().getTime() / 1000);
+    const data = chartData.series;
     const utilization = data.find((s: any) => s.gpu === 0 && s.metric === 'utilization');
     // Two buckets: 11:55 (20 and 80) and 12:00 (50).
     expect(utilization).toMatchObject({ pci: GPU0, min: [20, 50], avg: [50, 50], max: [80, 50], latest: { min: 50, avg: 50, max: 50 } });

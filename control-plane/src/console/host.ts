@@ -43,6 +43,7 @@ export function registerHostPages(c: ConsoleScope): void {
     const machine = await who.api.get(`/api/v1/hosts/machines/${id}`);
     const telemetry = await who.api.get(`/api/v1/hosts/machines/${id}/telemetry?window=${window}`);
     const charts: ChartSeries[] = telemetryCharts(machine, telemetry.buckets);
+    const nowS = Math.floor(c.ctx.clock.now().getTime() / 1000);
     // Only the telemetry section when htmx refreshes it.
     const partial = request.headers['hx-request'] === 'true' && request.query.part === 'telemetry';
     return render(request, reply, partial ? 'telemetry' : 'machine', {
@@ -53,7 +54,8 @@ export function registerHostPages(c: ConsoleScope): void {
       windows: WINDOWS,
       retentionHours: TELEMETRY_RETENTION_S / 3600,
       charts,
-      chartData: JSON.stringify(charts).replace(/</g, '\\u003c'),
+      // The charts span the whole window, whatever part of it has data.
+      chartData: JSON.stringify({ from: nowS - telemetry.window_s, to: nowS, series: charts }).replace(/</g, '\\u003c'),
       now: new Date().toISOString().slice(0, 19) + 'Z',
     });
   });

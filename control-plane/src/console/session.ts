@@ -81,8 +81,15 @@ export async function signedIn(c: ConsoleScope, request: FastifyRequest, reply: 
     if (answer.status !== 401) throw new ApiError(answer);
     reply.clearCookie(SESSION_COOKIE, { path: '/console' });
   }
-  await reply.redirect('/console/login', 303);
+  // Back to this page after signing in (a deep link: the pairing page with its code, a job).
+  await reply.redirect(request.method === 'GET' ? `/console/login?next=${encodeURIComponent(request.url)}` : '/console/login', 303);
   return null;
+}
+
+/** Where to go after signing in: a console page of this origin, nothing else (no open redirect). */
+export function safeNext(next: unknown): string {
+  if (typeof next !== 'string' || next.length > 512) return '/console';
+  return /^\/console(?:[/?#]|$)/.test(next) && !next.includes('\\') && !next.startsWith('//') ? next : '/console';
 }
 
 export function setSession(c: ConsoleScope, reply: FastifyReply, token: string, expiresAt: string | undefined): void {

@@ -1,15 +1,21 @@
 import { apiErrorText } from './api.js';
 import { consoleOAuthCookie } from './cookies.js';
-import { type ConsoleScope, SESSION_COOKIE, action, apiFor, page, render, setSession, signedIn } from './session.js';
+import { type ConsoleScope, SESSION_COOKIE, action, apiFor, page, render, safeNext, setSession, signedIn } from './session.js';
 
 /** Sign-in, sign-out and the overview: the same sessions as POST /api/v1/auth/sessions. */
 export function registerSessionPages(c: ConsoleScope): void {
   page(c, '/login', async (request, reply) => {
     if (request.cookies[SESSION_COOKIE]) {
       const answer = await apiFor(c, request).call('GET', '/api/v1/account');
-      if (answer.status === 200) return reply.redirect('/console', 303);
+      if (answer.status === 200) return reply.redirect(safeNext(request.query.next), 303);
     }
-    return render(request, reply, 'login', { title: 'Sign in', account: null, email: '', providers: providers(c) });
+    return render(request, reply, 'login', {
+      title: 'Sign in',
+      account: null,
+      email: '',
+      next: safeNext(request.query.next),
+      providers: providers(c),
+    });
   });
 
   // Sign-in with GitHub or Google: the API's own OAuth flow, with a marker on the callback's path so that the
@@ -29,14 +35,21 @@ export function registerSessionPages(c: ConsoleScope): void {
     const answer = await apiFor(c, request).call('POST', '/api/v1/auth/sessions', { email, password });
     if (answer.status === 200 || answer.status === 201) {
       setSession(c, reply, answer.body.session_token as string, answer.body.expires_at as string | undefined);
-      return reply.redirect('/console', 303);
+      return reply.redirect(safeNext(request.body?.next), 303);
     }
     const text = answer.status === 401 || answer.status === 422 ? 'The email or the password is wrong.' : apiErrorText(answer);
     return render(
       request,
       reply,
       'login',
-      { title: 'Sign in', account: null, email, providers: providers(c), flash: { kind: 'error', text } },
+      {
+        title: 'Sign in',
+        account: null,
+        email,
+        next: safeNext(request.body?.next),
+        providers: providers(c),
+        flash: { kind: 'error', text },
+      },
       answer.status === 429 ? 429 : 401,
     );
   });

@@ -4,19 +4,21 @@
 (() => {
   const COLORS = { line: '#1f5fbf', band: 'rgba(31, 95, 191, 0.15)', edge: 'rgba(31, 95, 191, 0.35)' };
 
-  function seriesFor(root) {
+  function dataOf(root) {
     const holder = root.querySelector('#telemetry-data') || document.getElementById('telemetry-data');
-    if (!holder) return [];
+    const empty = { series: [] };
+    if (!holder) return empty;
     try {
-      return JSON.parse(holder.textContent || '[]');
+      return JSON.parse(holder.textContent || 'null') || empty;
     } catch {
-      return [];
+      return empty;
     }
   }
 
   function draw(root) {
     if (typeof uPlot === 'undefined') return;
-    const all = seriesFor(root);
+    const data = dataOf(root);
+    const all = data.series;
     for (const box of root.querySelectorAll('.chart:not([data-drawn])')) {
       const gpu = Number(box.dataset.gpu);
       const found = all.find((s) => s.gpu === gpu && s.metric === box.dataset.metric);
@@ -31,7 +33,8 @@
         height: 170,
         legend: { live: true },
         cursor: { drag: { x: false, y: false } },
-        scales: { x: { time: true } },
+        // The whole window, so a machine that reported for five minutes shows one point at the right end.
+        scales: { x: { time: true, range: () => [data.from, data.to] } },
         series: [
           {},
           { label: 'min', stroke: COLORS.edge, width: 1, points: { show: found.t.length < 3 } },

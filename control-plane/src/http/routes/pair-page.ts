@@ -12,6 +12,7 @@ pre{background:#f4f4f4;padding:.6rem;white-space:pre-wrap}.code{text-transform:u
 <body><h1>Approve a machine</h1>
 <p>Enter the code <code>ark-agent pair</code> printed on your rig, and a session token or an API key with the
 <code>host</code> scope (from <code>POST /api/v1/auth/sessions</code> or your account's API keys).</p>
+<p>Signed in to the web console? <a id="console" href="/console/pair">Approve it there</a> instead.</p>
 <form id="f"><label for="code">Pairing code</label><input id="code" class="code" maxlength="32" autocomplete="off" required>
 <label for="token">Session token or host API key</label><input id="token" type="password" autocomplete="off" required>
 <label><input id="live" class="box" type="checkbox" checked> List the machine's offer as soon as it is healthy (go live)</label>
@@ -20,6 +21,7 @@ pre{background:#f4f4f4;padding:.6rem;white-space:pre-wrap}.code{text-transform:u
 <script>
 const $ = (id) => document.getElementById(id);
 $('code').value = new URLSearchParams(location.search).get('code') || '';
+if ($('code').value) $('console').href = '/console/pair?code=' + encodeURIComponent($('code').value);
 const call = async (path, body, extra) => {
   const res = await fetch(path, { method: 'POST', headers: { 'content-type': 'application/json', authorization: 'Bearer ' + $('token').value.trim(), ...extra }, body: JSON.stringify(body) });
   const json = await res.json().catch(() => ({}));
