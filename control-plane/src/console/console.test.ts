@@ -1,8 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../clock.js';
-import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp, totpCode } from '../testing/app.js';
+import { paymentsConfigFrom } from '../config-payments.js';
+import { writeChainsFile } from '../testing/deposits.js';
+import { bearer, createTestApp, testConfig, type SeededAccount, seedAccount, type TestApp, totpCode } from '../testing/app.js';
 import { sampleManifest, telemetryMessage } from '../testing/hosting.js';
-import { liveMachine, type LiveMachine } from '../testing/renting.js';
+import { fund, liveMachine, type LiveMachine } from '../testing/renting.js';
 import { DIALECTS } from '../testing/stores.js';
 import { CONSOLE_POLICY } from './session.js';
 import { telemetryCharts } from './telemetry.js';
@@ -69,8 +71,11 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
   let admin: SeededAccount;
 
   beforeAll(async () => {
-    // Every sign-in of the file comes from one address.
-    t = await createTestApp(dialect, { configOverrides: { authAttemptsPerMinute: 1000 } });
+    // Every sign-in of the file comes from one address; withdrawals are paid on a chain nothing is sent to here.
+    const payments = paymentsConfigFrom({ ARK_CHAINS: writeChainsFile() }, (m) => new Error(m));
+    t = await createTestApp(dialect, {
+      configOverrides: { authAttemptsPerMinute: 1000, payments: { ...testConfig().payments, ...payments } },
+    });
     t.clock.set('2026-03-01T12:02:30.000Z');
     live = await liveMachine(t.ctx, t.app, {
       manifest: sampleManifest({
@@ -267,6 +272,27 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     const stranger = new Browser(t);
     await stranger.signIn(other);
     expect((await stranger.get(`/console/machines/${live.machineId}`)).statusCode).toBe(404);
+  });
+
+  it('lets a renter withdraw through the form: the password steps up, a new address is registered, the request is made', async () => {
+    const saver = await seedAccount(t.ctx);
+    await fund(t.ctx, saver.accountId, 40_000_000n);
+    const browser = new Browser(t);
+    await browser.signIn(saver);
+    const page = await browser.get('/console/balance');
+    expect(page.body).toContain('<form id="withdraw"');
+    expect(page.body).toContain('id="available">$40.00');
+    const address = `0x${'ab'.repeat(20)}`;
+    // A wrong password: the API's refusal, nothing requested.
+    await browser.post('/console/balance/withdraw', { amount_usd: '12.5', address, step_up: 'not it' });
+    expect((await browser.get('/console/balance')).body).toContain('class="flash error"');
+    await browser.post('/console/balance/withdraw', { amount_usd: '12.5', address, step_up: saver.password });
+    const after = await browser.get('/console/balance');
+    expect(after.body).toMatch(/class="flash ok"[^>]*>Withdrawal of \$12\.50 requested/);
+    const listed = await t.app.inject({ method: 'GET', url: '/api/v1/withdrawals', headers: bearer(saver.apiKey) });
+    expect(listed.json().items).toMatchObject([{ kind: 'withdrawal', amount_micro: '12500000', address: address.toLowerCase() }]);
+    // The address is now one to choose from.
+    expect(after.body).toContain(`web console: ${address.toLowerCase()}`);
   });
 
   it('lets an operator pause and resume admissions with a TOTP code typed in the form', async () => {

@@ -1,6 +1,7 @@
 import { TELEMETRY_RETENTION_S } from '@ark/shared';
 import { FormError, type ConsoleScope, action, field, page, perform, render, signedIn } from './session.js';
 import { usd, usdToMicro } from './format.js';
+import { withdrawalAddresses } from './money-out.js';
 import { type ChartSeries, telemetryCharts } from './telemetry.js';
 
 const WINDOWS = ['1h', '6h', '24h', '48h'];
@@ -178,6 +179,7 @@ export function registerHostPages(c: ConsoleScope): void {
     return render(request, reply, 'earnings', {
       title: 'Earnings',
       account: who.account,
+      addresses: await withdrawalAddresses(who),
       earnings: earnings.status === 200 ? earnings.body : null,
       refused: earnings.status === 200 ? null : earnings.body?.error?.message,
     });

@@ -10,6 +10,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import type { AppContext } from '../http/context.js';
 import { registerAdminPages } from './admin.js';
 import { registerHostPages } from './host.js';
+import { registerMoneyOutActions } from './money-out.js';
 import { registerRenterPages } from './renter.js';
 import { type ConsoleScope, CONSOLE_POLICY, SESSION_COOKIE } from './session.js';
 import { registerSessionPages } from './sign-in.js';
@@ -74,6 +75,7 @@ export async function registerConsole(app: FastifyInstance, ctx: AppContext): Pr
       registerHostPages(console);
       registerRenterPages(console);
       registerAdminPages(console);
+      registerMoneyOutActions(console);
     },
     { prefix: '/console' },
   );

@@ -1,3 +1,4 @@
+import { withdrawalAddresses } from './money-out.js';
 import { type ConsoleScope, action, field, page, perform, render, signedIn } from './session.js';
 
 const TERMINAL = new Set(['CLOSED', 'FAILED']);
@@ -67,6 +68,7 @@ export function registerRenterPages(c: ConsoleScope): void {
       address: address.status === 200 ? address.body : null,
       addressRefused: address.status === 200 ? null : address.body?.error?.message,
       withdrawals: withdrawals.status === 200 ? withdrawals.body.items : [],
+      addresses: await withdrawalAddresses(who),
     });
   });
 }

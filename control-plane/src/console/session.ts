@@ -211,6 +211,18 @@ export async function perform(c: ConsoleScope, reply: FastifyReply, back: string
 /** A form field the person got wrong, said in their words. */
 export class FormError extends Error {}
 
+/**
+ * The proof a form carries for the account's step-up method (`step_up` field: the password, or a TOTP code) steps
+ * the session up before a sensitive action; skipped when left empty (a recent step-up may still be fresh).
+ */
+export async function stepUpWithProof(api: ConsoleApi, account: Account, proof: string | undefined): Promise<void> {
+  if (account.step_up_method === 'totp') return stepUpWith(api, proof);
+  if ((proof ?? '') === '') return;
+  if (account.step_up_method !== 'password')
+    throw new FormError('This account steps up with its wallet or provider: use the API or the CLI.');
+  await api.post('/api/v1/account/step-up', { password: proof });
+}
+
 /** A TOTP code typed into a form steps the session up before a sensitive action (skipped when left empty). */
 export async function stepUpWith(api: ConsoleApi, code: string | undefined): Promise<void> {
   const trimmed = (code ?? '').replace(/\s+/g, '');
