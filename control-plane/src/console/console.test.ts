@@ -4,7 +4,7 @@ import { paymentsConfigFrom } from '../config-payments.js';
 import { writeChainsFile } from '../testing/deposits.js';
 import { bearer, createTestApp, testConfig, type SeededAccount, seedAccount, type TestApp, totpCode } from '../testing/app.js';
 import { sampleManifest, telemetryMessage } from '../testing/hosting.js';
-import { fund, liveMachine, type LiveMachine } from '../testing/renting.js';
+import { fund, liveMachine, type LiveMachine, reserveJob } from '../testing/renting.js';
 import { DIALECTS } from '../testing/stores.js';
 import { CONSOLE_POLICY } from './session.js';
 import { telemetryCharts } from './telemetry.js';
@@ -293,6 +293,96 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     expect(listed.json().items).toMatchObject([{ kind: 'withdrawal', amount_micro: '12500000', address: address.toLowerCase() }]);
     // The address is now one to choose from.
     expect(after.body).toContain(`web console: ${address.toLowerCase()}`);
+  });
+
+  it('shows a renter its job with events and charges, and stops it from the form', async () => {
+    const spender = await seedAccount(t.ctx);
+    await fund(t.ctx, spender.accountId, 50_000_000n);
+    const { jobId } = await reserveJob(t.app, spender, live);
+    const browser = new Browser(t);
+    await browser.signIn(spender);
+    const list = await browser.get('/console/jobs');
+    expect(list.body).toContain(`data-job-id="${jobId}"`);
+    expect(list.body).toContain('state-RESERVED">RESERVED');
+    const detail = await browser.get(`/console/jobs/${jobId}`);
+    expect(detail.statusCode).toBe(200);
+    expect(detail.body).toContain('id="job-state">RESERVED');
+    // Live while the job lives: the part refreshes itself.
+    expect(detail.body).toContain(`hx-get="/console/jobs/${jobId}?part=job"`);
+    const events = await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events`, headers: bearer(spender.apiKey) });
+    for (const event of events.json().items) expect(detail.body).toContain(`<td class="mono">${event.kind}</td>`);
+    // The refresh answers only the live part.
+    const part = await t.app.inject({
+      method: 'GET',
+      url: `/console/jobs/${jobId}?part=job`,
+      headers: { cookie: `ark_console=${browser.cookies.get('ark_console')}`, 'hx-request': 'true' },
+    });
+    expect(part.body.startsWith('<div id="job-live"')).toBe(true);
+    await browser.post(`/console/jobs/${jobId}/stop`, { reason: 'done from the console' });
+    const stopped = await browser.get(`/console/jobs/${jobId}`);
+    expect(stopped.body).toMatch(/class="flash ok"[^>]*>Stopping: the job is/);
+    const job = await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}`, headers: bearer(spender.apiKey) });
+    expect(['STOPPING', 'STOPPED', 'CLEANING', 'CLOSED']).toContain(job.json().state);
+    // Someone else's job is not found.
+    const other = new Browser(t);
+    await other.signIn(renter);
+    expect((await other.get(`/console/jobs/${jobId}`)).statusCode).toBe(404);
+  });
+
+  it('approves a rig’s pairing code: looked up first, then approved, and the machine is the host’s', async () => {
+    const host = await seedAccount(t.ctx, { role: 'host' });
+    const created = await t.app.inject({ method: 'POST', url: '/api/v1/hosts/pairings', payload: { manifest: sampleManifest() } });
+    const code = created.json().user_code as string;
+    const browser = new Browser(t);
+    await browser.signIn(host);
+    const looked = await browser.get(`/console/pair?code=${encodeURIComponent(code)}`);
+    expect(looked.body).toContain('This rig asks to join');
+    expect(looked.body).toContain('<form id="pair"');
+    const wrong = await browser.get('/console/pair?code=NOPE-NOPE');
+    expect(wrong.body).toContain('class="flash error"');
+    await browser.get(`/console/pair?code=${encodeURIComponent(code)}`);
+    const approved = await browser.post('/console/pair', { user_code: code, go_live: 'on' });
+    expect(approved.headers.location).toBe('/console/machines');
+    expect((await browser.get('/console/machines')).body).toContain('Approved: the rig enrolls at its next poll');
+    const polled = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/hosts/pairings/poll',
+      payload: { pairing_id: created.json().pairing_id, poll_secret: created.json().poll_secret },
+    });
+    expect(polled.json().status).toBe('approved');
+  });
+
+  it('renders every page of each role without an error', async () => {
+    const pages: Array<[SeededAccount, string[]]> = [
+      [renter, ['/console', '/console/jobs', '/console/balance']],
+      [live.host, ['/console', '/console/machines', '/console/pair', '/console/earnings', '/console/market', '/console/market?window=7d']],
+      [
+        admin,
+        [
+          '/console/admin',
+          '/console/admin/withdrawals',
+          '/console/admin/subsystems',
+          '/console/admin/tickets',
+          '/console/admin/tickets?state=open',
+        ],
+      ],
+    ];
+    for (const [account, paths] of pages) {
+      const browser = new Browser(t);
+      await browser.signIn(account);
+      for (const path of paths) {
+        const res = await browser.get(path);
+        expect(res.statusCode, `${path}: ${res.body.slice(0, 300)}`).toBe(200);
+        expect(res.body).toMatch(/<main>[\s\S]*<h1>/);
+        expect(res.body, path).not.toContain('class="flash error"');
+      }
+    }
+    // A subsystem test answers its real result (no SMTP here: a failure, said as such).
+    const browser = new Browser(t);
+    await browser.signIn(admin);
+    await browser.get('/console/admin/subsystems');
+    await browser.post('/console/admin/subsystems', { subsystem: 'mail' });
+    expect((await browser.get('/console/admin/subsystems')).body).toMatch(/class="flash error"[^>]*>mail: failed: /);
   });
 
   it('lets an operator pause and resume admissions with a TOTP code typed in the form', async () => {
