@@ -8,7 +8,7 @@ import { totpCodeAt } from '@ark/control-plane/domain/accounts/totp';
 import { type Browser, type BrowserContext, chromium, type Page, type Response } from 'playwright-core';
 import { expect } from 'vitest';
 import { api, type ControlPlane, controlPlaneCli, repoRoot } from './host-side-helpers.js';
-import { PASSWORD } from './payout-helpers.js';
+import { PASSWORD, signInEnrollingTotp } from './payout-helpers.js';
 
 export const CHROMIUM_PATH = process.env.ARK_TEST_CHROMIUM ?? '/usr/bin/chromium';
 export const screenshotDir = join(repoRoot, 'test', 'artifacts', 'console');
@@ -186,13 +186,7 @@ export class Authenticator {
  */
 export async function adminWithTotp(cp: ControlPlane, email: string): Promise<{ token: string; authenticator: Authenticator }> {
   await controlPlaneCli(cp, ['accounts', 'create', '--email', email, '--role', 'admin', '--password', PASSWORD, '--verified']);
-  const signIn = await api(cp.base, 'POST', '/api/v1/auth/sessions', { body: { email, password: PASSWORD } });
-  expect([200, 201]).toContain(signIn.status);
-  const token = signIn.body.session_token as string;
-  expect((await api(cp.base, 'POST', '/api/v1/account/step-up', { token, body: { password: PASSWORD } })).status).toBe(200);
-  const enrolled = await api(cp.base, 'POST', '/api/v1/account/totp', { token });
-  expect([200, 201]).toContain(enrolled.status);
-  const secret = enrolled.body.secret as string;
+  const { token, secret } = await signInEnrollingTotp(cp, email);
   // Enrollment spends a period: the previous one while it is safely valid, so the console gets the next ones at once.
   const authenticator = new Authenticator(secret, Number.NEGATIVE_INFINITY);
   const code = await authenticator.nextCode();

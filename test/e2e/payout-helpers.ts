@@ -70,15 +70,23 @@ export async function steppedUpSession(cp: ControlPlane, role: 'renter' | 'host'
   return token;
 }
 
-/** An admin signed in over HTTP with TOTP enrolled and a fresh TOTP step-up on the session. */
-export async function adminSession(cp: ControlPlane, email: string): Promise<string> {
+/**
+ * Signs in over HTTP with the password, steps up with it and starts a TOTP enrollment: answers the session token
+ * and the TOTP secret, not yet confirmed.
+ */
+export async function signInEnrollingTotp(cp: ControlPlane, email: string): Promise<{ token: string; secret: string }> {
   const signIn = await api(cp.base, 'POST', '/api/v1/auth/sessions', { body: { email, password: PASSWORD } });
   expect([200, 201]).toContain(signIn.status);
   const token = signIn.body.session_token as string;
   expect((await api(cp.base, 'POST', '/api/v1/account/step-up', { token, body: { password: PASSWORD } })).status).toBe(200);
   const enrolled = await api(cp.base, 'POST', '/api/v1/account/totp', { token });
   expect([200, 201]).toContain(enrolled.status);
-  const secret = enrolled.body.secret as string;
+  return { token, secret: enrolled.body.secret as string };
+}
+
+/** An admin signed in over HTTP with TOTP enrolled and a fresh TOTP step-up on the session. */
+export async function adminSession(cp: ControlPlane, email: string): Promise<string> {
+  const { token, secret } = await signInEnrollingTotp(cp, email);
   // The previous period's code proves the seed, the current one steps up (a used step never counts twice).
   const confirmed = await api(cp.base, 'POST', '/api/v1/account/totp/confirm', {
     token,
