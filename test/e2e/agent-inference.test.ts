@@ -5,22 +5,21 @@
 // test generates (test/engine). The official `openai` client, pointed at the relay with the agent's API key, gets a
 // chat completion, streams one (chunks arrive while llama.cpp is still decoding), and lists the models; the job's
 // api_key from access works against the engine directly; after stop the relay refuses.
-import { randomBytes, randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
 import OpenAI from 'openai';
-import { parseEther } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LLAMA_MODEL, type LlamaImage, buildLlamaEngineImage, llamaTemplate } from '../engine/llama-image.js';
 import { type Anvil, startAnvil } from '../harness/anvil.js';
 import { isDockerAvailable } from '../harness/dockerd.js';
 import { freePort, waitFor } from '../harness/processes.js';
-import { type DepositChain, setupDepositChain } from './deposit-helpers.js';
+import { type DepositChain, setupDepositChain, x402Setup } from './deposit-helpers.js';
 import { api } from './host-side-helpers.js';
 import { DIALECTS, type DockerWorld, RentalSite, startDockerWorld } from './rental-helpers.js';
 
@@ -64,23 +63,8 @@ describe.skipIf(!isDockerAvailable())('an AI agent rents a real model on CPU: wa
 
     beforeAll(async () => {
       // Our treasury, and a gas wallet with ETH that settles the payments on chain (its key in a 0600 file).
-      const treasury = privateKeyToAccount(generatePrivateKey()).address;
-      const gasKey = generatePrivateKey();
-      await anvil.rpc('anvil_setBalance', [privateKeyToAccount(gasKey).address, `0x${parseEther('10').toString(16)}`]);
-      const keyFile = join(scratch, `settlement-${dialect}.key`);
-      writeFileSync(keyFile, `${gasKey}\n`, { mode: 0o600 });
-      chmodSync(keyFile, 0o600);
-      site = await RentalSite.start(dialect, world, {
-        cpEnv: {
-          ARK_CHAINS: chain.chainsFile,
-          ARK_SECRET_KEY: randomBytes(32).toString('hex'),
-          ARK_X402_ENABLED: 'true',
-          ARK_TREASURY_ADDRESS: treasury,
-          ARK_SETTLEMENT_KEY_FILE: keyFile,
-          ARK_X402_POLL_INTERVAL_MS: '100',
-          ARK_CHAIN_POLL_INTERVAL_MS: '100',
-        },
-      });
+      const x402 = await x402Setup(chain, anvil);
+      site = await RentalSite.start(dialect, world, { cpEnv: x402.env });
       // The agent's wallet holds USDC on "Base" (and no ETH: x402 needs none from the payer).
       await chain.sendUsdc(wallet.address, 50n * USDC);
     }, 300_000);

@@ -6,14 +6,14 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Address, parseEther } from 'viem';
+import type { Address } from 'viem';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Anvil, startAnvil } from '../harness/anvil.js';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
 import { waitFor } from '../harness/processes.js';
 import { ark, arkConfigDir, expectExit } from './cli-helpers.js';
-import { BASE_USDC, type DepositChain, randomDepositXpub, renterKey, setupDepositChain } from './deposit-helpers.js';
+import { BASE_USDC, type DepositChain, randomDepositXpub, renterKey, setupDepositChain, x402Setup } from './deposit-helpers.js';
 import { type ControlPlane, startControlPlane } from './host-side-helpers.js';
 import { DIALECTS } from './rental-helpers.js';
 
@@ -36,27 +36,15 @@ describe.each(DIALECTS)('ark topup and deposit on %s', (dialect) => {
     const payerKey = generatePrivateKey();
     payer = privateKeyToAccount(payerKey).address;
     await chain.sendUsdc(payer, 20n * USDC);
-    treasury = privateKeyToAccount(generatePrivateKey()).address;
-    const gasKey = generatePrivateKey();
-    await anvil.rpc('anvil_setBalance', [privateKeyToAccount(gasKey).address, `0x${parseEther('10').toString(16)}`]);
+    const x402 = await x402Setup(chain, anvil);
+    treasury = x402.treasury;
     const dir = mkdtempSync(join(tmpdir(), 'ark-cli-billing-'));
-    const settlementKeyFile = join(dir, 'settlement.key');
-    writeFileSync(settlementKeyFile, `${gasKey}\n`, { mode: 0o600 });
     walletFile = join(dir, 'wallet.key');
     writeFileSync(walletFile, `${payerKey}\n`, { mode: 0o600 });
     chmodSync(walletFile, 0o600);
     cp = await startControlPlane({
       databaseUrl: database?.url ?? null,
-      env: {
-        ARK_CHAINS: chain.chainsFile,
-        ARK_DEPOSIT_XPUB: randomDepositXpub(),
-        ARK_SECRET_KEY: randomBytes(32).toString('hex'),
-        ARK_X402_ENABLED: 'true',
-        ARK_TREASURY_ADDRESS: treasury,
-        ARK_SETTLEMENT_KEY_FILE: settlementKeyFile,
-        ARK_X402_POLL_INTERVAL_MS: '100',
-        ARK_CHAIN_POLL_INTERVAL_MS: '100',
-      },
+      env: { ...x402.env, ARK_DEPOSIT_XPUB: randomDepositXpub() },
     });
     const key = await renterKey(cp, `cli-billing-${randomBytes(4).toString('hex')}@example.test`);
     env = { ARK_URL: cp.base, ARK_API_KEY: key, ARK_CONFIG_DIR: arkConfigDir() };

@@ -1,11 +1,11 @@
 // The chain side of the deposit suites and bench: anvil as Base, TestUsdc placed at the real Base USDC address, an
 // 18-decimal stablecoin and a mock ETH/USD aggregator deployed, and the ARK_CHAINS file naming them.
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Address, createPublicClient, createWalletClient, defineChain, type Hex, http, parseEther } from 'viem';
-import { HDKey } from 'viem/accounts';
+import { generatePrivateKey, HDKey, privateKeyToAccount } from 'viem/accounts';
 import { compileTestContracts, type TestContracts } from '../fixtures/contracts/compile.js';
 import { ANVIL_ACCOUNTS, type Anvil } from '../harness/anvil.js';
 import { type ControlPlane, controlPlaneCli } from './host-side-helpers.js';
@@ -126,4 +126,37 @@ export async function renterKey(cp: Pick<ControlPlane, 'env'>, email: string): P
   ]);
   return JSON.parse(await controlPlaneCli(cp, ['keys', 'create', '--email', email, '--scopes', 'renter', '--label', 'e2e']))
     .secret as string;
+}
+
+export interface X402Setup {
+  /** The control plane's environment for x402 top-ups on this chain (fast polls). */
+  env: Record<string, string>;
+  /** Where payments go. */
+  treasury: Address;
+  /** The wallet that settles payments on chain (10 ETH for gas; its key in a 0600 file). */
+  gasWallet: Address;
+}
+
+/** A fresh treasury and a funded settlement wallet, and the control-plane environment that turns x402 on. */
+export async function x402Setup(chain: DepositChain, anvil: Anvil): Promise<X402Setup> {
+  const treasury = privateKeyToAccount(generatePrivateKey()).address;
+  const gasKey = generatePrivateKey();
+  const gasWallet = privateKeyToAccount(gasKey).address;
+  await anvil.rpc('anvil_setBalance', [gasWallet, `0x${parseEther('10').toString(16)}`]);
+  const keyFile = join(mkdtempSync(join(tmpdir(), 'ark-x402-')), 'settlement.key');
+  writeFileSync(keyFile, `${gasKey}\n`, { mode: 0o600 });
+  chmodSync(keyFile, 0o600);
+  return {
+    treasury,
+    gasWallet,
+    env: {
+      ARK_CHAINS: chain.chainsFile,
+      ARK_SECRET_KEY: randomBytes(32).toString('hex'),
+      ARK_X402_ENABLED: 'true',
+      ARK_TREASURY_ADDRESS: treasury,
+      ARK_SETTLEMENT_KEY_FILE: keyFile,
+      ARK_X402_POLL_INTERVAL_MS: '100',
+      ARK_CHAIN_POLL_INTERVAL_MS: '100',
+    },
+  };
 }

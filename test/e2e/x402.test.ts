@@ -1,21 +1,15 @@
-// x402 v2 top-ups end to end: a real anvil playing Base with TestUsdc (EIP-3009) at the real Base USDC address, the
-// real control plane (`ark-cp serve`) on SQLite and on PostgreSQL, and a stranger paying with the official client
-// (@x402/fetch's wrapFetchWithPayment, @x402/evm's ExactEvmScheme over a viem local account, spend controls set).
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { randomBytes } from 'node:crypto';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { decodePaymentResponseHeader, encodePaymentSignatureHeader } from '@x402/core/http';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
 import { authorizationTypes } from '@x402/evm';
 import { wrapFetchWithPayment, x402Client } from '@x402/fetch';
-import { type Address, getAddress, type Hex, parseEther } from 'viem';
+import { type Address, getAddress, type Hex } from 'viem';
 import { generatePrivateKey, type PrivateKeyAccount, privateKeyToAccount } from 'viem/accounts';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Anvil, startAnvil } from '../harness/anvil.js';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
 import { waitFor } from '../harness/processes.js';
-import { BASE_USDC, type DepositChain, renterKey, setupDepositChain } from './deposit-helpers.js';
+import { BASE_USDC, type DepositChain, renterKey, setupDepositChain, x402Setup } from './deposit-helpers.js';
 import { api, type ControlPlane, controlPlaneCli, startControlPlane } from './host-side-helpers.js';
 
 const USDC = 1_000_000n;
@@ -128,23 +122,9 @@ describe.each(['sqlite', 'postgres'] as const)('x402 top-ups on %s', (dialect) =
     // A stranger's wallet holding USDC, our treasury, and our gas wallet with ETH for gas.
     payer = privateKeyToAccount(generatePrivateKey());
     await chain.sendUsdc(payer.address, 100n * USDC);
-    treasury = privateKeyToAccount(generatePrivateKey()).address;
-    const gasKey = generatePrivateKey();
-    gasWallet = privateKeyToAccount(gasKey).address;
-    await anvil.rpc('anvil_setBalance', [gasWallet, `0x${parseEther('10').toString(16)}`]);
-    const keyFile = join(mkdtempSync(join(tmpdir(), 'ark-x402-')), 'settlement.key');
-    writeFileSync(keyFile, `${gasKey}\n`, { mode: 0o600 });
-    chmodSync(keyFile, 0o600);
-    cpEnv = {
-      ARK_CHAINS: chain.chainsFile,
-      ARK_SECRET_KEY: randomBytes(32).toString('hex'),
-      ARK_X402_ENABLED: 'true',
-      ARK_TREASURY_ADDRESS: treasury,
-      ARK_SETTLEMENT_KEY_FILE: keyFile,
-      ARK_X402_POLL_INTERVAL_MS: '100',
-      ARK_CHAIN_POLL_INTERVAL_MS: '100',
-      ARK_BALANCE_CAP_MICRO: String(40n * USDC),
-    };
+    const x402 = await x402Setup(chain, anvil);
+    ({ treasury, gasWallet } = x402);
+    cpEnv = { ...x402.env, ARK_BALANCE_CAP_MICRO: String(40n * USDC) };
     cp = await startControlPlane({ databaseUrl: database?.url ?? null, env: cpEnv });
     token = await renterKey(cp, email);
     otherToken = await renterKey(cp, `x402-other-${randomBytes(4).toString('hex')}@example.test`);
