@@ -108,13 +108,11 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   }).withTypeProvider<TypeBoxTypeProvider>();
   app.setValidatorCompiler(validatorCompiler);
   // Connection bound per address, security headers, the JSON body parser (depth; bodies of routes that take none).
-  installEdge(app, edge);
-
-  // Callback style: an async hook costs a promise and a microtask turn on every request.
-  app.addHook('onRequest', (request, reply, done) => {
+  // The request id and cache headers are set in the security headers' onRequest hook, right after them: one hook
+  // (callback style, no promise) instead of two on every request.
+  installEdge(app, edge, (request, reply) => {
     reply.header('x-request-id', request.id);
     reply.header('cache-control', request.routeOptions.config?.cache === 'public' ? 'no-store' : 'private, no-store');
-    done();
   });
 
   installErrorHandling(app);

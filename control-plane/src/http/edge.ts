@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { STATUS_CODES, type Server, type ServerOptions, type ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { ERROR_CATALOG, type ErrorCode } from '@ark/shared';
-import type { FastifyBaseLogger, FastifyInstance, FastifyServerOptions } from 'fastify';
+import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
 import type { Config } from '../config.js';
 import { envelope } from './errors.js';
 import { installJsonBodyParser } from './json-body.js';
@@ -136,9 +136,16 @@ export function edgeOptionsFrom(config: Config): EdgeOptions {
   };
 }
 
-/** What the edge adds to an app built with edgeServerOptions: the connection bound, security headers, the body parser. */
-export function installEdge(app: FastifyInstance, options: EdgeOptions): void {
+/**
+ * What the edge adds to an app built with edgeServerOptions: the connection bound, security headers, the body parser.
+ * `onRequest`: the app's own per-request headers, set right after the security headers in the same hook.
+ */
+export function installEdge(
+  app: FastifyInstance,
+  options: EdgeOptions,
+  onRequest?: (request: FastifyRequest, reply: FastifyReply) => void,
+): void {
   boundConnectionsPerAddress(app.server, options);
-  installSecurityHeaders(app, options.headers);
+  installSecurityHeaders(app, options.headers, onRequest);
   installJsonBodyParser(app);
 }

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -52,10 +52,22 @@ export function htmlPagePolicy(html: string): string {
 /** Policies of the pages served so far, by page text: pages are a few constants, the map stays this small. */
 const MAX_POLICIES = 32;
 
-export function installSecurityHeaders(app: FastifyInstance, headers: Readonly<Record<string, string>>): void {
+/**
+ * `andThen`: what else every request needs before its route runs (the app's request id and cache headers), in the
+ * same hook: one hook fewer on every request.
+ */
+export function installSecurityHeaders(
+  app: FastifyInstance,
+  headers: Readonly<Record<string, string>>,
+  andThen?: (request: FastifyRequest, reply: FastifyReply) => void,
+): void {
+  // Names and values taken apart once, not per request (reply.headers() walks Object.keys each time).
+  const names = Object.keys(headers);
+  const values = names.map((name) => headers[name] as string);
   // onRequest, so every answer of a route (errors and 404s included) has them before anything is written.
-  app.addHook('onRequest', (_request, reply, done) => {
-    reply.headers(headers);
+  app.addHook('onRequest', (request, reply, done) => {
+    for (let i = 0; i < names.length; i++) reply.header(names[i] as string, values[i]);
+    andThen?.(request, reply);
     done();
   });
   const policies = new Map<string, string>();

@@ -88,7 +88,8 @@ function principalFrom(row: CredentialRow, authMethod: CredentialKind, scopes: R
     emailVerified: row.email_verified_at !== null,
     accountKind: row.account_kind,
     stepUp,
-    [ACCOUNT_ROW]: row,
   };
+  // Set after the literal: a computed key in an object literal is defined through a runtime call on every request.
+  principal[ACCOUNT_ROW] = row;
   return principal;
 }
