@@ -3,7 +3,7 @@ import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { ManualClock } from '../clock.js';
 import { verifyPassword } from '../domain/accounts/password.js';
-import { bearer, createTestApp, type TestApp, testConfig } from '../testing/app.js';
+import { bearer, createTestApp, seedAccount, type TestApp, testConfig } from '../testing/app.js';
 import { DIALECTS } from '../testing/stores.js';
 import { runCli } from './index.js';
 
@@ -179,5 +179,69 @@ describe.each(DIALECTS)('operator CLI for accounts and keys on %s', (dialect) =>
     );
     expect(garbage.code).toBe(1);
     expect(garbage.stderr).toContain('RFC 3339');
+  });
+
+  it('shows, sets and clears an account’s spend-rate cap, audited with the operator’s reason; the API sees the same cap', async () => {
+    const account = await seedAccount(t.ctx, { email: 'capped@example.test' });
+    const show = await run('accounts', 'spend-cap', '--email', 'capped@example.test');
+    expect(show.code, show.stderr).toBe(0);
+    const before = JSON.parse(show.stdout);
+    expect(before).toMatchObject({ account_id: account.accountId, is_default: true, committed_micro_per_hour: '0' });
+
+    const noReason = await run('accounts', 'spend-cap', '--email', 'capped@example.test', '--per-hour-micro', '5000000');
+    expect(noReason.code).toBe(1);
+    expect(noReason.stderr).toContain('--reason');
+    const bad = await run(
+      'accounts',
+      'spend-cap',
+      '--email',
+      'capped@example.test',
+      '--per-hour-micro',
+      '5.5',
+      '--reason',
+      'abuse report 7',
+    );
+    expect(bad.code, bad.stderr).toBe(1);
+    expect(bad.stderr).toContain('--per-hour-micro');
+    const both = await run(
+      'accounts',
+      'spend-cap',
+      '--email',
+      'capped@example.test',
+      '--per-hour-micro',
+      '1',
+      '--default',
+      '--reason',
+      'abuse report 7',
+    );
+    expect(both.code).toBe(1);
+
+    const set = await run(
+      'accounts',
+      'spend-cap',
+      '--email',
+      'capped@example.test',
+      '--per-hour-micro',
+      '5000000',
+      '--reason',
+      'abuse report 7',
+    );
+    expect(set.code, set.stderr).toBe(0);
+    expect(JSON.parse(set.stdout)).toMatchObject({ cap_micro_per_hour: '5000000', is_default: false, available_micro_per_hour: '5000000' });
+    const seen = await t.app.inject({ method: 'GET', url: '/api/v1/account/spend-cap', headers: bearer(account.apiKey) });
+    expect(seen.json()).toMatchObject({ cap_micro_per_hour: '5000000', is_default: false });
+    const audit = await t.store.db
+      .selectFrom('audit_log')
+      .select(['action', 'detail'])
+      .where('subject', '=', account.accountId)
+      .where('action', '=', 'spend_cap.set_by_operator')
+      .execute();
+    expect(audit).toHaveLength(1);
+    expect(JSON.stringify(audit[0]?.detail)).toContain('abuse report 7');
+
+    const cleared = await run('accounts', 'spend-cap', '--email', 'capped@example.test', '--default', '--reason', 'report closed');
+    expect(cleared.code, cleared.stderr).toBe(0);
+    expect(JSON.parse(cleared.stdout)).toMatchObject({ is_default: true, cap_micro_per_hour: before.cap_micro_per_hour });
+    expect((await run('accounts', 'spend-cap', '--email', 'nobody@example.test')).code).toBe(1);
   });
 });

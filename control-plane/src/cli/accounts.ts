@@ -1,4 +1,5 @@
-import type { AccountRole } from '@ark/shared';
+import { type AccountRole, MICRO_AMOUNT_MAX } from '@ark/shared';
+import type { SpendCapStanding } from '../domain/jobs/spend-cap.js';
 import { normalizeEmail, parseScopeList } from '../domain/accounts/account.js';
 import { generatePassword, passwordPolicyViolation } from '../domain/accounts/password.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
@@ -76,6 +77,38 @@ export async function createKeyCommand(ctx: Pick<CliContext, 'services' | 'clock
   return { api_key_id: row.id, secret, scopes, label: row.label, account_id: account.id, expires_at: row.expires_at };
 }
 
+/** `accounts spend-cap`: shows an account's spend-rate cap, or sets it (`--per-hour-micro`) or clears it (`--default`). */
+export async function spendCapCommand(
+  ctx: Pick<CliContext, 'services'>,
+  input: { email: string; perHourMicro?: string; useDefault?: boolean; reason?: string },
+) {
+  const account = await ctx.services.accounts.accountWithEmail(input.email);
+  if (!account) throw new CliRefusal(`no account with email "${input.email}"`);
+  if (input.perHourMicro !== undefined && input.useDefault) throw new CliRefusal('give --per-hour-micro or --default, not both');
+  let standing: SpendCapStanding;
+  if (input.perHourMicro === undefined && !input.useDefault) standing = await ctx.services.jobs.readSpendCap(account.id);
+  else {
+    const reason = (input.reason ?? '').trim();
+    if (reason.length < 5) throw new CliRefusal('--reason must say why, in at least 5 characters');
+    let cap: bigint | null = null;
+    if (input.perHourMicro !== undefined) {
+      if (!/^[0-9]{1,16}$/.test(input.perHourMicro) || BigInt(input.perHourMicro) > MICRO_AMOUNT_MAX)
+        throw new CliRefusal(`--per-hour-micro must be a whole number of micro-USDC per hour up to ${MICRO_AMOUNT_MAX}`);
+      cap = BigInt(input.perHourMicro);
+    }
+    standing = await ctx.services.jobs.setSpendCapByOperator({ accountId: account.id, capMicroPerHour: cap, reason });
+  }
+  return {
+    account_id: account.id,
+    email: account.email,
+    cap_micro_per_hour: standing.capMicroPerHour.toString(),
+    default_cap_micro_per_hour: standing.defaultCapMicroPerHour.toString(),
+    is_default: standing.isDefault,
+    committed_micro_per_hour: standing.committedMicroPerHour.toString(),
+    available_micro_per_hour: standing.availableMicroPerHour.toString(),
+  };
+}
+
 export const accountCommands: CliCommand[] = [
   {
     name: 'accounts create',
@@ -111,6 +144,21 @@ export const accountCommands: CliCommand[] = [
         expiresAt: text(values, 'expires-at'),
       };
       printJson(ctx, await createKeyCommand(ctx, input));
+      return 0;
+    },
+  },
+  {
+    name: 'accounts spend-cap',
+    usage: 'accounts spend-cap --email E [--per-hour-micro N --reason R | --default --reason R]',
+    options: { email: { type: 'string' }, 'per-hour-micro': { type: 'string' }, default: { type: 'boolean' }, reason: { type: 'string' } },
+    async run(values, ctx) {
+      const input = {
+        email: required(values, 'email'),
+        perHourMicro: text(values, 'per-hour-micro'),
+        useDefault: values.default === true,
+        reason: text(values, 'reason'),
+      };
+      printJson(ctx, await spendCapCommand(ctx, input));
       return 0;
     },
   },

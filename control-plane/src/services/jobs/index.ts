@@ -20,7 +20,7 @@ import { createQuote } from './quote.js';
 import { type JobReads, jobReads } from './reads.js';
 import { reconcileFromHeartbeat } from './reconcile.js';
 import { type Reservation, reserve } from './reserve.js';
-import { changeSpendCap, readSpendCap, type SpendCapChange } from './spend-cap.js';
+import { changeSpendCap, readSpendCap, type SpendCapChange, setSpendCapByOperator } from './spend-cap.js';
 import { type JobSweeps, jobSweeps } from './sweeps.js';
 
 export { type JobDeps, type JobSettings, jobSettingsOf } from './deps.js';
@@ -61,6 +61,8 @@ export interface JobServices {
   readSpendCap(accountId: string): Promise<SpendCapStanding>;
   /** PUT /api/v1/account/spend-cap: lowering needs nothing more, raising a fresh step-up (audited either way). */
   changeSpendCap(change: SpendCapChange, commit?: CommitHook<SpendCapStanding>): Promise<SpendCapStanding>;
+  /** `ark-cp accounts spend-cap`: the operator sets (or clears, null) an account's own cap, audited with a reason. */
+  setSpendCapByOperator(input: { accountId: string; capMicroPerHour: bigint | null; reason: string }): Promise<SpendCapStanding>;
   readonly sweeps: JobSweeps;
   readonly reads: JobReads;
 }
@@ -77,6 +79,7 @@ export function buildJobServices(deps: JobDeps): JobServices {
     reconcileFromHeartbeat: (machineId, msg, now) => reconcileFromHeartbeat(deps, machineId, msg, now),
     readSpendCap: (accountId) => readSpendCap(deps, accountId),
     changeSpendCap: (change, commit) => changeSpendCap(deps, change, commit),
+    setSpendCapByOperator: (input) => setSpendCapByOperator(deps, input),
     sweeps: jobSweeps(deps),
     reads: jobReads(deps),
   };

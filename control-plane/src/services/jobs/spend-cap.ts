@@ -91,3 +91,33 @@ export async function changeSpendCap(
     commit,
   );
 }
+
+/**
+ * The operator sets an account's own cap from `ark-cp` (no step-up: the operator's shell is the authority), audited
+ * with the operator's reason; null goes back to the operator's default. Like the account's own change, a cap under
+ * what running jobs commit refuses new reservations and stops nothing.
+ */
+export async function setSpendCapByOperator(
+  deps: JobDeps,
+  input: { accountId: string; capMicroPerHour: bigint | null; reason: string },
+): Promise<SpendCapStanding> {
+  const now = deps.clock.now();
+  return transact(deps.store, async (trx) => {
+    const current = await lockSpendCap(trx, deps.store.dialect, input.accountId);
+    if (!current) throw new DomainError('NOT_FOUND');
+    await setSpendCap(trx, input.accountId, input.capMicroPerHour, now);
+    await appendAudit(trx, {
+      at: now,
+      actorAccountId: null,
+      action: 'spend_cap.set_by_operator',
+      subject: input.accountId,
+      detail: {
+        from: current.capMicroPerHour?.toString() ?? null,
+        to: input.capMicroPerHour?.toString() ?? null,
+        default: deps.settings.spendRateCapMicroPerHour.toString(),
+        reason: input.reason,
+      },
+    });
+    return standingIn(deps, trx, input.accountId, input.capMicroPerHour);
+  });
+}
