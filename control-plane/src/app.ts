@@ -15,6 +15,7 @@ import { documentRoute } from './http/schemas.js';
 import { declareApiReferenceRoutes, registerApiReference } from './http/api-reference.js';
 import { completeOpenApiDocument } from './http/openapi-docs.js';
 import { installIdempotency } from './http/idempotency.js';
+import { lazyChildLoggerFactory } from './http/lazy-logger.js';
 import { installMetrics } from './http/metrics.js';
 import { Paginator } from './http/pagination.js';
 import { registerAccountRoutes } from './http/routes/accounts.js';
@@ -83,6 +84,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
     bodyLimit: ctx.config.bodyLimitBytes,
     // A fresh request id per request, never taken from the client.
     genReqId: () => randomUUID(),
+    // The request's child logger is built when the request first logs, not for every request (http/lazy-logger.ts).
+    childLoggerFactory: lazyChildLoggerFactory,
     requestIdHeader: false,
     trustProxy: false,
     return503OnClosing: true,
