@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Anvil, startAnvil } from '../harness/anvil.js';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
 import { waitFor } from '../harness/processes.js';
+import { ark, arkConfigDir, expectExit } from './cli-helpers.js';
 import { type DepositChain, setupDepositChain } from './deposit-helpers.js';
 import { type ControlPlane, controlPlaneCli, startControlPlane } from './host-side-helpers.js';
 import {
@@ -163,6 +164,19 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     });
     // A renter key is not a host's: earnings are for the host scope.
     expect((await call(cp, 'GET', '/api/v1/hosts/earnings', { token: adminKey })).status).toBe(403);
+  });
+
+  it('pays the rest out with the ark CLI: `ark payout` registers the new address, and the chain pays it once', async () => {
+    const to = randomAddress();
+    const env = { ARK_URL: cp.base, ARK_API_KEY: host, ARK_CONFIG_DIR: arkConfigDir() };
+    const run = expectExit(await ark(['payout', '--amount', '1', '--to', to, '--json'], { env }), 0);
+    expect(run.json).toMatchObject({ kind: 'payout', amount_micro: String(USDC), address: to.toLowerCase(), hold_reasons: [] });
+    const paid = await waitWithdrawal(cp, anvil, host, run.json.id, 'CONFIRMED');
+    expect(await usdcOf(to)).toBe(USDC);
+    expect(await transfersOnChain(chain, wallet.address, to)).toEqual([{ to, value: USDC, txHash: paid.tx_hash }]);
+    // The CLI's own earnings view agrees: everything earned is paid out.
+    const shown = expectExit(await ark(['earnings', '--json'], { env }), 0);
+    expect(shown.json).toMatchObject({ payable_micro: '0', locked_micro: '0', paid_out_micro: String(3n * USDC) });
   });
 
   it('pays a renter withdrawal from the available balance', async () => {
