@@ -329,6 +329,39 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     expect((await other.get(`/console/jobs/${jobId}`)).statusCode).toBe(404);
   });
 
+  it('opens a ticket about a job, an operator answers it, the opener reads the answer; nobody else can', async () => {
+    const opener = await seedAccount(t.ctx);
+    await fund(t.ctx, opener.accountId, 50_000_000n);
+    const { jobId } = await reserveJob(t.app, opener, live);
+    const browser = new Browser(t);
+    await browser.signIn(opener);
+    expect((await browser.get(`/console/jobs/${jobId}`)).body).toContain(`href="/console/tickets?job=${jobId}"`);
+    const form = await browser.get(`/console/tickets?job=${jobId}`);
+    expect(form.body).toContain(`name="job_id" class="mono" value="${jobId}"`);
+    const opened = await browser.post('/console/tickets', {
+      category: 'rental',
+      job_id: jobId,
+      text: 'The GPU <b>vanished</b>\nafter 5 minutes.',
+    });
+    const ticketPath = opened.headers.location as string;
+    expect(ticketPath).toMatch(/^\/console\/tickets\/[0-9a-f-]{36}$/);
+    const mine = await browser.get(ticketPath);
+    // Plain text, escaped: what the person wrote, never markup.
+    expect(mine.body).toContain('The GPU &lt;b&gt;vanished&lt;/b&gt;\nafter 5 minutes.');
+
+    const operator = new Browser(t);
+    await operator.signIn(admin);
+    expect((await operator.get('/console/admin/tickets?state=open')).body).toContain(`href="${ticketPath}"`);
+    await operator.get(ticketPath);
+    await operator.post(`${ticketPath}/messages`, { text: 'We moved you to another machine.' });
+    const answered = await browser.get(ticketPath);
+    expect(answered.body).toContain('class="message from-admin"');
+    expect(answered.body).toContain('We moved you to another machine.');
+    const stranger = new Browser(t);
+    await stranger.signIn(renter);
+    expect((await stranger.get(ticketPath)).statusCode).toBe(404);
+  });
+
   it('approves a rig’s pairing code: looked up first, then approved, and the machine is the host’s', async () => {
     const host = await seedAccount(t.ctx, { role: 'host' });
     const created = await t.app.inject({ method: 'POST', url: '/api/v1/hosts/pairings', payload: { manifest: sampleManifest() } });
@@ -354,7 +387,7 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
 
   it('renders every page of each role without an error', async () => {
     const pages: Array<[SeededAccount, string[]]> = [
-      [renter, ['/console', '/console/jobs', '/console/balance']],
+      [renter, ['/console', '/console/jobs', '/console/balance', '/console/tickets']],
       [live.host, ['/console', '/console/machines', '/console/pair', '/console/earnings', '/console/market', '/console/market?window=7d']],
       [
         admin,

@@ -12,6 +12,7 @@ import { registerAdminPages } from './admin.js';
 import { registerHostPages } from './host.js';
 import { registerMoneyOutActions } from './money-out.js';
 import { registerRenterPages } from './renter.js';
+import { registerSupportPages } from './support.js';
 import { type ConsoleScope, CONSOLE_POLICY, SESSION_COOKIE } from './session.js';
 import { registerSessionPages } from './sign-in.js';
 
@@ -76,6 +77,7 @@ export async function registerConsole(app: FastifyInstance, ctx: AppContext): Pr
       registerRenterPages(console);
       registerAdminPages(console);
       registerMoneyOutActions(console);
+      registerSupportPages(console);
     },
     { prefix: '/console' },
   );

@@ -140,6 +140,7 @@ export function navigation(account: Account | null): Array<{ section: string; li
       links: [
         { href: '/console/jobs', label: 'Jobs' },
         { href: '/console/balance', label: 'Balance' },
+        { href: '/console/tickets', label: 'Support' },
       ],
     },
   ];
