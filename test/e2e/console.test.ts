@@ -253,7 +253,10 @@ describe.each(['sqlite', 'postgres'] as const)('the web console in Chromium on %
     expect(new Date(listed[0]?.ends_at ?? '').getTime()).toBe(endsAt.getTime());
   });
 
-  it('an operator with TOTP sees the fleet, pauses and resumes admissions, and approves a held withdrawal', async () => {
+  // Four TOTP codes in all (enrollment, pause, resume, approve): one may wait out a 30 s period on a slow machine.
+  it('an operator with TOTP sees the fleet, pauses and resumes admissions, and approves a held withdrawal', {
+    timeout: 120_000,
+  }, async () => {
     const page = await web.actor();
     const posted = await web.signIn(page, adminEmail, PASSWORD);
     expect(posted.status()).toBe(303);
