@@ -164,7 +164,7 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   registerSystemRoutes(app, ctx);
   for (const register of routeModules) await register(app, ctx);
   // The relay reaches engines through the agent connections this gateway holds.
-  registerRelayRoutes(app, ctx, gateway.relay);
+  registerRelayRoutes(app, ctx, gateway.relay, (machineId) => gateway.isConnected(machineId));
   await registerApiReference(app);
   // The web console: pages over the public API above (console/index.ts).
   await registerConsole(app, ctx);

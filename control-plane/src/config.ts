@@ -20,6 +20,11 @@ export interface Config {
   /** 32 bytes: HMAC for cursors, AES-256-GCM for secrets at rest. */
   secretKey: Buffer;
   publicBaseUrl: string;
+  /**
+   * ARK_REPLICA_URL: where the other replicas reach this one (an internal address), for the relay's requests to a
+   * machine whose channel this replica holds; null for a single replica.
+   */
+  replicaUrl: string | null;
   redisUrl: string | null;
   smtp: { url: string | null; from: string };
   bodyLimitBytes: number;
@@ -157,6 +162,21 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('ARK_METRICS_TOKEN must be 16 to 512 printable characters without spaces');
   }
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw new ConfigError('ARK_SQLITE_SYNCHRONOUS must be FULL or NORMAL');
+  const replicaUrl = env.ARK_REPLICA_URL ? env.ARK_REPLICA_URL.replace(/\/$/, '') : null;
+  if (replicaUrl !== null) {
+    let parsed: URL | null = null;
+    try {
+      parsed = new URL(replicaUrl);
+    } catch {}
+    if (
+      parsed === null ||
+      (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') ||
+      parsed.pathname !== '/' ||
+      parsed.search !== ''
+    ) {
+      throw new ConfigError('ARK_REPLICA_URL must be an http(s) origin other replicas reach this one at, like http://10.0.0.5:8080');
+    }
+  }
   const publicBaseUrl = (env.ARK_PUBLIC_URL || `http://${host.includes(':') ? `[${host}]` : host}:${port}`).replace(/\/$/, '');
   return {
     host,
@@ -165,6 +185,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl,
     secretKey: secretKeyFrom(env, dataDir, databaseUrl !== null),
     publicBaseUrl,
+    replicaUrl,
     redisUrl: env.REDIS_URL || null,
     smtp: { url: env.SMTP_URL || null, from: env.SMTP_FROM || 'Ark <no-reply@ark.invalid>' },
     bodyLimitBytes: int(env, 'ARK_BODY_LIMIT_BYTES', 1_048_576, 1024, 64 * 1_048_576),

@@ -9,7 +9,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDockerAvailable } from '../harness/dockerd.js';
 import type { TestImage } from '../harness/images.js';
 import { ENGINE_MODEL, engineImageIn, type ModelJob, startModelJob } from './relay-helpers.js';
-import { api } from './host-side-helpers.js';
+import { freePort } from '../harness/processes.js';
+import { api, startControlPlane } from './host-side-helpers.js';
 import { DIALECTS, type DockerWorld, RentalSite, startDockerWorld } from './rental-helpers.js';
 
 const TOKEN_DELAY_MS = 60;
@@ -40,7 +41,11 @@ describe.skipIf(!isDockerAvailable())('the OpenAI-compatible relay on real parts
 
     beforeAll(async () => {
       // One open request per job: the limit is seen with two clients, and a left stream frees its slot.
-      site = await RentalSite.start(dialect, world, { cpEnv: { ARK_RELAY_MAX_STREAMS_PER_JOB: '1', ARK_RELAY_MAX_BODY_BYTES: '4096' } });
+      // On Postgres the site is one replica of two (ARK_REPLICA_URL): a second one joins in its own test.
+      site = await RentalSite.start(dialect, world, {
+        cpEnv: { ARK_RELAY_MAX_STREAMS_PER_JOB: '1', ARK_RELAY_MAX_BODY_BYTES: '4096' },
+        replica: dialect === 'postgres',
+      });
       job = await startModelJob(site, engine, { tokenDelayMs: TOKEN_DELAY_MS });
       client = new OpenAI({ apiKey: site.renterKey, baseURL: job.relayBase, maxRetries: 0, timeout: 30_000 });
     }, 240_000);
@@ -85,6 +90,70 @@ describe.skipIf(!isDockerAvailable())('the OpenAI-compatible relay on real parts
       const models = await client.models.list();
       expect(models.data.map((m) => m.id)).toEqual([ENGINE_MODEL]);
     });
+
+    it.runIf(dialect === 'postgres')(
+      'a second replica on the same database answers through the one holding the agent’s channel, streams included',
+      async () => {
+        // The same secret key and database, its own port and data directory: what a second replica behind a load
+        // balancer is. The agent stays connected to the first one.
+        const port = await freePort();
+        const { PORT: _port, ARK_DATA_DIR: _dir, ...shared } = site.cp.env;
+        const second = await startControlPlane({
+          port,
+          databaseUrl: site.database?.url ?? null,
+          env: { ...shared, ARK_REPLICA_URL: `http://127.0.0.1:${port}` },
+        });
+        try {
+          const viaSecond = new OpenAI({
+            apiKey: site.renterKey,
+            baseURL: job.relayBase.replace(site.cp.base, second.base),
+            maxRetries: 0,
+            timeout: 30_000,
+          });
+          const prompt = 'answered through another replica';
+          const chat = await viaSecond.chat.completions.create({
+            model: ENGINE_MODEL,
+            messages: [{ role: 'user', content: prompt }],
+            max_tokens: 4,
+          });
+          expect(chat.choices[0]?.message.content).toBe(expectedText(prompt, 4));
+          const stream = await viaSecond.chat.completions.create({
+            model: ENGINE_MODEL,
+            messages: [{ role: 'user', content: prompt }],
+            max_tokens: 6,
+            stream: true,
+          });
+          const arrivals: number[] = [];
+          let text = '';
+          for await (const chunk of stream) {
+            const content = chunk.choices[0]?.delta?.content;
+            if (content) {
+              arrivals.push(performance.now());
+              text += content;
+            }
+          }
+          expect(text).toBe(expectedText(prompt, 6));
+          // Relayed chunk by chunk across both replicas, not gathered into one burst.
+          expect((arrivals.at(-1) as number) - (arrivals[0] as number)).toBeGreaterThan(TOKEN_DELAY_MS * 5 * 0.6);
+          expect((await viaSecond.models.list()).data.map((m) => m.id)).toEqual([ENGINE_MODEL]);
+          // The second replica cannot reach the engine itself: a request it may not forward (already forwarded once)
+          // is refused there, so the answers above came through the first replica.
+          const direct = await fetch(`${job.relayBase.replace(site.cp.base, second.base)}/models`, {
+            headers: { authorization: `Bearer ${site.renterKey}`, 'x-ark-relay-hop': '1' },
+          });
+          expect(direct.status).toBe(503);
+          expect(((await direct.json()) as { error: { code: string } }).error.code).toBe('RELAY_ENGINE_UNREACHABLE');
+          // The holder still authorizes: another renter's key is refused there too.
+          const stranger = await fetch(`${job.relayBase.replace(site.cp.base, second.base)}/models`, {
+            headers: { authorization: 'Bearer ark_not_a_real_key' },
+          });
+          expect(stranger.status).toBe(401);
+        } finally {
+          await second.process.stop('SIGTERM');
+        }
+      },
+      120_000,
+    );
 
     it('streams chunk by chunk: the first tokens arrive while the engine is still writing the rest', async () => {
       const prompt = 'stream these words please';

@@ -12,7 +12,7 @@ import { Client, type ClientChannel, type SFTPWrapper } from 'ssh2';
 import { type DockerDaemon, startDockerd } from '../harness/dockerd.js';
 import { buildTestImage, type TestImage } from '../harness/images.js';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
-import { type SpawnedProcess, waitFor } from '../harness/processes.js';
+import { freePort, type SpawnedProcess, waitFor } from '../harness/processes.js';
 import {
   type AgentSetup,
   type ControlPlane,
@@ -79,6 +79,8 @@ export interface SiteOptions {
   cpEnv?: NodeJS.ProcessEnv;
   /** Renter credit in micro-USDC. */
   creditMicro?: bigint;
+  /** Give the control plane an ARK_REPLICA_URL (its own loopback address), so that a second replica can reach it. */
+  replica?: boolean;
 }
 
 export interface RenterKey {
@@ -133,7 +135,13 @@ export class RentalSite {
       ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: '1000000000000000',
       ...options.cpEnv,
     };
-    this.cp = await startControlPlane({ databaseUrl: this.database?.url ?? null, env: this.cpEnv });
+    const port = options.replica ? await freePort() : undefined;
+    if (port !== undefined) this.cpEnv.ARK_REPLICA_URL = `http://127.0.0.1:${port}`;
+    this.cp = await startControlPlane({
+      databaseUrl: this.database?.url ?? null,
+      env: this.cpEnv,
+      ...(port === undefined ? {} : { port }),
+    });
     this.creditMicro = options.creditMicro ?? 1_000_000_000n;
     // Each CLI run is a process start: the host and the renter are made side by side.
     const renter = async () => {

@@ -17,6 +17,9 @@ export function fillChannelHandlers(channel: ChannelHandlers, services: Pick<Ser
   channel.onHeartbeat(async (machineId, msg, now) => {
     await jobs.reconcileFromHeartbeat(machineId, msg, now);
   });
+  // The relay on another replica finds this one through the record (nothing is recorded for a single replica).
+  channel.onConnect((machineId, now) => hosting.replicas.connected(machineId, now));
+  channel.onDisconnect((machineId) => hosting.replicas.disconnected(machineId));
   channel.on('telemetry', (trx, machineId, msg, now) => hosting.ingestTelemetry(trx, machineId, msg, now));
   channel.on('nettest_receipt', (trx, machineId, msg, now) => hosting.applyNettestReceipt(trx, machineId, msg, now));
   channel.on('job_status', (trx, machineId, msg, now) => jobs.applyJobStatus(trx, machineId, msg, now));

@@ -1,3 +1,4 @@
+import { Readable } from 'node:stream';
 import { IdParams } from '@ark/shared';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../errors.js';
@@ -33,15 +34,67 @@ const STREAM_NOTE =
   'job 429 UNAVAILABLE; an engine that cannot be reached or does not begin answering in time 503. Limits: ARK_RELAY_MAX_BODY_BYTES, ' +
   'ARK_RELAY_FIRST_BYTE_TIMEOUT_S, ARK_RELAY_MAX_STREAM_S, ARK_RELAY_MAX_STREAMS_PER_JOB.';
 
-export function registerRelayRoutes(app: TypedApp, ctx: AppContext, tunnel: RelayTunnel): void {
+/** Marks a request one replica forwarded to the one holding the machine's channel: it is never forwarded again. */
+export const RELAY_HOP_HEADER = 'x-ark-relay-hop';
+
+/**
+ * Forwards a relay request, as the client sent it (its own credential included: the holder authenticates and
+ * authorizes it again), to the replica that holds the machine's channel, and streams the answer back unbuffered.
+ */
+async function viaReplica(replica: string, request: any, reply: any): Promise<unknown> {
+  const controller = new AbortController();
+  // The client left: the holder's request ends too, and with it the engine's.
+  reply.raw.once('close', () => {
+    if (!reply.raw.writableFinished) controller.abort();
+  });
+  const post = request.method === 'POST';
+  let upstream: Response;
+  try {
+    upstream = await fetch(`${replica}${request.url}`, {
+      method: request.method,
+      headers: {
+        authorization: String(request.headers.authorization ?? ''),
+        accept: String(request.headers.accept ?? '*/*'),
+        [RELAY_HOP_HEADER]: '1',
+        ...(post ? { 'content-type': 'application/json' } : {}),
+      },
+      ...(post ? { body: JSON.stringify(request.body) } : {}),
+      signal: controller.signal,
+    });
+  } catch (error) {
+    throw new DomainError(
+      'RELAY_ENGINE_UNREACHABLE',
+      `The replica holding the machine's channel could not be reached: ${(error as Error).message}.`,
+    );
+  }
+  const type = upstream.headers.get('content-type') ?? 'application/octet-stream';
+  reply.code(upstream.status).type(type);
+  if (type.startsWith('text/event-stream')) reply.header('x-accel-buffering', 'no').header('content-encoding', 'identity');
+  return reply.send(upstream.body ? Readable.fromWeb(upstream.body as never) : '');
+}
+
+export function registerRelayRoutes(
+  app: TypedApp,
+  ctx: AppContext,
+  tunnel: RelayTunnel,
+  /** Whether this replica holds the machine's channel now. */
+  connectedHere: (machineId: string) => boolean,
+): void {
   const relay = new JobRelay(tunnel, ctx.config.relay);
   const jobs = ctx.services.jobs;
+  const replicas = ctx.services.hosting.replicas;
 
   const forward = (path: RelayPath) => async (request: any, reply: any) => {
     const principal = principalOf(request);
     const job = await jobs.reads.find(request.params.id);
     if (!job) throw new DomainError('NOT_FOUND');
     assertOwnerOrAdmin(principal, job.accountId);
+    JobRelay.assertRelayable(job);
+    // Several replicas: the machine's channel may be held by another one, which answers it.
+    if (!connectedHere(job.machineId) && request.headers[RELAY_HOP_HEADER] === undefined) {
+      const holder = await replicas.elsewhere(job.machineId);
+      if (holder !== null) return viaReplica(holder, request, reply);
+    }
     const body = request.method === 'POST' ? Buffer.from(JSON.stringify(request.body)) : null;
     const answer = await relay.call({ job, method: request.method, path, body });
     // The client went away before the engine finished (or while the answer was being opened): the agent aborts the

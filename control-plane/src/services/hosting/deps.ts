@@ -14,6 +14,8 @@ export interface HostingSettings {
   nettestEndpoint: string;
   /** The liveness grace (3 heartbeat intervals): a longer gap between heartbeats starts a new online interval. */
   onlineGraceMs: number;
+  /** ARK_REPLICA_URL: this replica's address for the others; null for a single replica (nothing recorded). */
+  replicaUrl: string | null;
 }
 
 export function hostingSettingsOf(config: Config): HostingSettings {
@@ -21,6 +23,7 @@ export function hostingSettingsOf(config: Config): HostingSettings {
     seedRateMicroPerHour: config.seedRateMicroPerHour,
     nettestEndpoint: config.nettestEndpoint ?? `${config.publicBaseUrl}/api/v1/nettest`,
     onlineGraceMs: LIVENESS_GRACE_HEARTBEATS * config.heartbeatIntervalMs,
+    replicaUrl: config.replicaUrl,
   };
 }
 

@@ -1,3 +1,4 @@
+import { type AgentReplicas, agentReplicas } from './replicas.js';
 import type { HeartbeatMessage, MachineGoLive, NettestReceiptMessage, TelemetryBucket, TelemetryMessage } from '@ark/shared';
 import type { Executor, Tx } from '../../store/db.js';
 import type { HeartbeatBuffer } from '../../store/heartbeats.js';
@@ -37,10 +38,13 @@ export interface HostingServices {
   readonly heartbeats: HeartbeatBuffer;
   /** Writes the buffered heartbeats (the flush a clean shutdown runs after the gateway closed). */
   close(): Promise<void>;
+  /** Which replica holds each agent's channel (the relay's cross-replica routing). */
+  readonly replicas: AgentReplicas;
 }
 
 export function buildHostingServices(deps: HostingDeps): HostingServices {
   return {
+    replicas: agentReplicas(deps),
     recordHeartbeat: (machineId, msg, now) => recordHeartbeat(deps, machineId, msg, now),
     applyHeartbeat: (db, machineId, msg, now) => applyHeartbeat(db, machineId, msg, now, deps.admissions, deps.settings.onlineGraceMs),
     ingestTelemetry: (trx, machineId, msg, now) => ingestTelemetry(deps, trx, machineId, msg, now),

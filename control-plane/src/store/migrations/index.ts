@@ -16,6 +16,7 @@ import * as m0015 from './0015-market.js';
 import * as m0016 from './0016-spend-cap.js';
 import * as m0017 from './0017-reliability.js';
 import * as m0018 from './0018-oauth.js';
+import * as m0019 from './0019-agent-replicas.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -36,4 +37,5 @@ export const migrations: Record<string, Migration> = {
   '0016-spend-cap': m0016,
   '0017-reliability': m0017,
   '0018-oauth': m0018,
+  '0019-agent-replicas': m0019,
 };

@@ -31,7 +31,15 @@ export interface AgentChannelStateTable {
   updated_at: string;
 }
 
+/** The replica holding each agent's channel now (written at the handshake, removed when that channel ends). */
+export interface AgentReplicasTable {
+  machine_id: string;
+  replica_url: string;
+  connected_at: string;
+}
+
 export interface GatewayTables {
+  agent_replicas: AgentReplicasTable;
   settings: SettingsTable;
   agent_outbox: AgentOutboxTable;
   agent_channel_state: AgentChannelStateTable;
