@@ -10,7 +10,8 @@ import {
   scoreText,
 } from '../../domain/machines/reliability.js';
 import type { Store } from '../../store/db.js';
-import { loadReliabilityPage, pruneOnlineIntervals, writeReliability } from '../../store/reliability.js';
+import { loadReliabilityPage, pruneOnlineIntervals, writeReliabilities } from '../../store/reliability.js';
+import type { MachineReliabilityTable } from '../../store/tables/reliability.js';
 import { inTransactionWithRetry } from '../../store/transaction.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
 
@@ -56,6 +57,7 @@ export async function refreshReliability(deps: ReliabilityDeps): Promise<Reliabi
     if (page.length === 0) break;
     afterId = page[page.length - 1]?.machineId ?? null;
     await inTransactionWithRetry(deps.store, async (trx) => {
+      const rows: MachineReliabilityTable[] = [];
       for (const machine of page) {
         const score = reliabilityScore(
           {
@@ -69,7 +71,7 @@ export async function refreshReliability(deps: ReliabilityDeps): Promise<Reliabi
         );
         const held = isHeld(score, deps.settings.floorE4);
         const wasHeld = machine.previous?.held ?? false;
-        await writeReliability(trx, {
+        rows.push({
           machine_id: machine.machineId,
           owner_account_id: machine.ownerAccountId,
           score_e4: BigInt(score.scoreE4),
@@ -101,6 +103,8 @@ export async function refreshReliability(deps: ReliabilityDeps): Promise<Reliabi
           else step.released++;
         }
       }
+      // The page's scores in a few statements; the webhook events above are in the same transaction.
+      await writeReliabilities(trx, rows);
     });
     step.scored += page.length;
     if (page.length < RELIABILITY_PAGE) break;
