@@ -5,12 +5,13 @@
 // (loading the history and storing every model's bucket for each of the 365 windows) is timed once.
 //
 // Run: pnpm exec tsx test/bench/market.bench.ts [--machines 10000] [--requests 300]
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import type { Dialect } from '@ark/control-plane/store/db';
 import { bearer, createTestApp, seedAccount } from '@ark/control-plane/testing/app';
+import { fleetMachineRows } from './fleet-rows.js';
 
 export interface DialectMarketFigures {
   machines: number;
@@ -78,57 +79,20 @@ async function measure(
       // Listed at some point in the last year; the older half relisted once.
       const listedFrom = now - (1 + ((i * 7919) % 364)) * DAY;
       const created = at(listedFrom - 3600_000);
-      tokens.push({
-        id: tokenId,
-        token_hash: createHash('sha256').update(tokenId).digest('hex'),
-        account_id: host.accountId,
-        pairing_id: null,
-        go_live: 1n,
-        created_at: created,
-        expires_at: created,
-        consumed_at: created,
-        machine_id: machineId,
+      const rows = fleetMachineRows({
+        index: i,
+        machineId,
+        tokenId,
+        offerId,
+        hostAccountId: host.accountId,
+        gpuModel: model,
+        gpuCount: gpus,
+        created,
+        lastHeartbeatAt: at(now),
       });
-      machines.push({
-        id: machineId,
-        owner_account_id: host.accountId,
-        public_key: 'AAAA',
-        manifest: '{}',
-        manifest_hash: `sha256:${'0'.repeat(64)}`,
-        hostname: `rig-${i}`,
-        gpu_count: BigInt(gpus),
-        gpu_model: model,
-        vram_bytes: 25_757_220_864n,
-        ram_bytes: 137_438_953_472n,
-        disk_bytes: 2_000_398_934_016n,
-        region: 'eu-west',
-        go_live: 1n,
-        live_state: 'live',
-        live_error: null,
-        last_heartbeat_at: at(now),
-        healthy: 1n,
-        problems: '[]',
-        uptime_s: 100n,
-        net_download_mbps: null,
-        net_upload_mbps: null,
-        net_latency_ms: null,
-        net_measured_at: null,
-        net_error: null,
-        enrollment_token_id: tokenId,
-        pairing_id: null,
-        created_at: created,
-        updated_at: created,
-      });
-      offers.push({
-        id: offerId,
-        machine_id: machineId,
-        current_version: 2n,
-        listed: 1n,
-        seeded: 0n,
-        measured_bandwidth_mbps: null,
-        created_at: created,
-        updated_at: created,
-      });
+      tokens.push(rows.token);
+      machines.push(rows.machine);
+      offers.push(rows.offer);
       for (const version of [1n, 2n]) {
         versions.push({
           offer_id: offerId,

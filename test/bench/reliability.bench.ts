@@ -7,7 +7,7 @@
 // with the step's arguments, no scoring, no writes, taken just before the step it is compared with.
 //
 // Run: pnpm exec tsx test/bench/reliability.bench.ts [--machines 10000]
-import { createHash, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
@@ -16,6 +16,7 @@ import { refreshReliability } from '@ark/control-plane/services/reliability/inde
 import type { Dialect } from '@ark/control-plane/store/db';
 import { loadReliabilityPage } from '@ark/control-plane/store/reliability';
 import { createTestApp, seedAccount } from '@ark/control-plane/testing/app';
+import { fleetMachineRows } from './fleet-rows.js';
 
 export interface DialectReliabilityFigures {
   machines: number;
@@ -93,57 +94,20 @@ async function measure(dialect: Dialect, machineCount: number, log: (line: strin
       const tokenId = randomUUID();
       const offerId = randomUUID();
       const created = at(historyFrom - DAY);
-      tokens.push({
-        id: tokenId,
-        token_hash: createHash('sha256').update(tokenId).digest('hex'),
-        account_id: host.accountId,
-        pairing_id: null,
-        go_live: 1n,
-        created_at: created,
-        expires_at: created,
-        consumed_at: created,
-        machine_id: machineId,
+      const rows = fleetMachineRows({
+        index: i,
+        machineId,
+        tokenId,
+        offerId,
+        hostAccountId: host.accountId,
+        gpuModel: 'NVIDIA GeForce RTX 4090',
+        gpuCount: 1 + (i % 8),
+        created,
+        lastHeartbeatAt: at(now),
       });
-      machines.push({
-        id: machineId,
-        owner_account_id: host.accountId,
-        public_key: 'AAAA',
-        manifest: '{}',
-        manifest_hash: `sha256:${'0'.repeat(64)}`,
-        hostname: `rig-${i}`,
-        gpu_count: BigInt(1 + (i % 8)),
-        gpu_model: 'NVIDIA GeForce RTX 4090',
-        vram_bytes: 25_757_220_864n,
-        ram_bytes: 137_438_953_472n,
-        disk_bytes: 2_000_398_934_016n,
-        region: 'eu-west',
-        go_live: 1n,
-        live_state: 'live',
-        live_error: null,
-        last_heartbeat_at: at(now),
-        healthy: 1n,
-        problems: '[]',
-        uptime_s: 100n,
-        net_download_mbps: null,
-        net_upload_mbps: null,
-        net_latency_ms: null,
-        net_measured_at: null,
-        net_error: null,
-        enrollment_token_id: tokenId,
-        pairing_id: null,
-        created_at: created,
-        updated_at: created,
-      });
-      offers.push({
-        id: offerId,
-        machine_id: machineId,
-        current_version: 2n,
-        listed: 1n,
-        seeded: 0n,
-        measured_bandwidth_mbps: null,
-        created_at: created,
-        updated_at: created,
-      });
+      tokens.push(rows.token);
+      machines.push(rows.machine);
+      offers.push(rows.offer);
       for (const version of [1n, 2n]) {
         versions.push({
           offer_id: offerId,
