@@ -207,12 +207,13 @@ describe.skipIf(!isDockerAvailable())('an AI agent rents a real model on CPU: wa
       expect(text).toHaveLength(tokens);
       expect(arrivals.length).toBeGreaterThan(tokens / 2);
       // Relayed unbuffered, the chunks arrive spread over the decoding (hundreds of ms for 600 tokens even on a fast
-      // machine), not in one burst when it ends: the first arrives well before the last, and most of them arrive in
-      // different milliseconds.
+      // machine), not in one burst when it ends: the first arrives well before the last, and they arrive in many
+      // different milliseconds (a buffered answer lands in one or two; a client starved of CPU on a loaded machine
+      // reads several chunks at once, so the bound is not a share of the chunks: 57 of 600 was seen in CI).
       const first = arrivals[0] as number;
       const last = arrivals[arrivals.length - 1] as number;
       expect(last - first).toBeGreaterThan(100);
-      expect(new Set(arrivals.map((at) => Math.floor(at))).size).toBeGreaterThan(arrivals.length / 10);
+      expect(new Set(arrivals.map((at) => Math.floor(at))).size).toBeGreaterThan(20);
     });
 
     it("the job's api_key from access works against the engine directly, and nothing else does", async () => {
