@@ -57,7 +57,7 @@ export function registerHostPages(c: ConsoleScope): void {
       charts,
       // The charts span the whole window, whatever part of it has data.
       chartData: JSON.stringify({ from: nowS - telemetry.window_s, to: nowS, series: charts }).replace(/</g, '\\u003c'),
-      now: new Date().toISOString().slice(0, 19) + 'Z',
+      now: new Date(nowS * 1000).toISOString().slice(0, 19) + 'Z',
     });
   });
 
