@@ -4,6 +4,7 @@ import { runCli } from './cli/index.js';
 import { ConfigError, loadConfig } from './config.js';
 import { startMetricsListener } from './http/metrics.js';
 import { createRuntime } from './runtime.js';
+import { collectStartupGarbage } from './startup-heap.js';
 import { defaultWorkers, startWorkers } from './workers/index.js';
 import { ViemChainReader } from './chain/viem-reader.js';
 import { chainWatchWorkers } from './workers/chain-watch.js';
@@ -28,6 +29,10 @@ async function main(argv: string[]): Promise<number> {
     serve: async () => {
       const runtime = await createRuntime(config, logger);
       const app = await buildApp(runtime, { logger });
+      // Schemas are compiled when the app is ready; what compiling them left is collected before the first request
+      // (startup-heap.ts: the request path's objects would otherwise get a hidden class each).
+      await app.ready();
+      collectStartupGarbage();
       const address = await app.listen({ host: config.host, port: config.port });
       // /metrics on its own address when configured (then the API listener does not serve it).
       const metricsListener =

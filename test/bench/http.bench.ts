@@ -55,6 +55,12 @@ export interface HttpFigures {
   accountCpuRatio: number | null;
   /** The account read on a control plane logging each request at 'info' (the production default), to /dev/null. */
   accountWithInfoLogging: LoadFigures;
+  /**
+   * The account read on a control plane started without the one full collection main.ts runs before listening
+   * (startup-heap.ts), measured alongside the info-logging side: what the hidden-class table left full by schema
+   * compilation costs each request.
+   */
+  accountWithoutStartupCollection: LoadFigures;
   /** POST doing one ledger transfer, no idempotency layer (SQLite synchronous=FULL). */
   plainPost: LoadFigures;
   /** The same POST with `config.idempotent` and a fresh key per request. */
@@ -132,6 +138,7 @@ async function serveBare(): Promise<{ port: number; close(): Promise<void> }> {
 async function serveControlPlane(
   synchronous: 'FULL' | 'NORMAL',
   infoLogging = false,
+  collectGarbage = true,
 ): Promise<{ port: number; apiKey: string; close(): Promise<void> }> {
   const { randomBytes } = await import('node:crypto');
   const { buildApp } = await import('@ark/control-plane/app');
@@ -148,6 +155,7 @@ async function serveControlPlane(
   const { Paginator } = await import('@ark/control-plane/http/pagination');
   const { ChannelHandlers } = await import('@ark/control-plane/gateway/handlers');
   const { seedAccount } = await import('@ark/control-plane/testing/app');
+  const { collectStartupGarbage } = await import('@ark/control-plane/startup-heap');
   const dir = mkdtempSync(join(tmpdir(), 'ark-bench-http-'));
   const config = loadConfig({
     ARK_DATA_DIR: dir,
@@ -223,6 +231,9 @@ async function serveControlPlane(
   };
   app.post(BENCH_ROUTE_PLAIN, { config: { auth: {} }, schema }, plain as never);
   app.post(BENCH_ROUTE_IDEMPOTENT, { config: { auth: {}, idempotent: true }, schema }, idempotent as never);
+  // As main.ts starts it: schemas compiled, then what compiling them left collected once (startup-heap.ts).
+  await app.ready();
+  if (collectGarbage) collectStartupGarbage();
   await app.listen({ host: '127.0.0.1', port: 0 });
   // seedAccount reads only the store, clock and config of the context.
   const seeded = await seedAccount(
@@ -246,7 +257,11 @@ async function serveChild(kind: string): Promise<void> {
   const server =
     kind === 'bare'
       ? await serveBare()
-      : await serveControlPlane(kind === 'control-plane-normal' ? 'NORMAL' : 'FULL', kind === 'control-plane-info');
+      : await serveControlPlane(
+          kind === 'control-plane-normal' ? 'NORMAL' : 'FULL',
+          kind === 'control-plane-info',
+          kind !== 'control-plane-uncollected',
+        );
   const { close, ...info } = server;
   process.stdout.write(`${JSON.stringify(info)}\n`);
   let closing = false;
@@ -267,7 +282,7 @@ interface Child {
   stop(): Promise<void>;
 }
 
-type ChildKind = 'bare' | 'control-plane' | 'control-plane-normal' | 'control-plane-info';
+type ChildKind = 'bare' | 'control-plane' | 'control-plane-normal' | 'control-plane-info' | 'control-plane-uncollected';
 
 async function startChild(kind: ChildKind): Promise<Child> {
   const self = fileURLToPath(import.meta.url);
@@ -502,7 +517,7 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
   };
   const rawLoopBefore = await rawLoop();
 
-  const kinds: ChildKind[] = ['bare', 'control-plane', 'control-plane-normal', 'control-plane-info'];
+  const kinds: ChildKind[] = ['bare', 'control-plane', 'control-plane-normal', 'control-plane-info', 'control-plane-uncollected'];
   const started = await Promise.allSettled(kinds.map(startChild));
   const children = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s) => s.status === 'rejected');
@@ -510,7 +525,7 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
     await Promise.all(children.map((child) => child.stop()));
     throw failed.reason;
   }
-  const [bare, cp, cpNormal, cpInfo] = children as [Child, Child, Child, Child];
+  const [bare, cp, cpNormal, cpInfo, cpUncollected] = children as [Child, Child, Child, Child, Child];
   try {
     const common = { connections, warmupMs: warmupS * 1000, durationS };
     const getAccount = (child: Child) => () =>
@@ -534,11 +549,14 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
       common,
       log,
     )) as [LoadFigures, LoadFigures];
-    const [accountWithInfoLogging] = (await measureSides(
-      [target('control plane GET /api/v1/account, request logging at info', cpInfo, getAccount(cpInfo), 200)],
+    const [accountWithInfoLogging, accountWithoutStartupCollection] = (await measureSides(
+      [
+        target('control plane GET /api/v1/account, request logging at info', cpInfo, getAccount(cpInfo), 200),
+        target('control plane GET /api/v1/account, no collection after startup', cpUncollected, getAccount(cpUncollected), 200),
+      ],
       common,
       log,
-    )) as [LoadFigures];
+    )) as [LoadFigures, LoadFigures];
     const [plainPost, idempotentPost] = (await measureSides(
       [
         target('POST ledger transfer (FULL)', cp, post(cp, BENCH_ROUTE_PLAIN), 201),
@@ -582,6 +600,7 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
       accountRatio,
       accountCpuRatio: bareCpu === null || accountCpu === null ? null : ratio(bareCpu, accountCpu),
       accountWithInfoLogging,
+      accountWithoutStartupCollection,
       plainPost,
       idempotentPost,
       idempotentRatio,
