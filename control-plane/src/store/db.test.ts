@@ -1,3 +1,6 @@
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
@@ -23,5 +26,57 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       .execute();
     const rows = await store.db.selectFrom('audit_log').selectAll().execute();
     expect(rows).toHaveLength(1);
+  });
+});
+
+describe('a SQLite store beside another process that writes', () => {
+  let store: TestStore;
+  beforeAll(async () => {
+    store = await createTestStore('sqlite');
+    await sql`create table writers_probe (id integer primary key, who text not null)`.execute(store.db);
+  });
+  afterAll(async () => {
+    await store.destroy();
+  });
+
+  // An `ark-cp` command runs beside the server on the same file. A transaction that read and then wrote used to fail
+  // at once with SQLITE_BUSY whenever the other process committed in between (a stale snapshot is not waited for).
+  it('commits every transaction that reads and then writes: none fails with SQLITE_BUSY', async () => {
+    const other = spawn(
+      process.execPath,
+      [
+        '-e',
+        `const Database = require('better-sqlite3');
+         const db = new Database(process.argv[1]);
+         db.pragma('busy_timeout = 5000');
+         const insert = db.prepare("insert into writers_probe (who) values ('other')");
+         const pause = new Int32Array(new SharedArrayBuffer(4));
+         process.stdout.write('ready\\n');
+         for (const end = Date.now() + 3000; Date.now() < end; ) {
+           db.exec('begin immediate'); insert.run(); db.exec('commit');
+           Atomics.wait(pause, 0, 0, 1);
+         }`,
+        store.location,
+      ],
+      { cwd: fileURLToPath(new URL('../..', import.meta.url)), stdio: ['ignore', 'pipe', 'inherit'] },
+    );
+    const exited = once(other, 'exit');
+    await once(other.stdout, 'data');
+    const outcomes = await Promise.allSettled(
+      Array.from({ length: 200 }, () =>
+        store.db.transaction().execute(async (trx) => {
+          await sql`select count(*) from writers_probe`.execute(trx);
+          await sql`insert into writers_probe (who) values ('store')`.execute(trx);
+        }),
+      ),
+    );
+    const [code] = await exited;
+    expect(code).toBe(0);
+    expect(outcomes.filter((outcome) => outcome.status === 'rejected').map((outcome) => String(outcome.reason))).toEqual([]);
+    const rows = await sql<{ who: string; n: bigint }>`select who, count(*) as n from writers_probe group by who order by who`.execute(
+      store.db,
+    );
+    expect(rows.rows.find((row) => row.who === 'store')?.n).toBe(200n);
+    expect(rows.rows.find((row) => row.who === 'other')?.n).toBeGreaterThan(0n);
   });
 });

@@ -101,6 +101,15 @@ export const sqliteWrites = (): number => sqliteWriteCount;
 const STATEMENT_CACHE_SIZE = 512;
 
 /**
+ * What a transaction begins with on SQLite, in place of Kysely's plain `begin`. A deferred transaction that reads and
+ * then writes, while another process (an `ark-cp` command beside the server) commits in between, fails at its first
+ * write with SQLITE_BUSY at once: its snapshot is stale, and SQLite does not wait on the busy timeout for that. Taking
+ * the write lock when the transaction begins makes it wait there instead, up to busy_timeout. Within one process
+ * nothing changes: Kysely runs one transaction at a time on the one connection.
+ */
+const BEGIN_WRITE = 'begin immediate';
+
+/**
  * Kysely prepares every query anew on SQLite, and preparing (parsing and planning) costs about as much as running a
  * small statement. The same SQL text gets the same prepared statement back instead; a statement still being iterated
  * (a stream) is never handed out twice. SQLite re-prepares a cached statement itself after a schema change.
@@ -133,7 +142,8 @@ function withStatementCache(sqlite: SqliteDatabase.Database): SqliteDialectDatab
   };
   return {
     close: () => sqlite.close(),
-    prepare(sqlText: string) {
+    prepare(kyselyText: string) {
+      const sqlText = kyselyText === 'begin' ? BEGIN_WRITE : kyselyText;
       if (!READ_ONLY.test(sqlText)) countWrite(sqlText);
       const cached = cache.get(sqlText);
       if (cached && !cached.busy) return cached;
