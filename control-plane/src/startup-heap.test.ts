@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { ManualClock } from './clock.js';
 import { collectStartupGarbage } from './startup-heap.js';
 import { createTestApp, seedAccount, type TestApp } from './testing/app.js';
 import { openSocket, readUntilClosed } from './testing/raw-http.js';
@@ -12,13 +13,14 @@ setFlagsFromString('--allow-natives-syntax');
 const haveSameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean;
 
 describe('the collection after startup', () => {
-  let t: TestApp<never>;
+  let t: TestApp<ManualClock>;
   let port: number;
   let apiKey: string;
+  let probes = 0;
   const requests: IncomingMessage[] = [];
 
   beforeAll(async () => {
-    t = (await createTestApp('sqlite')) as TestApp<never>;
+    t = await createTestApp('sqlite');
     apiKey = (await seedAccount(t.ctx)).apiKey;
     // Every request Node hands to the app, as Node built it.
     t.app.server.prependListener('request', (request: IncomingMessage) => requests.push(request));
@@ -46,7 +48,6 @@ describe('the collection after startup', () => {
     const [first, second] = requests.map((request) => request.headers) as [object, object];
     return haveSameMap(first, second);
   }
-  let probes = 0;
 
   it('gives two requests one hidden class for their headers, where the compiled schemas had left each its own', async () => {
     // Building the app compiled every route's schemas: the table of the `{}` map's transitions is full, and each

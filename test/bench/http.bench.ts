@@ -518,10 +518,7 @@ async function measureSides(
  * so each pair shares the machine's state of that moment.
  */
 export function pairedRatio(a: LoadFigures, b: LoadFigures): number {
-  const ratios = a.sliceRps
-    .map((rps, i) => rps / Math.max(1, b.sliceRps[i] ?? 0))
-    .filter((r) => Number.isFinite(r))
-    .sort((x, y) => x - y);
+  const ratios = a.sliceRps.map((rps, i) => rps / Math.max(1, b.sliceRps[i] ?? 0)).sort((x, y) => x - y);
   if (ratios.length === 0) return 0;
   const mid = Math.floor(ratios.length / 2);
   const median = ratios.length % 2 === 1 ? (ratios[mid] as number) : ((ratios[mid - 1] as number) + (ratios[mid] as number)) / 2;
