@@ -49,6 +49,7 @@ import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
 import { buildServices } from './services/index.js';
 import { registerConsole } from './console/index.js';
+import { routeOptionsOf } from './http/route-options.js';
 
 /** Builds the HTTP app; never listens (main.ts does, tests use inject or listen themselves). */
 export async function buildApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<TypedApp> {
@@ -113,9 +114,10 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   // Connection bound per address, security headers, the JSON body parser (depth; bodies of routes that take none).
   // The request id and cache headers are set in the security headers' onRequest hook, right after them: one hook
   // (callback style, no promise) instead of two on every request.
+  app.decorateRequest('cachedRouteOptions', null);
   installEdge(app, edge, (request, reply) => {
     reply.header('x-request-id', request.id);
-    reply.header('cache-control', request.routeOptions.config?.cache === 'public' ? 'no-store' : 'private, no-store');
+    reply.header('cache-control', routeOptionsOf(request).config?.cache === 'public' ? 'no-store' : 'private, no-store');
   });
 
   installErrorHandling(app);

@@ -3,6 +3,7 @@ import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
 import type { Authenticator, Principal } from '../domain/accounts/principal.js';
 import type { AuthRequirement } from './principal.js';
+import { routeOptionsOf } from './route-options.js';
 
 declare module 'fastify' {
   interface FastifyRequest {
@@ -42,7 +43,7 @@ export function installAuth(app: FastifyInstance, authenticator: Authenticator, 
   app.addHook('onRequest', (request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) => {
     // Unknown routes answer 404 whoever asks.
     if (request.is404) return done();
-    const requirement = request.routeOptions.config?.auth;
+    const requirement = routeOptionsOf(request).config?.auth;
     const header = request.headers.authorization;
     if (requirement === 'public' && !header) return done();
     const now = clock.now();

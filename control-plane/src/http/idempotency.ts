@@ -14,6 +14,7 @@ import {
   storedAnswerReader,
 } from '../store/idempotency.js';
 import type { CommitHook } from '../store/transaction.js';
+import { routeOptionsOf } from './route-options.js';
 
 interface Claim extends IdempotencyKeyId {
   requestHash: string;
@@ -320,7 +321,7 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
       .update(canonicalJson({ params: request.params ?? {}, query: request.query ?? {}, body: request.body ?? null }))
       .digest('hex');
     const principal = request.principal?.accountId ?? `ip:${request.ip}`;
-    const route = `${request.method} ${request.routeOptions.url}`;
+    const route = `${request.method} ${routeOptionsOf(request).url}`;
     const lowerKey = key.toLowerCase();
     const claim: Claim = {
       principal,

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { DomainError } from '../errors.js';
+import { routeOptionsOf } from './route-options.js';
 
 /** No request body of the API nests deeper than a few levels; the bound keeps recursive code (hashing, validation) safe. */
 export const JSON_BODY_MAX_DEPTH = 64;
@@ -48,7 +49,7 @@ export function installJsonBodyParser(app: FastifyInstance, maxDepth: number = J
     if (jsonNestsDeeperThan(body, maxDepth)) {
       return done(new DomainError('VALIDATION_FAILED', `The request body nests deeper than ${maxDepth} levels.`), undefined);
     }
-    if (request.routeOptions.schema?.body) return parse(request, body, done);
+    if (routeOptionsOf(request).schema?.body) return parse(request, body, done);
     // Empty, or an empty object (what many clients send with every POST): no body.
     if (isEmptyBody(body)) return done(null, undefined);
     // Parsed only to say which of the two refusals it is; the value is dropped.

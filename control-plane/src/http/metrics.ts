@@ -5,6 +5,7 @@ import { DomainError } from '../errors.js';
 import { type EdgeOptions, edgeServerOptions, installEdge } from './edge.js';
 import { installErrorHandling } from './errors.js';
 import { securityHeaders } from './security-headers.js';
+import { routeOptionsOf } from './route-options.js';
 
 export interface Metrics {
   registry: Registry;
@@ -129,7 +130,7 @@ export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
   // Callback style (no promise per request).
   app.addHook('onResponse', (request, reply, done) => {
     // Route patterns, never raw URLs, keep the label set bounded.
-    const route = request.routeOptions.url ?? 'unmatched';
+    const route = routeOptionsOf(request).url ?? 'unmatched';
     const seconds = reply.elapsedTime / 1000;
     if (counts) counts.record(request.method, route, reply.statusCode, seconds);
     else {

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest, onSendHookHandler } from 'fastify';
+import { routeOptionsOf } from './route-options.js';
 
 declare module 'fastify' {
   interface FastifyContextConfig {
@@ -72,9 +73,9 @@ export function installSecurityHeaders(
   });
   const policies = new Map<string, string>();
   // Every HTML page, whichever route serves it, gets the strict policy computed from what it actually contains.
-  app.addHook('onSend', (request, reply, payload, done) => {
+  const pagePolicy: onSendHookHandler = (request, reply, payload, done) => {
     const type = reply.getHeader('content-type');
-    const declared = request.routeOptions.config?.pagePolicy;
+    const declared = routeOptionsOf(request).config?.pagePolicy;
     if (declared !== undefined && typeof type === 'string' && type.startsWith('text/html'))
       reply.header('content-security-policy', declared);
     else if (typeof type === 'string' && type.startsWith('text/html')) {
@@ -88,5 +89,12 @@ export function installSecurityHeaders(
       reply.header('content-security-policy', policy);
     }
     done(null, payload);
+  };
+  // Only routes outside /api/ serve pages (the console, the API reference, the pairing page). The API's answers are
+  // JSON and keep the API policy set above, so they skip this hook: an onSend hook costs every answer that has one.
+  app.addHook('onRoute', (route) => {
+    if (route.url.startsWith('/api/')) return;
+    const own = route.onSend === undefined ? [] : Array.isArray(route.onSend) ? route.onSend : [route.onSend];
+    route.onSend = [...own, pagePolicy];
   });
 }

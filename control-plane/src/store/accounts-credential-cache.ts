@@ -45,7 +45,10 @@ export type CredentialLookup = (
 ) => CachedCredential | undefined | Promise<CachedCredential | undefined>;
 export type CredentialLookupHandle = { lookup: CredentialLookup; close(): void };
 
-/** Verified credentials kept in memory on SQLite (see openCredentialLookup): at most this many, for at most this long. */
+/**
+ * Verified credentials kept in memory on SQLite (see openCredentialLookup): at most this many of each kind (sessions,
+ * API keys), for at most this long.
+ */
 const CREDENTIAL_CACHE_MAX = 4096;
 const CREDENTIAL_CACHE_TTL_MS = 2_000;
 /**
@@ -202,21 +205,24 @@ export async function openCredentialLookup(store: Store, options: { foreignCommi
         }
         return dirty;
       };
-      const cache = new Map<string, CachedCredential>();
+      // The kinds live in different tables: one map each, keyed by the hash as it is (no key string built per request).
+      const caches = { session: new Map<string, CachedCredential>(), 'api-key': new Map<string, CachedCredential>() };
       return {
         lookup: (kind, hash, nowMs) => {
-          if (changed()) cache.clear();
-          // The kinds live in different tables: keep their keys apart.
-          const key = kind === 'session' ? `s${hash}` : `k${hash}`;
-          const hit = cache.get(key);
+          if (changed()) {
+            caches.session.clear();
+            caches['api-key'].clear();
+          }
+          const cache = caches[kind];
+          const hit = cache.get(hash);
           if (hit && nowMs >= hit.readAtMs && nowMs - hit.readAtMs < CREDENTIAL_CACHE_TTL_MS) return hit;
-          if (hit) cache.delete(key);
+          if (hit) cache.delete(hash);
           const row = statements[kind].get(hash) as CredentialRow | undefined;
           if (!row) return undefined;
           const entry = decoded(kind, row, nowMs);
           // Oldest first out: Maps iterate in insertion order.
           if (cache.size >= CREDENTIAL_CACHE_MAX) cache.delete(cache.keys().next().value as string);
-          cache.set(key, entry);
+          cache.set(hash, entry);
           return entry;
         },
         close: () => {
