@@ -1,7 +1,5 @@
 import type { FastifyRequest } from 'fastify';
 
-type RouteOptions = FastifyRequest['routeOptions'];
-
 declare module 'fastify' {
   interface FastifyRequest {
     /** `routeOptions` as first read in this request (see routeOptionsOf). */
@@ -14,7 +12,7 @@ declare module 'fastify' {
  * new twelve-field object, and asks the router about its constraint strategies, on every read; the hooks every
  * request runs (cache headers, authentication, the page policy, metrics) each want one field of it.
  */
-export function routeOptionsOf(request: FastifyRequest): RouteOptions {
+export function routeOptionsOf(request: FastifyRequest): FastifyRequest['routeOptions'] {
   let options = request.cachedRouteOptions;
   if (options === null || options === undefined) {
     options = request.routeOptions;

@@ -72,7 +72,7 @@ export function installSecurityHeaders(
     done();
   });
   const policies = new Map<string, string>();
-  // Every HTML page, whichever route serves it, gets the strict policy computed from what it actually contains.
+  // An HTML page gets its declared policy, or the strict one computed from what the page actually contains.
   const pagePolicy: onSendHookHandler = (request, reply, payload, done) => {
     const type = reply.getHeader('content-type');
     const declared = routeOptionsOf(request).config?.pagePolicy;
