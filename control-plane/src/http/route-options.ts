@@ -13,10 +13,6 @@ declare module 'fastify' {
  * request runs (cache headers, authentication, the page policy, metrics) each want one field of it.
  */
 export function routeOptionsOf(request: FastifyRequest): FastifyRequest['routeOptions'] {
-  let options = request.cachedRouteOptions;
-  if (options === null || options === undefined) {
-    options = request.routeOptions;
-    request.cachedRouteOptions = options;
-  }
-  return options;
+  request.cachedRouteOptions ??= request.routeOptions;
+  return request.cachedRouteOptions;
 }

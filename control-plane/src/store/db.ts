@@ -104,8 +104,9 @@ const STATEMENT_CACHE_SIZE = 512;
  * What a transaction begins with on SQLite, in place of Kysely's plain `begin`. A deferred transaction that reads and
  * then writes, while another process (an `ark-cp` command beside the server) commits in between, fails at its first
  * write with SQLITE_BUSY at once: its snapshot is stale, and SQLite does not wait on the busy timeout for that. Taking
- * the write lock when the transaction begins makes it wait there instead, up to busy_timeout. Within one process
- * nothing changes: Kysely runs one transaction at a time on the one connection.
+ * the write lock when the transaction begins makes it wait there instead, up to busy_timeout. A store's own
+ * transactions are unaffected: Kysely runs them one at a time on its one connection. Read-only transactions now hold
+ * the write lock too, so another writer on the file waits for them as well.
  */
 const BEGIN_WRITE = 'begin immediate';
 
