@@ -9,6 +9,8 @@
 //   - that plain POST is also the ledger transfer over HTTP (SQLite synchronous=FULL): budget >= 1,000/s and >= 0.25x
 //     the raw store loop of ledger-transfer.bench.ts, run here in the same run.
 // The same pair of POSTs runs with synchronous=NORMAL too, to show what the fsync per commit costs.
+// The contract floor, not budgeted, puts the account ratio in context: bare Fastify doing only the per-request work
+// the contract asks of that read (serveContractFloor), measured against bare Fastify in slices of its own.
 //
 // Each server runs in its own child process and the load comes from this one, over loopback keep-alive connections
 // with one request in flight each (a lean raw-socket client: node:http's client would be the bottleneck). The two
@@ -64,6 +66,13 @@ export interface HttpFigures {
   accountRatioOfTotals: number;
   /** The same in server CPU per request (bare / control plane): what the ratio would be with a core each. */
   accountCpuRatio: number | null;
+  /**
+   * The floor the contract sets: bare Fastify doing only the per-request work the contract asks of the account read
+   * (serveContractFloor), measured paired with bare Fastify. No budget: it says how much of the gap is the contract's.
+   */
+  contractFloor: LoadFigures;
+  /** The median of the paired slice ratios, contractFloor over bareFastify (as accountRatio). */
+  contractFloorRatio: number;
   /** The account read on a control plane logging each request at 'info' (the production default), to /dev/null. */
   accountWithInfoLogging: LoadFigures;
   /**
@@ -113,6 +122,21 @@ const importFromControlPlane = (name: string): Promise<unknown> => import(pathTo
 const BENCH_ROUTE_PLAIN = '/bench/plain';
 const BENCH_ROUTE_IDEMPOTENT = '/bench/idempotent';
 
+/** The account view both lean servers answer, shaped as the control plane's. */
+const benchAccount = () => ({
+  account_id: randomUUID(),
+  email: 'bench@example.test',
+  role: 'renter',
+  host_enabled: false,
+  email_verified: true,
+  two_factor_enabled: false,
+  auth_method: 'api-key',
+  step_up_method: 'password',
+  name: null,
+  account_kind: 'human',
+  created_at: new Date().toISOString(),
+});
+
 /** The bare comparison: one Fastify route, no hooks, no logger, a small JSON like the account view. */
 async function serveBare(): Promise<{ port: number; close(): Promise<void> }> {
   // The slice of Fastify's API used here (its types are not a dependency of this package).
@@ -124,23 +148,75 @@ async function serveBare(): Promise<{ port: number; close(): Promise<void> }> {
   };
   const { default: Fastify } = (await importFromControlPlane('fastify')) as { default: (options: { logger: boolean }) => Bare };
   const app = Fastify({ logger: false });
-  const body = {
-    account_id: randomUUID(),
-    email: 'bench@example.test',
-    role: 'renter',
-    host_enabled: false,
-    email_verified: true,
-    two_factor_enabled: false,
-    auth_method: 'api-key',
-    step_up_method: 'password',
-    name: null,
-    account_kind: 'human',
-    created_at: new Date().toISOString(),
-  };
+  const body = benchAccount();
   app.get('/account', async () => body);
   await app.listen({ host: '127.0.0.1', port: 0 });
   const address = app.server.address();
   return { port: typeof address === 'object' && address ? address.port : 0, close: () => app.close() };
+}
+
+/**
+ * Bare Fastify plus only what the contract asks of every authenticated read, written as lean as it can be, to put
+ * the account ratio in context: the API's security headers, a fresh request id and `private, no-store` (one
+ * callback-style onRequest hook); the bearer credential (its sha256 looked up in a Map, 401 without it; a second
+ * hook); the answer through the contract's Account schema; and one onResponse hook counting requests and their
+ * durations, as the metrics do. No store, no logger, no idempotency, no routes but this one.
+ */
+async function serveContractFloor(): Promise<{ port: number; apiKey: string; close(): Promise<void> }> {
+  // The slice of Fastify's API used here (its types are not a dependency of this package).
+  type Request = { id: string; headers: Record<string, string | undefined>; owner: object | null };
+  type Reply = { header(name: string, value: string): Reply; code(status: number): Reply; send(body: unknown): Reply; elapsedTime: number };
+  type Floor = {
+    decorateRequest(name: 'owner', value: null): void;
+    addHook(name: 'onRequest' | 'onResponse', hook: (request: Request, reply: Reply, done: () => void) => void): void;
+    get(path: string, options: { schema: unknown }, handler: (request: Request) => unknown): void;
+    listen(o: { host: string; port: number }): Promise<string>;
+    server: Server;
+    close(): Promise<void>;
+  };
+  const { default: Fastify } = (await importFromControlPlane('fastify')) as {
+    default: (options: { logger: boolean; genReqId: () => string; requestIdHeader: boolean }) => Floor;
+  };
+  const { securityHeaders } = await import('@ark/control-plane/http/security-headers');
+  const { Account } = await import('@ark/shared');
+  const { hash } = await import('node:crypto');
+  const app = Fastify({ logger: false, genReqId: () => randomUUID(), requestIdHeader: false });
+  const headers = Object.entries(securityHeaders('http://127.0.0.1'));
+  app.addHook('onRequest', (request, reply, done) => {
+    for (const [name, value] of headers) reply.header(name, value);
+    reply.header('x-request-id', request.id).header('cache-control', 'private, no-store');
+    done();
+  });
+  const apiKey = `ark_${randomUUID().replaceAll('-', '')}`;
+  const account = benchAccount();
+  const keys = new Map([[hash('sha256', apiKey, 'hex'), account]]);
+  app.decorateRequest('owner', null);
+  const BEARER = /^Bearer ([\x21-\x7e]{1,512})$/;
+  app.addHook('onRequest', (request, reply, done) => {
+    const token = BEARER.exec(request.headers.authorization ?? '')?.[1];
+    const owner = token === undefined ? undefined : keys.get(hash('sha256', token, 'hex'));
+    if (owner === undefined) return reply.code(401).send({ error: { code: 'UNAUTHENTICATED' } });
+    request.owner = owner;
+    done();
+  });
+  let answered = 0;
+  let seconds = 0;
+  app.addHook('onResponse', (_request, reply, done) => {
+    answered++;
+    seconds += reply.elapsedTime / 1000;
+    done();
+  });
+  app.get('/api/v1/account', { schema: { response: { 200: Account } } }, (request) => request.owner);
+  await app.listen({ host: '127.0.0.1', port: 0 });
+  const address = app.server.address();
+  return {
+    port: typeof address === 'object' && address ? address.port : 0,
+    apiKey,
+    close: async () => {
+      await app.close();
+      process.stderr.write(`http: contract floor answered ${answered} requests in ${Math.round(seconds * 10) / 10} s of handling\n`);
+    },
+  };
 }
 
 /**
@@ -270,11 +346,13 @@ async function serveChild(kind: string): Promise<void> {
   const server =
     kind === 'bare'
       ? await serveBare()
-      : await serveControlPlane(
-          kind === 'control-plane-normal' ? 'NORMAL' : 'FULL',
-          kind === 'control-plane-info',
-          kind !== 'control-plane-uncollected',
-        );
+      : kind === 'contract-floor'
+        ? await serveContractFloor()
+        : await serveControlPlane(
+            kind === 'control-plane-normal' ? 'NORMAL' : 'FULL',
+            kind === 'control-plane-info',
+            kind !== 'control-plane-uncollected',
+          );
   const { close, ...info } = server;
   process.stdout.write(`${JSON.stringify(info)}\n`);
   let closing = false;
@@ -295,7 +373,7 @@ interface Child {
   stop(): Promise<void>;
 }
 
-type ChildKind = 'bare' | 'control-plane' | 'control-plane-normal' | 'control-plane-info' | 'control-plane-uncollected';
+type ChildKind = 'bare' | 'contract-floor' | 'control-plane' | 'control-plane-normal' | 'control-plane-info' | 'control-plane-uncollected';
 
 async function startChild(kind: ChildKind): Promise<Child> {
   const self = fileURLToPath(import.meta.url);
@@ -543,7 +621,14 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
   };
   const rawLoopBefore = await rawLoop();
 
-  const kinds: ChildKind[] = ['bare', 'control-plane', 'control-plane-normal', 'control-plane-info', 'control-plane-uncollected'];
+  const kinds: ChildKind[] = [
+    'bare',
+    'contract-floor',
+    'control-plane',
+    'control-plane-normal',
+    'control-plane-info',
+    'control-plane-uncollected',
+  ];
   const started = await Promise.allSettled(kinds.map(startChild));
   const children = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
   const failed = started.find((s) => s.status === 'rejected');
@@ -551,7 +636,7 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
     await Promise.all(children.map((child) => child.stop()));
     throw failed.reason;
   }
-  const [bare, cp, cpNormal, cpInfo, cpUncollected] = children as [Child, Child, Child, Child, Child];
+  const [bare, floor, cp, cpNormal, cpInfo, cpUncollected] = children as [Child, Child, Child, Child, Child, Child];
   try {
     const common = { connections, warmupMs: warmupS * 1000, durationS };
     const getAccount = (child: Child) => () =>
@@ -571,6 +656,15 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
       [
         target('bare Fastify GET /account', bare, () => getBare, 200),
         target('control plane GET /api/v1/account (API key)', cp, getAccount(cp), 200),
+      ],
+      common,
+      log,
+    )) as [LoadFigures, LoadFigures];
+    // The contract's floor, paired with bare Fastify on its own (the budgeted pair above stays a pair).
+    const [bareForFloor, contractFloor] = (await measureSides(
+      [
+        target('bare Fastify GET /account (beside the floor)', bare, () => getBare, 200),
+        target('contract floor GET /api/v1/account', floor, getAccount(floor), 200),
       ],
       common,
       log,
@@ -626,6 +720,8 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
       accountRatio,
       accountRatioOfTotals: ratio(accountWithApiKey.rps, bareFastify.rps),
       accountCpuRatio: bareCpu === null || accountCpu === null ? null : ratio(bareCpu, accountCpu),
+      contractFloor,
+      contractFloorRatio: pairedRatio(contractFloor, bareForFloor),
       accountWithInfoLogging,
       accountWithoutStartupCollection,
       plainPost,
