@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import swagger from '@fastify/swagger';
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import { ErrorEnvelope } from '@ark/shared';
-import Fastify, { type FastifyBaseLogger, type FastifyReply } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyReply, LogController } from 'fastify';
 import { ChannelHandlers } from './gateway/handlers.js';
 import { fillChannelHandlers } from './gateway/handlers-table.js';
 import { identityLoader } from './gateway/identity.js';
@@ -15,8 +15,9 @@ import { documentRoute } from './http/schemas.js';
 import { declareApiReferenceRoutes, registerApiReference } from './http/api-reference.js';
 import { completeOpenApiDocument } from './http/openapi-docs.js';
 import { installIdempotency } from './http/idempotency.js';
-import { lazyChildLoggerFactory } from './http/lazy-logger.js';
-import { installMetrics } from './http/metrics.js';
+import { requestLogging } from './http/lazy-logger.js';
+import { metricsRecorder } from './http/metrics.js';
+import { observeRequestEnds } from './http/request-end.js';
 import { Paginator } from './http/pagination.js';
 import { registerAccountRoutes } from './http/routes/accounts.js';
 import { registerAdminAdmissionRoutes } from './http/routes/admin-admissions.js';
@@ -64,6 +65,14 @@ export interface AssembledApp {
   gateway: ChannelGateway;
 }
 
+/**
+ * Fastify's request lines, less "request completed": the app writes that one for every request (requestLogging),
+ * where Fastify would write it only from the response listeners it keeps on routes with onResponse hooks.
+ */
+class CompletionLoggedByApp extends LogController {
+  override requestCompleted(): void {}
+}
+
 /** buildApp, answering also the context and the gateway it built. */
 export async function assembleApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<AssembledApp> {
   const { gateway: gatewayInput, services: givenServices, ...contextInput } = input;
@@ -78,15 +87,19 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
     channelIdentity: input.channelIdentity ?? identityLoader(input.store, input.config.secretKey),
   };
   const edge = edgeOptionsFrom(ctx.config);
+  // Fastify gets no logger of its own (it would then add listeners to every response for its "request completed"
+  // line): the app's logger, the request loggers and that line come from requestLogging (http/lazy-logger.ts).
+  const logging = options.logger ? requestLogging(options.logger) : null;
   const app = Fastify({
-    ...(options.logger ? { loggerInstance: options.logger } : { logger: false }),
+    logger: false,
+    // The request's logger is built when the request first logs, not for every request (http/lazy-logger.ts).
+    ...(logging ? { childLoggerFactory: logging.childLoggerFactory } : {}),
+    logController: new CompletionLoggedByApp(),
     // Timeouts, and the envelope for requests Node's parser refuses (http/edge.ts).
     ...edgeServerOptions(edge),
     bodyLimit: ctx.config.bodyLimitBytes,
     // A fresh request id per request, never taken from the client.
     genReqId: () => randomUUID(),
-    // The request's child logger is built when the request first logs, not for every request (http/lazy-logger.ts).
-    childLoggerFactory: lazyChildLoggerFactory,
     requestIdHeader: false,
     trustProxy: false,
     return503OnClosing: true,
@@ -110,6 +123,7 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
         );
     },
   }).withTypeProvider<TypeBoxTypeProvider>();
+  if (logging) app.log = logging.logger;
   app.setValidatorCompiler(validatorCompiler);
   // Connection bound per address, security headers, the JSON body parser (depth; bodies of routes that take none).
   // The request id and cache headers are set in the security headers' onRequest hook, right after them: one hook
@@ -124,7 +138,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   app.addHook('onRoute', documentRoute);
   // Before the auth plugin's check: the reference's routes come from a plugin that takes no route config.
   app.addHook('onRoute', declareApiReferenceRoutes);
-  installMetrics(app, ctx.metrics);
+  // Metrics and the "request completed" line, once per answered request (http/request-end.ts).
+  observeRequestEnds(app, logging ? [metricsRecorder(ctx.metrics), logging.logCompletion] : [metricsRecorder(ctx.metrics)]);
   await app.register(swagger, {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {

@@ -1,4 +1,6 @@
-import type { FastifyBaseLogger } from 'fastify';
+import type { FastifyBaseLogger, FastifyRequest } from 'fastify';
+import { pino } from 'pino';
+import type { RequestEndListener } from './request-end.js';
 
 // Fastify gives every request a child logger carrying its request id. Building a pino child costs a few
 // microseconds (its bindings are serialized up front), on every request, even when the request never logs: at the
@@ -72,4 +74,42 @@ export function lazyChildLoggerFactory(
 ): FastifyBaseLogger {
   if (options.level !== undefined || options.serializers !== undefined) return logger.child(bindings, options as never);
   return new LazyChildLogger(logger, bindings) as unknown as FastifyBaseLogger;
+}
+
+/** The serializers Fastify gives the logger it is handed (fastify/lib/logger-pino.js), for the request lines. */
+const requestSerializers = {
+  req: (request: FastifyRequest) => ({
+    method: request.method,
+    url: request.url,
+    version: request.headers?.['accept-version'],
+    host: request.host,
+    remoteAddress: request.ip,
+    remotePort: request.socket ? request.socket.remotePort : undefined,
+  }),
+  err: pino.stdSerializers.err,
+  res: (reply: { statusCode: number }) => ({ statusCode: reply.statusCode }),
+};
+
+/**
+ * The app's logger and its request loggers, for a Fastify instance made without a logger. Fastify then skips the
+ * per-response listeners it keeps for its "request completed" line (http/request-end.ts says what they cost); the
+ * lines stay the same: `incoming request` from Fastify through these request loggers, `request completed` from
+ * `logCompletion`. The logger is what Fastify would have made of `logger`: a child with its serializers (the
+ * logger's own serializers win, as in Fastify).
+ */
+export function requestLogging(logger: FastifyBaseLogger): {
+  logger: FastifyBaseLogger;
+  childLoggerFactory: typeof lazyChildLoggerFactory;
+  logCompletion: RequestEndListener;
+} {
+  const own = (logger as unknown as Record<symbol, object | undefined>)[pino.symbols.serializersSym];
+  const withSerializers = logger.child({}, { serializers: { ...requestSerializers, ...own } } as never);
+  return {
+    logger: withSerializers,
+    // Fastify hands its own (silent) logger to the factory: each request's logger is a child of this one instead.
+    childLoggerFactory: (_silent, bindings, options) => lazyChildLoggerFactory(withSerializers, bindings, options),
+    // As Fastify writes it: the response's status and the time taken, on the request's logger (its id bound).
+    logCompletion: ({ request, statusCode, elapsedMs }) =>
+      request.log.info({ res: { statusCode }, responseTime: elapsedMs }, 'request completed'),
+  };
 }

@@ -1,9 +1,10 @@
 import Fastify from 'fastify';
 import { Counter, Histogram, Registry } from 'prom-client';
 import { describe, expect, it } from 'vitest';
-import { createMetrics, installMetrics, type Metrics } from './metrics.js';
+import { createMetrics, type Metrics, metricsRecorder } from './metrics.js';
+import { observeRequestEnds } from './request-end.js';
 
-/** The same two metrics fed straight through prom-client, as installMetrics did before it counted in plain numbers. */
+/** The same two metrics fed straight through prom-client, as the recorder did before it counted in plain numbers. */
 function referenceMetrics(): Metrics {
   const registry = new Registry();
   return {
@@ -38,14 +39,15 @@ describe('HTTP request metrics', () => {
     const metrics = createMetrics();
     const reference = referenceMetrics();
     const app = Fastify({ logger: false });
-    installMetrics(app, metrics);
-    // Every answer is also recorded into the reference, with the same labels and the same duration.
-    app.addHook('onResponse', (request, reply, done) => {
-      const route = request.routeOptions.url ?? 'unmatched';
-      reference.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
-      reference.httpDuration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
-      done();
-    });
+    // Every answer is recorded into both from the same request end: the same labels and the same duration.
+    observeRequestEnds(app, [
+      metricsRecorder(metrics),
+      ({ request, statusCode, elapsedMs }) => {
+        const route = request.routeOptions.url ?? 'unmatched';
+        reference.httpRequests.inc({ method: request.method, route, status: String(statusCode) });
+        reference.httpDuration.observe({ method: request.method, route }, elapsedMs / 1000);
+      },
+    ]);
     app.get('/a/:id', async () => ({ ok: true }));
     app.post('/b', async (_request, reply) => reply.code(201).send({ ok: true }));
     app.get('/slow', async () => {

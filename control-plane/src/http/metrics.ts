@@ -5,6 +5,7 @@ import { DomainError } from '../errors.js';
 import { type EdgeOptions, edgeServerOptions, installEdge } from './edge.js';
 import { installErrorHandling } from './errors.js';
 import { securityHeaders } from './security-headers.js';
+import type { RequestEndListener } from './request-end.js';
 import { routeOptionsOf } from './route-options.js';
 
 export interface Metrics {
@@ -125,21 +126,20 @@ export function createMetrics(): Metrics {
 /** Where a Metrics made by createMetrics keeps its plain counts (not part of the interface: tests build their own). */
 const HTTP_COUNTS = Symbol('httpCounts');
 
-export function installMetrics(app: FastifyInstance, metrics: Metrics): void {
+/** Records each answered request in `metrics`: by method, route pattern and status, and its duration. */
+export function metricsRecorder(metrics: Metrics): RequestEndListener {
   const counts = (metrics as Metrics & { [HTTP_COUNTS]?: HttpCounts })[HTTP_COUNTS];
-  // Callback style (no promise per request).
-  app.addHook('onResponse', (request, reply, done) => {
+  return ({ request, statusCode, elapsedMs }) => {
     // Route patterns, never raw URLs, keep the label set bounded.
     const route = routeOptionsOf(request).url ?? 'unmatched';
-    const seconds = reply.elapsedTime / 1000;
-    if (counts) counts.record(request.method, route, reply.statusCode, seconds);
+    const seconds = elapsedMs / 1000;
+    if (counts) counts.record(request.method, route, statusCode, seconds);
     else {
       // A Metrics not made by createMetrics: straight to prom-client.
-      metrics.httpRequests.inc({ method: request.method, route, status: String(reply.statusCode) });
+      metrics.httpRequests.inc({ method: request.method, route, status: String(statusCode) });
       metrics.httpDuration.observe({ method: request.method, route }, seconds);
     }
-    done();
-  });
+  };
 }
 
 /** Constant-time bearer check: both sides are hashed first, so neither the token's length nor its bytes leak in timing. */

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { ApiKeyScope } from '@ark/shared';
+import type { FastifyBaseLogger } from 'fastify';
 import { assembleApp } from '../app.js';
 import type { AppContext } from '../http/context.js';
 import { type Clock, ManualClock } from '../clock.js';
@@ -28,6 +29,8 @@ export interface TestAppOptions<C extends Clock> {
   configOverrides?: Partial<Config>;
   /** Routes a test needs beside the real ones (e.g. a probe with a given `config.auth`), added before ready. */
   extraRoutes?: (app: TypedApp, ctx: AppContext) => void;
+  /** The app's logger, as main.ts passes its own (default none: nothing is logged). */
+  logger?: FastifyBaseLogger;
 }
 
 export interface TestApp<C extends Clock> {
@@ -64,16 +67,19 @@ export async function createTestApp<C extends Clock = ManualClock>(dialect: Dial
   const rateLimiter = new MemoryRateLimiter();
   const authenticator = createAccountAuthenticator(store);
   // The app builds the services (closed with it) and fills the channel's handler table from them.
-  const { app, ctx } = await assembleApp({
-    config,
-    store,
-    clock,
-    mailer,
-    rateLimiter,
-    authenticator,
-    metrics: createMetrics(),
-    paginator: new Paginator(config.secretKey),
-  });
+  const { app, ctx } = await assembleApp(
+    {
+      config,
+      store,
+      clock,
+      mailer,
+      rateLimiter,
+      authenticator,
+      metrics: createMetrics(),
+      paginator: new Paginator(config.secretKey),
+    },
+    options.logger ? { logger: options.logger } : {},
+  );
   options.extraRoutes?.(app, ctx);
   await app.ready();
   return {
