@@ -37,11 +37,11 @@ interface FinishedMessage {
 /**
  * Calls `listeners` once for every request the app answers (404s and refusals included), from a first onRequest
  * hook on. Requests a server refuses before routing (a malformed request line, a connection over the per-address
- * bound) never reach the app and are not seen, as they were not by onResponse hooks.
+ * bound) never reach the app and are not seen, as they were not by onResponse hooks. Once per app: it decorates the
+ * request (`receivedAtMs`), and Fastify refuses a second decoration.
  */
 export function observeRequestEnds(app: FastifyInstance, listeners: readonly RequestEndListener[]): void {
-  // The Fastify request a raw request belongs to, set while it is being answered (a key per observer: each clears
-  // its own).
+  // The Fastify request a raw request belongs to, set while it is being answered.
   const OBSERVED = Symbol('ark.observedRequest');
   const ended = (request: FastifyRequest, statusCode: number) => {
     const end: RequestEnd = { request, statusCode, elapsedMs: performance.now() - request.receivedAtMs };
