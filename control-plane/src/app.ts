@@ -139,7 +139,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   // Before the auth plugin's check: the reference's routes come from a plugin that takes no route config.
   app.addHook('onRoute', declareApiReferenceRoutes);
   // Metrics and the "request completed" line, once per answered request (http/request-end.ts).
-  observeRequestEnds(app, logging ? [metricsRecorder(ctx.metrics), logging.logCompletion] : [metricsRecorder(ctx.metrics)]);
+  const requestEndListeners = logging ? [metricsRecorder(ctx.metrics), logging.logCompletion] : [metricsRecorder(ctx.metrics)];
+  observeRequestEnds(app, requestEndListeners);
   await app.register(swagger, {
     refResolver: { buildLocalReference: (json, _baseUri, _fragment, i) => (typeof json.$id === 'string' ? json.$id : `def-${i}`) },
     openapi: {
@@ -157,7 +158,9 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   });
   app.addSchema(ErrorEnvelope);
   installAuth(app, ctx.authenticator, ctx.clock);
-  installIdempotency(app, { store: ctx.store, clock: ctx.clock, secretKey: ctx.config.secretKey, databaseUrl: ctx.config.databaseUrl });
+  requestEndListeners.push(
+    installIdempotency(app, { store: ctx.store, clock: ctx.clock, secretKey: ctx.config.secretKey, databaseUrl: ctx.config.databaseUrl }),
+  );
 
   const gateway = installChannelGateway(
     app,

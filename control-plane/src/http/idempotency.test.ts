@@ -111,3 +111,55 @@ describe.each(DIALECTS)('stored answers at rest on %s', (dialect) => {
     expect(replay.body).not.toContain('tok-');
   });
 });
+
+describe('claims without response listeners on sqlite', () => {
+  let t: TestApp<never>;
+  let caller: SeededAccount;
+  let base: string;
+  let hijacked = 0;
+  beforeAll(async () => {
+    t = await createTestApp('sqlite', {
+      extraRoutes: (app) => {
+        // What an idempotent answer carries while its handler runs: Node's own `finish` listener, none of Fastify's.
+        app.post('/test/idempotency/listeners', { config: { auth: {}, idempotent: true } }, async (_request, reply) =>
+          reply.code(201).send({ finish: reply.raw.listenerCount('finish'), error: reply.raw.listenerCount('error') }),
+        );
+        // An answer written past Fastify (no onSend): its claim is given back when the answer ends.
+        app.post('/test/idempotency/hijacked', { config: { auth: {}, idempotent: true } }, async (_request, reply) => {
+          reply.hijack();
+          hijacked++;
+          reply.raw.writeHead(200, { 'content-type': 'application/json' });
+          reply.raw.end('{"hijacked":true}');
+        });
+      },
+    });
+    caller = await seedAccount(t.ctx);
+    base = `http://127.0.0.1:${new URL(await t.app.listen({ host: '127.0.0.1', port: 0 })).port}`;
+  });
+  afterAll(async () => {
+    await t.destroy();
+  });
+
+  const post = (path: string, key: string) =>
+    fetch(`${base}${path}`, {
+      method: 'POST',
+      headers: { ...bearer(caller.apiKey), 'idempotency-key': key, 'content-type': 'application/json' },
+      body: '{}',
+    });
+
+  it('an idempotent answer adds no listener to its response', async () => {
+    const answer = await post('/test/idempotency/listeners', randomUUID());
+    expect(answer.status).toBe(201);
+    expect(await answer.json()).toEqual({ finish: 1, error: 0 });
+  });
+
+  it('a claim whose answer passed no onSend is given back when the answer ends: the key is not left busy', async () => {
+    const key = randomUUID();
+    const first = await post('/test/idempotency/hijacked', key);
+    expect(await first.json()).toEqual({ hijacked: true });
+    // Nothing was stored (no onSend), so the same key runs again instead of answering IDEMPOTENCY_IN_PROGRESS.
+    const again = await post('/test/idempotency/hijacked', key);
+    expect(again.status).toBe(200);
+    expect(hijacked).toBe(2);
+  });
+});

@@ -1,5 +1,5 @@
 import { canonicalJson, UUID_PATTERN } from '@ark/shared';
-import { createHash } from 'node:crypto';
+import { createHash, hash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import pg from 'pg';
 import type { Clock } from '../clock.js';
@@ -14,6 +14,7 @@ import {
   storedAnswerReader,
 } from '../store/idempotency.js';
 import type { CommitHook } from '../store/transaction.js';
+import type { RequestEndListener } from './request-end.js';
 import { routeOptionsOf } from './route-options.js';
 
 interface Claim extends IdempotencyKeyId {
@@ -273,8 +274,9 @@ const PLAIN = 'plain:';
  * hash decides replay (same body) or IDEMPOTENCY_CONFLICT (different body). A claim (ClaimLocks) makes a concurrent
  * twin get a retryable IDEMPOTENCY_IN_PROGRESS, never a second effect. A success answer is stored by the use case's
  * transaction through `answerInTransaction`; an answer without an effect (a refusal) is stored after the handler.
+ * Returns the listener that gives back a claim left on an answered request: pass it to observeRequestEnds.
  */
-export function installIdempotency(app: FastifyInstance, options: IdempotencyOptions): void {
+export function installIdempotency(app: FastifyInstance, options: IdempotencyOptions): RequestEndListener {
   const { store, clock } = options;
   // Answers that can hold a secret shown once (a new API key) are sealed at rest, bound to their key's identity.
   const box = new SecretBox(options.secretKey);
@@ -317,9 +319,11 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
   const claimKeyOf = (sealed: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
     const key = request.headers['idempotency-key'];
     if (typeof key !== 'string' || !UUID_PATTERN.test(key)) throw new DomainError('IDEMPOTENCY_KEY_REQUIRED');
-    const requestHash = createHash('sha256')
-      .update(canonicalJson({ params: request.params ?? {}, query: request.query ?? {}, body: request.body ?? null }))
-      .digest('hex');
+    const requestHash = hash(
+      'sha256',
+      canonicalJson({ params: request.params ?? {}, query: request.query ?? {}, body: request.body ?? null }),
+      'hex',
+    );
     const principal = request.principal?.accountId ?? `ip:${request.ip}`;
     const route = `${request.method} ${routeOptionsOf(request).url}`;
     const lowerKey = key.toLowerCase();
@@ -398,22 +402,27 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
     );
   };
 
-  // A request that ends without reaching onSend (the client went away) still gives its claim back.
+  // A request the client left before its answer still gives its claim back.
   const releaseAbandoned = (request: FastifyRequest, done: () => void) => {
     const claim = request.idempotency;
     if (!claim) return done();
     request.idempotency = null;
     release(claim, done);
   };
-  const releaseAfterResponse = (request: FastifyRequest, _reply: FastifyReply, done: () => void) => releaseAbandoned(request, done);
 
-  // Only idempotent routes get the hooks (ahead of the route's own): every other request skips them.
+  // Only idempotent routes get the hooks (ahead of the route's own): every other request skips them. No onResponse
+  // hook: it would cost every answer of the route Fastify's `finish` and `error` listeners (http/request-end.ts).
   app.addHook('onRoute', (route) => {
     if (!route.config?.idempotent) return;
     const own = <T>(hooks: T | T[] | undefined): T[] => (hooks === undefined ? [] : Array.isArray(hooks) ? hooks : [hooks]);
     route.preHandler = [claimKeyOf(answersMayCarrySecrets(route)), ...own(route.preHandler)] as typeof route.preHandler;
     route.onSend = [storeAnswer, ...own(route.onSend)] as typeof route.onSend;
-    route.onResponse = [...own(route.onResponse), releaseAfterResponse] as typeof route.onResponse;
     route.onRequestAbort = [...own(route.onRequestAbort), releaseAbandoned] as typeof route.onRequestAbort;
   });
+
+  // Every answer that leaves through Fastify passes storeAnswer, which gives the claim back; an answer that does not
+  // (a hijacked reply) gives it back when it ends, so no path keeps a key busy for the rest of the process.
+  return ({ request }) => {
+    if (request.idempotency) releaseAbandoned(request, () => undefined);
+  };
 }

@@ -102,7 +102,7 @@ describe("the control plane's request lines", () => {
 
   it("are Fastify's own: incoming and completed, once each per request, with the request's id", async () => {
     const health = await fetch(`${base}/healthz`);
-    // An idempotent route keeps Fastify's response listeners (its own onResponse hook): still one line, not two.
+    // An idempotent route (hooks of its own, none on the response): one line each, as every route.
     const refused = await fetch(`${base}/api/v1/account/api-keys`, {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'idempotency-key': crypto.randomUUID() },

@@ -38,7 +38,8 @@ interface FinishedMessage {
  * Calls `listeners` once for every request the app answers (404s and refusals included), from a first onRequest
  * hook on. Requests a server refuses before routing (a malformed request line, a connection over the per-address
  * bound) never reach the app and are not seen, as they were not by onResponse hooks. Once per app: it decorates the
- * request (`receivedAtMs`), and Fastify refuses a second decoration.
+ * request (`receivedAtMs`), and Fastify refuses a second decoration. `listeners` is read at each answer: a listener
+ * pushed onto it later (a plugin installed after this) hears every answer from then on.
  */
 export function observeRequestEnds(app: FastifyInstance, listeners: readonly RequestEndListener[]): void {
   // The Fastify request a raw request belongs to, set while it is being answered.
