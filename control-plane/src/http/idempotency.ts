@@ -26,7 +26,7 @@ interface Claim extends IdempotencyKeyId {
   /** Set by the commit hook: the success answer was written inside the effect's transaction. */
   answeredStatus: number | null;
   /** Builds the hook that stores this request's answer inside a use case's transaction. */
-  hook<R>(reply: FastifyReply, status: number, toBody: (result: R) => unknown): CommitHook<R>;
+  hook<R>(this: Claim, reply: FastifyReply, status: number, toBody: (result: R) => unknown): CommitHook<R>;
 }
 
 declare module 'fastify' {
@@ -316,45 +316,53 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
     else done();
   };
 
-  const claimKeyOf = (sealed: boolean) => async (request: FastifyRequest, reply: FastifyReply) => {
+  /** The hook that stores a claim's answer inside a use case's transaction (a method: no closure per request). */
+  function commitHook<R>(this: Claim, reply: FastifyReply, status: number, toBody: (result: R) => unknown): CommitHook<R> {
+    return async (trx, result) => {
+      reply.code(status);
+      const body = toBody(result);
+      const payload = body === undefined ? '' : String(reply.serialize(body));
+      try {
+        await insertStoredAnswers(trx, store.dialect, [rowOf(this, status, payload)]);
+      } catch (error) {
+        // A twin's effect committed first (possible only if a claim was lost): this effect rolls back, and a retry
+        // replays the twin's answer.
+        if (isUniqueViolation(error)) throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
+        throw error;
+      }
+      this.answeredStatus = status;
+    };
+  }
+
+  /** The claim a request makes; throws IDEMPOTENCY_KEY_REQUIRED for a missing or malformed key. */
+  const claimOf = (request: FastifyRequest, sealed: boolean): Claim => {
     const key = request.headers['idempotency-key'];
     if (typeof key !== 'string' || !UUID_PATTERN.test(key)) throw new DomainError('IDEMPOTENCY_KEY_REQUIRED');
-    const requestHash = hash(
-      'sha256',
-      canonicalJson({ params: request.params ?? {}, query: request.query ?? {}, body: request.body ?? null }),
-      'hex',
-    );
     const principal = request.principal?.accountId ?? `ip:${request.ip}`;
     const route = `${request.method} ${routeOptionsOf(request).url}`;
     const lowerKey = key.toLowerCase();
-    const claim: Claim = {
+    return {
       principal,
       route,
       key: lowerKey,
       id: `${principal}:${route}:${lowerKey}`,
       sealed,
-      requestHash,
+      requestHash: hash(
+        'sha256',
+        canonicalJson({ params: request.params ?? {}, query: request.query ?? {}, body: request.body ?? null }),
+        'hex',
+      ),
       answeredStatus: null,
-      hook: (hookReply, status, toBody) => async (trx, result) => {
-        hookReply.code(status);
-        const body = toBody(result);
-        const payload = body === undefined ? '' : String(hookReply.serialize(body));
-        try {
-          await insertStoredAnswers(trx, store.dialect, [rowOf(claim, status, payload)]);
-        } catch (error) {
-          // A twin's effect committed first (possible only if a claim was lost): this effect rolls back, and a retry
-          // replays the twin's answer.
-          if (isUniqueViolation(error)) throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
-          throw error;
-        }
-        claim.answeredStatus = status;
-      },
+      hook: commitHook,
     };
-    const locked = locks.tryLock(claim.id);
+  };
+
+  /** The general path: a lock or a read that answers later (Postgres), or a twin's claim. */
+  const settleClaim = async (request: FastifyRequest, reply: FastifyReply, claim: Claim, locked: boolean | Promise<boolean>) => {
     if (!(locked instanceof Promise ? await locked : locked)) {
       // A twin holds the claim: read through the store (committed rows only), not the synchronous reader.
       const existing = await findStoredAnswer(store.db, store.dialect, claim);
-      if (existing && existing.request_hash !== requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
+      if (existing && existing.request_hash !== claim.requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
       throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
     }
     let existing: StoredAnswer | undefined;
@@ -370,15 +378,51 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
       return;
     }
     await locks.unlock(claim.id);
-    return answerFromStored(existing, claim, reply);
+    answerFromStored(existing, claim, reply);
   };
 
-  function answerFromStored(existing: StoredAnswer, claim: Claim, reply: FastifyReply) {
+  // Callback style: on SQLite (the claim held in memory, the stored answer read synchronously) a request takes its
+  // claim, or has its stored answer replayed, without a promise.
+  const claimKeyOf = (sealed: boolean) => (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => {
+    let claim: Claim;
+    try {
+      claim = claimOf(request, sealed);
+    } catch (error) {
+      return done(error as Error);
+    }
+    const locked = locks.tryLock(claim.id);
+    if (locked === true && readStored) {
+      let existing: StoredAnswer | undefined;
+      try {
+        existing = readStored(claim);
+      } catch (error) {
+        void locks.unlock(claim.id);
+        return done(error as Error);
+      }
+      if (!existing) {
+        request.idempotency = claim;
+        return done();
+      }
+      void locks.unlock(claim.id);
+      try {
+        answerFromStored(existing, claim, reply);
+      } catch (error) {
+        return done(error as Error);
+      }
+      // Answered: the route's hooks and handler are skipped.
+      return;
+    }
+    settleClaim(request, reply, claim, locked).then(() => {
+      if (!reply.sent) done();
+    }, done);
+  };
+
+  function answerFromStored(existing: StoredAnswer, claim: Claim, reply: FastifyReply): void {
     if (existing.request_hash !== claim.requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
     reply.header('idempotent-replayed', 'true').code(Number(existing.status_code)).type('application/json');
     const stored = existing.response_body;
     // Sealed under this key's identity, or stored as sent; null for answers kept before bodies were (none now).
-    return reply.send(stored ? (stored.startsWith(PLAIN) ? stored.slice(PLAIN.length) : box.open(stored, `idempotency:${claim.id}`)) : '');
+    reply.send(stored ? (stored.startsWith(PLAIN) ? stored.slice(PLAIN.length) : box.open(stored, `idempotency:${claim.id}`)) : '');
   }
 
   // Callback style: nothing to write (the answer committed with the effect) costs no promise.
