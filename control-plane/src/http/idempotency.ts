@@ -11,6 +11,7 @@ import {
   type IdempotencyKeyId,
   insertStoredAnswers,
   type StoredAnswer,
+  storedAnswerInserter,
   storedAnswerReader,
 } from '../store/idempotency.js';
 import type { CommitHook } from '../store/transaction.js';
@@ -287,6 +288,8 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
   const readStored = storedAnswerReader(store);
   const findStored = (claim: Claim): StoredAnswer | undefined | Promise<StoredAnswer | undefined> =>
     readStored ? readStored(claim) : findStoredAnswer(store.db, store.dialect, claim);
+  // SQLite: the answer is inserted synchronously in the use case's transaction (storedAnswerInserter); Postgres: a query.
+  const insertStored = storedAnswerInserter(store);
   app.decorateRequest('idempotency', null);
   app.decorateRequest('discardIdempotency', false);
   app.addHook('onClose', async () => {
@@ -323,7 +326,9 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
       const body = toBody(result);
       const payload = body === undefined ? '' : String(reply.serialize(body));
       try {
-        await insertStoredAnswers(trx, store.dialect, [rowOf(this, status, payload)]);
+        const row = rowOf(this, status, payload);
+        if (insertStored) insertStored(row);
+        else await insertStoredAnswers(trx, store.dialect, [row]);
       } catch (error) {
         // A twin's effect committed first (possible only if a claim was lost): this effect rolls back, and a retry
         // replays the twin's answer.

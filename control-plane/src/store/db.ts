@@ -50,8 +50,10 @@ export function openStore(options: StoreOptions): Store {
   sqlite.pragma(`synchronous = ${options.sqliteSynchronous ?? 'FULL'}`);
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database: withStatementCache(sqlite) }) });
+  const database = withStatementCache(sqlite);
+  const db = new Kysely<Database>({ dialect: new SqliteDialect({ database }) });
   sqliteConnections.set(db, sqlite);
+  sqliteStatementCaches.set(db, database);
   return { db, dialect: 'sqlite', close: () => db.destroy() };
 }
 
@@ -60,6 +62,27 @@ const sqliteConnections = new WeakMap<Store['db'], SqliteDatabase.Database>();
 
 /** The connection a SQLite store runs its statements on, if openStore opened it. Read-only uses only. */
 export const sqliteConnectionOf = (store: Pick<Store, 'db'>): SqliteDatabase.Database | undefined => sqliteConnections.get(store.db);
+
+/** The statement cache in front of each SQLite store's connection (withStatementCache), which counts writes. */
+const sqliteStatementCaches = new WeakMap<Store['db'], SqliteDialectDatabase>();
+
+/**
+ * A write run synchronously on a SQLite store's own connection, for a hot path where Kysely's promise chain costs
+ * more than the statement: the statement is prepared once (the store's statement cache) and counted as every
+ * Kysely statement is (sqliteWritesTo). It may run only inside a transaction the caller holds on that store (a use
+ * case's work or commit hook): the store has one connection, so the statement joins that very transaction. Outside
+ * one it throws, rather than commit on its own or write into another request's open transaction. Undefined on
+ * Postgres, or for a store openStore did not open.
+ */
+export function sqliteTransactionWrite(store: Pick<Store, 'db'>): ((sqlText: string, parameters: readonly unknown[]) => void) | undefined {
+  const connection = sqliteConnections.get(store.db);
+  const statements = sqliteStatementCaches.get(store.db);
+  if (!connection || !statements) return undefined;
+  return (sqlText, parameters) => {
+    if (!connection.inTransaction) throw new Error('sqliteTransactionWrite runs only inside a transaction on its store');
+    (statements.prepare(sqlText) as unknown as SqliteDatabase.Statement).run(...parameters);
+  };
+}
 
 /** Bumped by every statement other than a read that this process runs on a SQLite store (see sqliteWrites). */
 let sqliteWriteCount = 0;

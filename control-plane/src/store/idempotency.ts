@@ -1,5 +1,5 @@
 import { CompiledQuery, type Selectable } from 'kysely';
-import { type Dialect, type Executor, type Store, sqliteConnectionOf } from './db.js';
+import { type Dialect, type Executor, type Store, sqliteConnectionOf, sqliteTransactionWrite } from './db.js';
 import type { IdempotencyKeysTable } from './tables/foundation.js';
 
 /** Keys are kept at least 24 hours; the purge worker removes older ones. */
@@ -70,6 +70,29 @@ export function storedAnswerReader(store: Store): ((id: IdempotencyKeyId) => Sto
 }
 
 /**
+ * On SQLite, the insert of one answer run synchronously inside the use case's transaction on the store's connection
+ * (sqliteTransactionWrite): the same row and the same unique violation as insertStoredAnswers, without Kysely's
+ * promises (about a third of the insert's cost on the idempotent POST). Null on Postgres.
+ */
+export function storedAnswerInserter(store: Store): ((row: StoredAnswer) => void) | null {
+  const write = store.dialect === 'sqlite' ? sqliteTransactionWrite(store) : undefined;
+  if (!write) return null;
+  const text = answerInsert(1, 'sqlite');
+  return (row) =>
+    write(text, [
+      row.principal,
+      row.route,
+      row.key,
+      row.request_hash,
+      row.state,
+      row.status_code,
+      row.response_body,
+      row.locked_until,
+      row.created_at,
+    ]);
+}
+
+/**
  * Writes answers (a key that already has one: unique violation). Called inside a use case's
  * transaction (the answer commits with the effect) or, for answers that have no effect to go with (refusals), alone.
  */
@@ -79,11 +102,52 @@ export async function insertStoredAnswers(db: Executor, dialect: Dialect, rows: 
   await db.executeQuery(CompiledQuery.raw(answerInsert(rows.length, dialect), parameters));
 }
 
-/** Worker step: forget keys older than the retention. */
-export async function purgeIdempotencyKeys(store: Store, now: Date): Promise<number> {
-  const result = await store.db
-    .deleteFrom('idempotency_keys')
-    .where('created_at', '<', new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS).toISOString())
-    .executeTakeFirst();
-  return Number(result.numDeletedRows);
+/** Rows one purge step reads and deletes at most, so that a large backlog never holds the store for long. */
+const PURGE_BATCH = 2_000;
+
+/**
+ * Worker step: forget keys older than the retention, in batches of at most PURGE_BATCH rows (each its own
+ * transaction, the event loop served between them). Returns how many were deleted.
+ *
+ * SQLite keeps no index on created_at: each stored answer would write one more b-tree page in its effect's commit,
+ * the costliest part of an idempotent request there. Rows are appended in rowid order, the order they were stored
+ * in, so the oldest come first: each batch reads the next oldest rows and deletes the run of them that is past the
+ * retention, and the purge stops at the first row that is not. A row stored with an earlier created_at after a later
+ * one (the wall clock stepped back) is kept until the rows before it have aged out: later than its time, never
+ * earlier. Postgres deletes by its created_at index.
+ */
+export async function purgeIdempotencyKeys(store: Store, now: Date, options: { batch?: number } = {}): Promise<number> {
+  const cutoff = new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS).toISOString();
+  const batch = Math.max(1, options.batch ?? PURGE_BATCH);
+  let deleted = 0;
+  for (;;) {
+    const { count, more } = await store.db.transaction().execute(async (trx) => {
+      if (store.dialect === 'postgres') {
+        const result = await trx.executeQuery(
+          CompiledQuery.raw(
+            `delete from idempotency_keys where (principal, route, key) in (
+               select principal, route, key from idempotency_keys where created_at < $1 order by created_at limit $2)`,
+            [cutoff, batch],
+          ),
+        );
+        const count = Number(result.numAffectedRows ?? 0n);
+        return { count, more: count === batch };
+      }
+      const oldest = await trx.executeQuery<{ rowid: bigint; created_at: string }>(
+        CompiledQuery.raw('select rowid, created_at from idempotency_keys order by rowid limit ?', [batch]),
+      );
+      let last: bigint | null = null;
+      let count = 0;
+      for (const row of oldest.rows) {
+        if (row.created_at >= cutoff) break;
+        last = row.rowid;
+        count++;
+      }
+      if (last !== null) await trx.executeQuery(CompiledQuery.raw('delete from idempotency_keys where rowid <= ?', [last]));
+      return { count, more: count === batch };
+    });
+    deleted += count;
+    if (!more) return deleted;
+    await new Promise((resolve) => setImmediate(resolve));
+  }
 }

@@ -19,7 +19,7 @@ export function defaultWorkers(services: Services, config: Config): Worker[] {
     ...jobWorkers(services.jobs.sweeps, config),
     telemetryRetentionWorker,
     { name: 'pairing-purge', intervalMs: 10 * 60_000, step: (store, now) => purgePairings(store.db, now) },
-    { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: purgeIdempotencyKeys },
+    { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: (store, now) => purgeIdempotencyKeys(store, now) },
     ...x402Workers(services.x402, config),
     ...webhookWorkers(services.webhooks),
     marketWorker(services.market),
