@@ -160,6 +160,45 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
     auth.close();
   });
 
+  // The file is asked at every request here (foreignCommitCheckMs 0): the WAL-index header changes with this process's
+  // own commits too, and only the data_version asked after it tells them from another process's. An own commit to
+  // another table keeps the entry; another process's commit, to any table, drops it.
+  it.runIf(dialect === 'sqlite')('tells its own commits from another process’s when the WAL-index header changes', async () => {
+    const auth = createAccountAuthenticator(store, { foreignCommitCheckMs: 0 });
+    const { secret, row } = await freshKey('own-or-foreign');
+    await auth.authenticate(secret, later(1));
+    expect((await auth.authenticate(secret, later(2)))?.credentialId).toBe(row.id);
+    // Revoked behind the counters' back (a raw statement on the store's own connection): only a fresh read sees it.
+    sqliteConnectionOf(store)?.prepare('update api_keys set revoked_at = ? where id = ?').run(later(3).toISOString(), row.id);
+    // Unchanged header (nothing committed since the raw write was looked at) and an own commit to another table.
+    expect((await auth.authenticate(secret, later(4)))?.credentialId).toBe(row.id);
+    await store.db
+      .insertInto('idempotency_keys')
+      .values({
+        principal: accountId,
+        route: 'POST /header-test',
+        key: row.id,
+        request_hash: 'h',
+        state: 'done',
+        status_code: 200n,
+        response_body: 'plain:{}',
+        locked_until: T0.toISOString(),
+        created_at: T0.toISOString(),
+      })
+      .execute();
+    expect((await auth.authenticate(secret, later(5)))?.credentialId).toBe(row.id);
+    // Another process commits to a table the row is not even read from: the entry is dropped, the revocation seen.
+    inAnotherProcess(store.location, [
+      'insert into audit_log (id, at, action, detail) values (?, ?, ?, ?)',
+      row.id,
+      later(6).toISOString(),
+      'test',
+      '{}',
+    ]);
+    expect(await auth.authenticate(secret, later(7))).toBeNull();
+    auth.close();
+  });
+
   // A revocation inside a transaction: refused from its commit on, not before (the uncommitted row is not visible to
   // the lookup), although the entry was read again while the transaction was open: the commit counts the write again.
   it.runIf(dialect === 'sqlite')('refuses a key revoked in a transaction from the request after its commit', async () => {

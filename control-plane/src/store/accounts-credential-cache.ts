@@ -145,10 +145,10 @@ function walIndexChanges(file: string): { changed(): boolean; close(): void } | 
  * revocation, step-up, verification or any other such write made here is seen by the very next request, exactly as
  * without the cache, at no system call; its other writes (ledger postings, stored answers, heartbeats...) leave the
  * cache alone. Commits of other connections and processes (the CLI) are asked for at most every
- * FOREIGN_COMMIT_CHECK_MS: `PRAGMA data_version` of the store's own connection, which changes only when another
+ * FOREIGN_COMMIT_CHECK_MS: the WAL-index header first (`walIndexChanges`: has anything committed at all? one pread),
+ * and only after some commit `PRAGMA data_version` of the store's own connection, which changes only when another
  * connection has committed (the cache is dropped while that connection is inside a transaction); for a store opened
- * elsewhere, the WAL-index header (`walIndexChanges`: any commit, one pread) or the lookup connection's
- * `data_version`.
+ * elsewhere, the WAL-index header alone (any commit) or the lookup connection's `data_version`.
  * Expiry and step-up freshness are still compared with `now` on every request;
  * unknown tokens are never cached. The TTL and size bound only limit memory and how long a token's hash stays there.
  * On Postgres the lookup runs the SQL compiled once and nothing is cached: other replicas write the same rows and
@@ -168,9 +168,12 @@ export async function openCredentialLookup(store: Store, options: { foreignCommi
       // Commits of other connections and processes: the store's own connection (the writer) tells them apart from
       // its own with `PRAGMA data_version`, which changes only when another connection has committed. While that
       // connection is inside a transaction its answer can lag (it keeps its snapshot), so the cache is dropped
-      // instead. Without the store's connection (a store opened elsewhere), the WAL-index header (any commit at all).
+      // instead. The WAL-index header (`walIndexChanges`: one pread) is read first: while it is unchanged nothing has
+      // committed at all, and `data_version`, which opens a read transaction (lock calls and the pager's
+      // bookkeeping, three times the cost), is asked only after some commit. Without the store's connection (a store
+      // opened elsewhere), the WAL-index header alone (any commit at all).
       const writer = sqliteConnectionOf(store);
-      const walIndex = writer ? null : walIndexChanges(file);
+      const walIndex = walIndexChanges(file);
       const dataVersion = (writer ?? connection).prepare('pragma data_version').pluck();
       let cachedAtVersion: unknown = null;
       const versionChanged = () => {
@@ -185,6 +188,9 @@ export async function openCredentialLookup(store: Store, options: { foreignCommi
               cachedAtVersion = null;
               return true;
             }
+            // Nothing committed since the last look: no need to ask which connection did. (A changed or torn header
+            // only sends the question on to data_version.)
+            if (walIndex && !walIndex.changed()) return false;
             return versionChanged();
           }
         : walIndex
