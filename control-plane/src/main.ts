@@ -1,3 +1,6 @@
+// First, before any other module loads: keeps Node's tick-object maps alive through the collections that loading
+// the control plane runs (startup-ticks.ts explains why).
+import './startup-ticks.js';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { runCli } from './cli/index.js';

@@ -81,6 +81,11 @@ export interface HttpFigures {
    * compilation costs each request.
    */
   accountWithoutStartupCollection: LoadFigures;
+  /**
+   * The account read on a control plane started without keeping one of Node's tick objects first (startup-ticks.ts),
+   * measured alongside the two above: what megamorphic `process.nextTick` caches cost each request.
+   */
+  accountWithoutTickMaps: LoadFigures;
   /** POST doing one ledger transfer, no idempotency layer (SQLite synchronous=FULL). */
   plainPost: LoadFigures;
   /** The same POST with `config.idempotent` and a fresh key per request. */
@@ -228,7 +233,10 @@ async function serveControlPlane(
   synchronous: 'FULL' | 'NORMAL',
   infoLogging = false,
   collectGarbage = true,
+  keepTickMaps = true,
 ): Promise<{ port: number; apiKey: string; close(): Promise<void> }> {
+  // As main.ts starts it: Node's tick-object maps kept before anything else loads (startup-ticks.ts).
+  if (keepTickMaps) await import('@ark/control-plane/startup-ticks');
   const { randomBytes } = await import('node:crypto');
   const { buildApp } = await import('@ark/control-plane/app');
   const { loadConfig } = await import('@ark/control-plane/config');
@@ -352,6 +360,7 @@ async function serveChild(kind: string): Promise<void> {
             kind === 'control-plane-normal' ? 'NORMAL' : 'FULL',
             kind === 'control-plane-info',
             kind !== 'control-plane-uncollected',
+            kind !== 'control-plane-ticks-unkept',
           );
   const { close, ...info } = server;
   process.stdout.write(`${JSON.stringify(info)}\n`);
@@ -373,7 +382,14 @@ interface Child {
   stop(): Promise<void>;
 }
 
-type ChildKind = 'bare' | 'contract-floor' | 'control-plane' | 'control-plane-normal' | 'control-plane-info' | 'control-plane-uncollected';
+type ChildKind =
+  | 'bare'
+  | 'contract-floor'
+  | 'control-plane'
+  | 'control-plane-normal'
+  | 'control-plane-info'
+  | 'control-plane-uncollected'
+  | 'control-plane-ticks-unkept';
 
 async function startChild(kind: ChildKind): Promise<Child> {
   const self = fileURLToPath(import.meta.url);
@@ -628,6 +644,7 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
     'control-plane-normal',
     'control-plane-info',
     'control-plane-uncollected',
+    'control-plane-ticks-unkept',
   ];
   const started = await Promise.allSettled(kinds.map(startChild));
   const children = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
@@ -636,7 +653,7 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
     await Promise.all(children.map((child) => child.stop()));
     throw failed.reason;
   }
-  const [bare, floor, cp, cpNormal, cpInfo, cpUncollected] = children as [Child, Child, Child, Child, Child, Child];
+  const [bare, floor, cp, cpNormal, cpInfo, cpUncollected, cpTicksUnkept] = children as [Child, Child, Child, Child, Child, Child, Child];
   try {
     const common = { connections, warmupMs: warmupS * 1000, durationS };
     const getAccount = (child: Child) => () =>
@@ -669,14 +686,15 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
       common,
       log,
     )) as [LoadFigures, LoadFigures];
-    const [accountWithInfoLogging, accountWithoutStartupCollection] = (await measureSides(
+    const [accountWithInfoLogging, accountWithoutStartupCollection, accountWithoutTickMaps] = (await measureSides(
       [
         target('control plane GET /api/v1/account, request logging at info', cpInfo, getAccount(cpInfo), 200),
         target('control plane GET /api/v1/account, no collection after startup', cpUncollected, getAccount(cpUncollected), 200),
+        target('control plane GET /api/v1/account, tick-object maps not kept', cpTicksUnkept, getAccount(cpTicksUnkept), 200),
       ],
       common,
       log,
-    )) as [LoadFigures, LoadFigures];
+    )) as [LoadFigures, LoadFigures, LoadFigures];
     const [plainPost, idempotentPost] = (await measureSides(
       [
         target('POST ledger transfer (FULL)', cp, post(cp, BENCH_ROUTE_PLAIN), 201),
@@ -724,6 +742,7 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
       contractFloorRatio: pairedRatio(contractFloor, bareForFloor),
       accountWithInfoLogging,
       accountWithoutStartupCollection,
+      accountWithoutTickMaps,
       plainPost,
       idempotentPost,
       idempotentRatio,
