@@ -516,6 +516,9 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
     DATABASE_URL: database?.url ?? '',
     ARK_SQLITE_SYNCHRONOUS: synchronous,
     LOG_LEVEL: 'warn',
+    // Every simulated rig dials from 127.0.0.1; real rigs each have an address of their own. With the default bound
+    // (256 connections an address) the levels stopped at 256 agents.
+    ARK_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0',
   });
   const agents: SimAgent[] = [];
   const figures: AgentsLevelFigures[] = [];
