@@ -6,7 +6,7 @@ import { insertAccount, markEmailVerified } from './accounts.js';
 import { accountOfPrincipal, createAccountAuthenticator } from './accounts-authenticator.js';
 import { issueApiKey, issueSession, recordStepUp, revokeApiKey } from './accounts-credentials.js';
 import { CREDENTIAL_TABLES } from './accounts-credential-cache.js';
-import { openStore, type Store, sqliteConnectionOf } from './db.js';
+import { type Executor, openStore, type Store, sqliteConnectionOf } from './db.js';
 
 // The authenticator keeps verified credentials in memory on SQLite. Whatever it keeps, a request must see every
 // committed change to the credential or its account at once: these run a credential that has just been verified
@@ -49,6 +49,23 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
     await other.close();
     await store.destroy();
   });
+
+  /** A write of this process to a table no credential row is read from (a stored idempotent answer). */
+  const writeAnotherTable = (db: Executor, key: string) =>
+    db
+      .insertInto('idempotency_keys')
+      .values({
+        principal: accountId,
+        route: 'POST /cache-test',
+        key,
+        request_hash: 'h',
+        state: 'done',
+        status_code: 200n,
+        response_body: 'plain:{}',
+        locked_until: T0.toISOString(),
+        created_at: T0.toISOString(),
+      })
+      .execute();
 
   const freshKey = async (label: string) =>
     issueApiKey(store.db, { accountId, label, scopes: ['renter'], expiresAt: later(3_600_000).toISOString(), now: T0 });
@@ -137,22 +154,7 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
     expect(writer).toBeDefined();
     writer?.prepare('update api_keys set revoked_at = ? where id = ?').run(later(3).toISOString(), row.id);
     // A write of this process to another table, in a transaction, as a use case makes it.
-    await store.db.transaction().execute(async (trx) => {
-      await trx
-        .insertInto('idempotency_keys')
-        .values({
-          principal: accountId,
-          route: 'POST /cache-test',
-          key: row.id,
-          request_hash: 'h',
-          state: 'done',
-          status_code: 200n,
-          response_body: 'plain:{}',
-          locked_until: T0.toISOString(),
-          created_at: T0.toISOString(),
-        })
-        .execute();
-    });
+    await store.db.transaction().execute((trx) => writeAnotherTable(trx, row.id));
     expect((await auth.authenticate(secret, later(4)))?.credentialId).toBe(row.id);
     // A write to the account (any credential table) drops it: the next request reads the revoked row.
     await markEmailVerified(store.db, accountId, later(5));
@@ -172,20 +174,7 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
     sqliteConnectionOf(store)?.prepare('update api_keys set revoked_at = ? where id = ?').run(later(3).toISOString(), row.id);
     // Unchanged header (nothing committed since the raw write was looked at) and an own commit to another table.
     expect((await auth.authenticate(secret, later(4)))?.credentialId).toBe(row.id);
-    await store.db
-      .insertInto('idempotency_keys')
-      .values({
-        principal: accountId,
-        route: 'POST /header-test',
-        key: row.id,
-        request_hash: 'h',
-        state: 'done',
-        status_code: 200n,
-        response_body: 'plain:{}',
-        locked_until: T0.toISOString(),
-        created_at: T0.toISOString(),
-      })
-      .execute();
+    await writeAnotherTable(store.db, row.id);
     expect((await auth.authenticate(secret, later(5)))?.credentialId).toBe(row.id);
     // Another process commits to a table the row is not even read from: the entry is dropped, the revocation seen.
     inAnotherProcess(store.location, [
