@@ -64,6 +64,16 @@ export interface HttpFigures {
   accountRatio: number;
   /** accountWithApiKey.rps / bareFastify.rps: the ratio of the totals (this figure before the paired median). */
   accountRatioOfTotals: number;
+  /**
+   * Server processes per side of the budgeted account pair. One process is one sample: two control planes of the
+   * same code differ by up to a fifth in CPU per request (where the kernel puts their heap and code), so each pair of
+   * processes is measured in turn and accountRatio is the median over the slices of all of them.
+   */
+  processes: number;
+  /** The paired ratio of each pair of processes alone, in the order measured. */
+  accountRatioByProcess: number[];
+  /** The control plane's CPU per request in each of its processes (bareFastify and accountWithApiKey give medians). */
+  accountCpuUsByProcess: Array<number | null>;
   /** The same in server CPU per request (bare / control plane): what the ratio would be with a core each. */
   accountCpuRatio: number | null;
   /**
@@ -114,6 +124,8 @@ export interface HttpBenchOptions {
   connections?: number;
   /** Transfers of the raw store loop (default 2000). */
   rawLoopCount?: number;
+  /** Server processes per side of the budgeted account pair (default 3). */
+  processes?: number;
   log?: (line: string) => void;
 }
 
@@ -607,16 +619,38 @@ async function measureSides(
   });
 }
 
+const median = (values: number[]): number => {
+  const sorted = [...values].sort((x, y) => x - y);
+  const mid = Math.floor(sorted.length / 2);
+  return sorted.length % 2 === 1 ? (sorted[mid] as number) : ((sorted[mid - 1] as number) + (sorted[mid] as number)) / 2;
+};
+
+/**
+ * One side's figures over several server processes measured in turn: the slices of all of them, in order (so that
+ * pairedRatio pairs each slice with the other side's slice next to it), the total requests, the mean rate, and the
+ * median of each process's latencies and CPU per request.
+ */
+function pooled(samples: LoadFigures[]): LoadFigures {
+  if (samples.length === 1) return samples[0] as LoadFigures;
+  const cpu = samples.map((sample) => sample.serverCpuUsPerRequest);
+  return {
+    requests: samples.reduce((sum, sample) => sum + sample.requests, 0),
+    rps: Math.round(samples.reduce((sum, sample) => sum + sample.rps, 0) / samples.length),
+    p50Ms: median(samples.map((sample) => sample.p50Ms)),
+    p99Ms: median(samples.map((sample) => sample.p99Ms)),
+    serverCpuUsPerRequest: cpu.every((value) => value !== null) ? median(cpu as number[]) : null,
+    sliceRps: samples.flatMap((sample) => sample.sliceRps),
+  };
+}
+
 /**
  * The median over i of a.sliceRps[i] / b.sliceRps[i]: slice i of each side ran next to the other's (A-B, then B-A),
  * so each pair shares the machine's state of that moment.
  */
 export function pairedRatio(a: LoadFigures, b: LoadFigures): number {
-  const ratios = a.sliceRps.map((rps, i) => rps / Math.max(1, b.sliceRps[i] ?? 0)).sort((x, y) => x - y);
+  const ratios = a.sliceRps.map((rps, i) => rps / Math.max(1, b.sliceRps[i] ?? 0));
   if (ratios.length === 0) return 0;
-  const mid = Math.floor(ratios.length / 2);
-  const median = ratios.length % 2 === 1 ? (ratios[mid] as number) : ((ratios[mid - 1] as number) + (ratios[mid] as number)) / 2;
-  return Math.round(median * 1000) / 1000;
+  return Math.round(median(ratios) * 1000) / 1000;
 }
 
 export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> {
@@ -624,6 +658,7 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
   const warmupS = Math.max(0, Math.min(options.warmupS ?? 1, 60));
   const connections = Math.max(1, Math.min(options.connections ?? 32, 1024));
   const rawLoopCount = Math.max(100, Math.min(options.rawLoopCount ?? 2000, 100_000));
+  const processes = Math.max(1, Math.min(Math.round(options.processes ?? 3), 8));
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
 
   const loadAvgBefore = loadavg()[0] as number;
@@ -645,6 +680,8 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
     'control-plane-info',
     'control-plane-uncollected',
     'control-plane-ticks-unkept',
+    // The budgeted account pair's other processes (one process is one sample).
+    ...Array.from({ length: processes - 1 }, () => ['bare', 'control-plane'] as const).flat(),
   ];
   const started = await Promise.allSettled(kinds.map(startChild));
   const children = started.flatMap((s) => (s.status === 'fulfilled' ? [s.value] : []));
@@ -653,7 +690,18 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
     await Promise.all(children.map((child) => child.stop()));
     throw failed.reason;
   }
-  const [bare, floor, cp, cpNormal, cpInfo, cpUncollected, cpTicksUnkept] = children as [Child, Child, Child, Child, Child, Child, Child];
+  const [bare, floor, cp, cpNormal, cpInfo, cpUncollected, cpTicksUnkept, ...others] = children as [
+    Child,
+    Child,
+    Child,
+    Child,
+    Child,
+    Child,
+    Child,
+    ...Child[],
+  ];
+  const accountPairs: Array<[Child, Child]> = [[bare, cp]];
+  for (let i = 0; i + 1 < others.length; i += 2) accountPairs.push([others[i] as Child, others[i + 1] as Child]);
   try {
     const common = { connections, warmupMs: warmupS * 1000, durationS };
     const getAccount = (child: Child) => () =>
@@ -669,14 +717,23 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
       expectStatus,
     });
 
-    const [bareFastify, accountWithApiKey] = (await measureSides(
-      [
-        target('bare Fastify GET /account', bare, () => getBare, 200),
-        target('control plane GET /api/v1/account (API key)', cp, getAccount(cp), 200),
-      ],
-      common,
-      log,
-    )) as [LoadFigures, LoadFigures];
+    // The budgeted pair, once per pair of processes.
+    const accountSamples: Array<[LoadFigures, LoadFigures]> = [];
+    for (const [i, [bareProcess, cpProcess]] of accountPairs.entries()) {
+      const which = accountPairs.length > 1 ? ` (process ${i + 1} of ${accountPairs.length})` : '';
+      accountSamples.push(
+        (await measureSides(
+          [
+            target(`bare Fastify GET /account${which}`, bareProcess, () => getBare, 200),
+            target(`control plane GET /api/v1/account (API key)${which}`, cpProcess, getAccount(cpProcess), 200),
+          ],
+          common,
+          log,
+        )) as [LoadFigures, LoadFigures],
+      );
+    }
+    const bareFastify = pooled(accountSamples.map(([bareSide]) => bareSide));
+    const accountWithApiKey = pooled(accountSamples.map(([, cpSide]) => cpSide));
     // The contract's floor, paired with bare Fastify on its own (the budgeted pair above stays a pair).
     const [bareForFloor, contractFloor] = (await measureSides(
       [
@@ -737,6 +794,9 @@ export async function run(options: HttpBenchOptions = {}): Promise<HttpFigures> 
       accountWithApiKey,
       accountRatio,
       accountRatioOfTotals: ratio(accountWithApiKey.rps, bareFastify.rps),
+      processes: accountPairs.length,
+      accountRatioByProcess: accountSamples.map(([bareSide, cpSide]) => pairedRatio(cpSide, bareSide)),
+      accountCpuUsByProcess: accountSamples.map(([, cpSide]) => cpSide.serverCpuUsPerRequest),
       accountCpuRatio: bareCpu === null || accountCpu === null ? null : ratio(bareCpu, accountCpu),
       contractFloor,
       contractFloorRatio: pairedRatio(contractFloor, bareForFloor),
@@ -772,6 +832,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       'warmup-s': { type: 'string' },
       connections: { type: 'string' },
       'raw-loop-count': { type: 'string' },
+      processes: { type: 'string' },
     },
   });
   if (values.serve) {
@@ -783,6 +844,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
       warmupS: num(values['warmup-s']),
       connections: num(values.connections),
       rawLoopCount: num(values['raw-loop-count']),
+      processes: num(values.processes),
     });
     process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
   }
