@@ -70,9 +70,10 @@ const sqliteStatementCaches = new WeakMap<Store['db'], SqliteDialectDatabase>();
  * A write run synchronously on a SQLite store's own connection, for a hot path where Kysely's promise chain costs
  * more than the statement: the statement is prepared once (the store's statement cache) and counted as every
  * Kysely statement is (sqliteWritesTo). It may run only inside a transaction the caller holds on that store (a use
- * case's work or commit hook): the store has one connection, so the statement joins that very transaction. Outside
- * one it throws, rather than commit on its own or write into another request's open transaction. Undefined on
- * Postgres, or for a store openStore did not open.
+ * case's work or commit hook): the store has one connection, on which Kysely runs one transaction at a time, so the
+ * statement joins the caller's own transaction. Outside any transaction it throws rather than commit on its own
+ * (which transaction is open is the caller's to know: it cannot be told from here). Undefined on Postgres, or for a
+ * store openStore did not open.
  */
 export function sqliteTransactionWrite(store: Pick<Store, 'db'>): ((sqlText: string, parameters: readonly unknown[]) => void) | undefined {
   const connection = sqliteConnections.get(store.db);
