@@ -1,5 +1,5 @@
 import { CompiledQuery, type Selectable } from 'kysely';
-import { type Dialect, type Executor, type Store, sqliteConnectionOf, sqliteTransactionWrite } from './db.js';
+import { type Dialect, type Executor, type Store, sqliteConnectionOf, sqliteTransactionWrite, type Tx } from './db.js';
 import type { IdempotencyKeysTable } from './tables/foundation.js';
 
 /** Keys are kept at least 24 hours; the purge worker removes older ones. */
@@ -79,17 +79,10 @@ export function storedAnswerInserter(store: Store): ((row: StoredAnswer) => void
   if (!write) return null;
   const text = answerInsert(1, 'sqlite');
   return (row) =>
-    write(text, [
-      row.principal,
-      row.route,
-      row.key,
-      row.request_hash,
-      row.state,
-      row.status_code,
-      row.response_body,
-      row.locked_until,
-      row.created_at,
-    ]);
+    write(
+      text,
+      ANSWER_COLUMNS.map((column) => row[column]),
+    );
 }
 
 /**
@@ -119,35 +112,40 @@ const PURGE_BATCH = 2_000;
 export async function purgeIdempotencyKeys(store: Store, now: Date, options: { batch?: number } = {}): Promise<number> {
   const cutoff = new Date(now.getTime() - IDEMPOTENCY_RETENTION_MS).toISOString();
   const batch = Math.max(1, options.batch ?? PURGE_BATCH);
+  const step = store.dialect === 'postgres' ? purgeStepByIndex : purgeStepInStorageOrder;
   let deleted = 0;
   for (;;) {
-    const { count, more } = await store.db.transaction().execute(async (trx) => {
-      if (store.dialect === 'postgres') {
-        const result = await trx.executeQuery(
-          CompiledQuery.raw(
-            `delete from idempotency_keys where (principal, route, key) in (
-               select principal, route, key from idempotency_keys where created_at < $1 order by created_at limit $2)`,
-            [cutoff, batch],
-          ),
-        );
-        const count = Number(result.numAffectedRows ?? 0n);
-        return { count, more: count === batch };
-      }
-      const oldest = await trx.executeQuery<{ rowid: bigint; created_at: string }>(
-        CompiledQuery.raw('select rowid, created_at from idempotency_keys order by rowid limit ?', [batch]),
-      );
-      let last: bigint | null = null;
-      let count = 0;
-      for (const row of oldest.rows) {
-        if (row.created_at >= cutoff) break;
-        last = row.rowid;
-        count++;
-      }
-      if (last !== null) await trx.executeQuery(CompiledQuery.raw('delete from idempotency_keys where rowid <= ?', [last]));
-      return { count, more: count === batch };
-    });
+    const count = await store.db.transaction().execute((trx) => step(trx, cutoff, batch));
     deleted += count;
-    if (!more) return deleted;
+    if (count < batch) return deleted;
     await new Promise((resolve) => setImmediate(resolve));
   }
+}
+
+/** Postgres: up to `batch` answers older than the cutoff, by the created_at index. */
+async function purgeStepByIndex(trx: Tx, cutoff: string, batch: number): Promise<number> {
+  const result = await trx.executeQuery(
+    CompiledQuery.raw(
+      `delete from idempotency_keys where (principal, route, key) in (
+         select principal, route, key from idempotency_keys where created_at < $1 order by created_at limit $2)`,
+      [cutoff, batch],
+    ),
+  );
+  return Number(result.numAffectedRows ?? 0n);
+}
+
+/** SQLite: of the `batch` oldest answers (rowid order), the run of them past the cutoff. */
+async function purgeStepInStorageOrder(trx: Tx, cutoff: string, batch: number): Promise<number> {
+  const oldest = await trx.executeQuery<{ rowid: bigint; created_at: string }>(
+    CompiledQuery.raw('select rowid, created_at from idempotency_keys order by rowid limit ?', [batch]),
+  );
+  let last: bigint | null = null;
+  let count = 0;
+  for (const row of oldest.rows) {
+    if (row.created_at >= cutoff) break;
+    last = row.rowid;
+    count++;
+  }
+  if (last !== null) await trx.executeQuery(CompiledQuery.raw('delete from idempotency_keys where rowid <= ?', [last]));
+  return count;
 }
