@@ -88,6 +88,32 @@ describe('parseNvidiaSmiXml on recorded output', () => {
     ]);
   });
 
+  it('reads an H200 recorded by Ark on a lent machine (driver 580, CUDA 13.0, passed through to a VM)', () => {
+    const report = parseNvidiaSmiXml(fixture('h200-driver-580.xml'));
+    expect(report.driver_version).toBe('580.159.04');
+    expect(report.cuda_version).toBe('13.0');
+    expect(report.gpus).toEqual([
+      {
+        // The VM's bus, not the host's: <gpu id="00000000:00:06.0">.
+        pci_address: '0000:00:06.0',
+        model: 'NVIDIA H200',
+        uuid: 'GPU-922096e2-67f8-a2c3-7257-0ea1ba2cdab2',
+        // fb_memory_usage/total, which counts the 616 MiB the driver reserves (reserved + used + free = 616 + 0 + 143156).
+        vram_bytes: 143771n * BigInt(MIB),
+        temperature_c: 33,
+        utilization_pct: 0,
+        // instant_power_draw (80.92 W) is preferred to average_power_draw (80.55 W); power_draw is no longer printed.
+        power_watts: 80.92,
+        // An idle card with no process holds 0 MiB: a real zero is kept.
+        memory_used_bytes: 0,
+      },
+    ]);
+    const [gpu] = report.gpus;
+    // A passively cooled SXM module prints fan_speed N/A; the processes element is present but empty.
+    expect(gpu).not.toHaveProperty('fan_pct');
+    expect(gpu).not.toHaveProperty('unified_memory_used_bytes');
+  });
+
   it('reads driver 580 output: instant_power_draw when power_draw is N/A, padded values', () => {
     const report = parseNvidiaSmiXml(fixture('rtx-pro-6000-driver-580.xml'));
     expect(report).toEqual({
@@ -250,6 +276,21 @@ describe('describeGpus', () => {
           model: 'NVIDIA L4',
           vram_bytes: 24152899584n,
           uuid: 'GPU-128ab6fb-6ec9-fd74-b479-4a5fd14f55bd',
+        },
+      ],
+    });
+  });
+
+  it('describes the recorded H200 as enrollment would see it', () => {
+    expect(describeGpus(readNvidiaSmiLog(fixture('h200-driver-580.xml')))).toEqual({
+      driver_version: '580.159.04',
+      cuda_version: '13.0',
+      gpus: [
+        {
+          pci_address: '0000:00:06.0',
+          model: 'NVIDIA H200',
+          vram_bytes: 150754820096n,
+          uuid: 'GPU-922096e2-67f8-a2c3-7257-0ea1ba2cdab2',
         },
       ],
     });
