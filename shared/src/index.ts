@@ -7,6 +7,7 @@ export * from './http/agents.js';
 export * from './http/templates.js';
 export * from './http/hosts.js';
 export * from './channel/messages.js';
+export * from './channel/catalog.js';
 export * from './channel/manifest.js';
 export * from './channel/codec.js';
 export * from './http/billing.js';

@@ -1,28 +1,36 @@
 import type { Services } from '../services/index.js';
-import type { ChannelHandlers } from './handlers.js';
+import type { ChannelHandlers, ChannelHandlerTable } from './handlers.js';
 
 /**
  * The agent channel's handler table, filled in this one place from the services the composition root built (coder's
  * agentapi: one small use case per agent concern, behind one table). Each handler only passes the message on: the
  * use case opens or joins the transaction and decides.
  *
- * Order matters where a type has several handlers: a heartbeat records liveness first, then brings reconciling
- * jobs back. Reliable messages run inside the gateway's apply-once transaction.
+ * `messages` must name a handler for every agent message type of the catalog (shared/src/channel/catalog.ts) that
+ * the gateway does not consume itself: a type added there without its line here fails the typecheck. Reliable
+ * messages run inside the gateway's apply-once transaction.
  */
-export function fillChannelHandlers(channel: ChannelHandlers, services: Pick<Services, 'jobs' | 'hosting'>): ChannelHandlers {
+export function channelHandlerTable(services: Pick<Services, 'jobs' | 'hosting'>): ChannelHandlerTable {
   const { jobs, hosting } = services;
-  channel.onHeartbeat(async (machineId, msg, now) => {
-    await hosting.recordHeartbeat(machineId, msg, now);
-  });
-  channel.onHeartbeat(async (machineId, msg, now) => {
-    await jobs.reconcileFromHeartbeat(machineId, msg, now);
-  });
-  // The relay on another replica finds this one through the record (nothing is recorded for a single replica).
-  channel.onConnect((machineId, now) => hosting.replicas.connected(machineId, now));
-  channel.onDisconnect((machineId) => hosting.replicas.disconnected(machineId));
-  channel.on('telemetry', (trx, machineId, msg, now) => hosting.ingestTelemetry(trx, machineId, msg, now));
-  channel.on('nettest_receipt', (trx, machineId, msg, now) => hosting.applyNettestReceipt(trx, machineId, msg, now));
-  channel.on('job_status', (trx, machineId, msg, now) => jobs.applyJobStatus(trx, machineId, msg, now));
-  channel.on('meter_receipt', (trx, machineId, msg, now) => jobs.applyMeterReceipt(trx, machineId, msg, now));
-  return channel;
+  return {
+    messages: {
+      // Liveness first, then reconciling jobs come back.
+      heartbeat: async (machineId, msg, now) => {
+        await hosting.recordHeartbeat(machineId, msg, now);
+        await jobs.reconcileFromHeartbeat(machineId, msg, now);
+      },
+      telemetry: (trx, machineId, msg, now) => hosting.ingestTelemetry(trx, machineId, msg, now),
+      nettest_receipt: (trx, machineId, msg, now) => hosting.applyNettestReceipt(trx, machineId, msg, now),
+      job_status: (trx, machineId, msg, now) => jobs.applyJobStatus(trx, machineId, msg, now),
+      meter_receipt: (trx, machineId, msg, now) => jobs.applyMeterReceipt(trx, machineId, msg, now),
+    },
+    // The relay on another replica finds this one through the record (nothing is recorded for a single replica).
+    connected: (machineId, now) => hosting.replicas.connected(machineId, now),
+    disconnected: (machineId) => hosting.replicas.disconnected(machineId),
+  };
+}
+
+/** Installs the table into the registry the gateway dispatches through (tests add their spies after it). */
+export function fillChannelHandlers(channel: ChannelHandlers, services: Pick<Services, 'jobs' | 'hosting'>): ChannelHandlers {
+  return channel.install(channelHandlerTable(services));
 }

@@ -1,11 +1,13 @@
-import type { HeartbeatMessage, ReliableAgentMessage } from '@ark/shared';
+import {
+  type ChannelCatalogOf,
+  type ChannelMessageOf,
+  HANDLED_AGENT_MESSAGE_TYPES,
+  type HeartbeatMessage,
+  type HandledAgentMessage,
+  type HandledAgentMessageType,
+  type ReliableAgentMessage,
+} from '@ark/shared';
 import type { Tx } from '../store/db.js';
-
-/** The reliable agent message types: each is applied once per machine and acknowledged cumulatively. */
-export type ReliableType = ReliableAgentMessage['t'];
-export const RELIABLE_TYPES: readonly ReliableType[] = ['telemetry', 'meter_receipt', 'job_status', 'nettest_receipt'];
-
-export type ReliableMessageOf<K extends ReliableType> = Extract<ReliableAgentMessage, { t: K }>;
 
 /**
  * Applies one reliable message inside the gateway's transaction, which also records the message id as applied:
@@ -15,39 +17,58 @@ export type ReliableMessageOf<K extends ReliableType> = Extract<ReliableAgentMes
  * worth retrying (the store is down). A throw rolls back, leaves the message unacknowledged and closes the
  * connection, so the agent resends it after its backoff.
  */
-export type ReliableHandler<K extends ReliableType> = (trx: Tx, machineId: string, msg: ReliableMessageOf<K>, now: Date) => Promise<void>;
+export type ReliableHandler<M> = (trx: Tx, machineId: string, msg: M, now: Date) => Promise<void>;
 
-/** Heartbeats are not queued or deduplicated: a lost one is simply followed by the next. */
-export type HeartbeatHandler = (machineId: string, msg: HeartbeatMessage, now: Date) => Promise<void>;
+/**
+ * Unreliable messages are not queued or deduplicated: a lost one is simply followed by the next. A throw is logged
+ * and the message is not acknowledged (a heartbeat's ack tells the agent the control plane is healthy).
+ */
+export type UnreliableHandler<M> = (machineId: string, msg: M, now: Date) => Promise<void>;
+
+/** The handler a catalog entry calls for: reliable types run in the apply-once transaction. */
+export type HandlerFor<K extends keyof C, C = ChannelCatalogOf> = C[K] extends { reliable: true }
+  ? ReliableHandler<ChannelMessageOf<K, C>>
+  : UnreliableHandler<ChannelMessageOf<K, C>>;
+
+/**
+ * One handler per agent message type the table serves, over the catalog's keys: a mapped type, not a Partial, so a
+ * type added to the catalog (shared/src/channel/catalog.ts) without its handler in gateway/handlers-table.ts fails
+ * the typecheck. Generic over the catalog so a type-level test can extend it (handlers-table.test-d.ts).
+ */
+export type AgentMessageHandlers<C = ChannelCatalogOf> = { readonly [K in HandledAgentMessageType<C>]: HandlerFor<K, C> };
 
 /** Liveness hooks: a machine completed the handshake, or its connection on this replica ended. */
 export type ConnectionHook = (machineId: string, now: Date) => Promise<void>;
 
+/** What gateway/handlers-table.ts fills from the services: every agent message's handler and the liveness hooks. */
+export interface ChannelHandlerTable {
+  readonly messages: AgentMessageHandlers;
+  readonly connected: ConnectionHook;
+  readonly disconnected: ConnectionHook;
+}
+
+/** The registry keeps handlers of every message type side by side; `on` and `install` are typed per type. */
+type AnyHandler = (...args: any[]) => Promise<void>;
+
 /**
- * The agent channel's handler registry. The real table is filled in one place, gateway/handlers-table.ts, from the
- * services; tests add their own spies. Several handlers per type run in registration order (reliable ones in the
- * same transaction).
+ * The agent channel's handler registry. The real table is installed in one place, gateway/handlers-table.ts, from
+ * the services; tests add their own spies after it with `on`. Several handlers per type run in registration order
+ * (reliable ones in the same transaction).
  */
 export class ChannelHandlers {
-  readonly #reliable = new Map<ReliableType, Array<ReliableHandler<any>>>();
-  readonly #heartbeat: HeartbeatHandler[] = [];
+  readonly #byType = new Map<HandledAgentMessageType, AnyHandler[]>();
   readonly #connect: ConnectionHook[] = [];
   readonly #disconnect: ConnectionHook[] = [];
 
-  on(type: 'heartbeat', handler: HeartbeatHandler): this;
-  on<K extends ReliableType>(type: K, handler: ReliableHandler<K>): this;
-  on(type: ReliableType | 'heartbeat', handler: ReliableHandler<any> | HeartbeatHandler): this {
-    if (type === 'heartbeat') return this.onHeartbeat(handler as HeartbeatHandler);
-    if (!RELIABLE_TYPES.includes(type)) throw new Error(`not a reliable channel message type: ${String(type)}`);
-    const list = this.#reliable.get(type) ?? [];
-    list.push(handler as ReliableHandler<any>);
-    this.#reliable.set(type, list);
-    return this;
+  /** Registers every handler of a complete table (the composition root's, through fillChannelHandlers). */
+  install(table: ChannelHandlerTable): this {
+    for (const type of HANDLED_AGENT_MESSAGE_TYPES) this.#add(type, table.messages[type]);
+    return this.onConnect(table.connected).onDisconnect(table.disconnected);
   }
 
-  onHeartbeat(handler: HeartbeatHandler): this {
-    this.#heartbeat.push(handler);
-    return this;
+  on<K extends HandledAgentMessageType>(type: K, handler: HandlerFor<K>): this {
+    if (!HANDLED_AGENT_MESSAGE_TYPES.includes(type)) throw new Error(`not an agent message type of the handler table: ${String(type)}`);
+    return this.#add(type, handler);
   }
 
   onConnect(hook: ConnectionHook): this {
@@ -60,21 +81,28 @@ export class ChannelHandlers {
     return this;
   }
 
-  /** Whether any handler is registered for a reliable type (an unhandled type is applied as a no-op, and logged). */
-  handles(type: ReliableType): boolean {
-    return (this.#reliable.get(type)?.length ?? 0) > 0;
+  #add(type: HandledAgentMessageType, handler: AnyHandler): this {
+    const list = this.#byType.get(type) ?? [];
+    list.push(handler);
+    this.#byType.set(type, list);
+    return this;
   }
 
   // ---- dispatch, called by the gateway ----
 
-  async heartbeat(machineId: string, msg: HeartbeatMessage, now: Date): Promise<void> {
-    for (const handler of this.#heartbeat) await handler(machineId, msg, now);
+  /** A reliable message, inside the applying transaction. */
+  async apply(trx: Tx, machineId: string, msg: ReliableAgentMessage, now: Date): Promise<void> {
+    for (const handler of this.#byType.get(msg.t) ?? []) await handler(trx, machineId, msg, now);
   }
 
-  async apply(trx: Tx, machineId: string, msg: ReliableAgentMessage, now: Date): Promise<void> {
-    const list = this.#reliable.get(msg.t);
-    if (!list) return;
-    for (const handler of list) await handler(trx, machineId, msg, now);
+  /** An unreliable message of the table (a heartbeat). */
+  async receive(machineId: string, msg: Exclude<HandledAgentMessage, ReliableAgentMessage>, now: Date): Promise<void> {
+    for (const handler of this.#byType.get(msg.t) ?? []) await handler(machineId, msg, now);
+  }
+
+  /** A heartbeat through every handler registered for it (tests drive liveness this way too). */
+  heartbeat(machineId: string, msg: HeartbeatMessage, now: Date): Promise<void> {
+    return this.receive(machineId, msg, now);
   }
 
   async connected(machineId: string, now: Date): Promise<void> {

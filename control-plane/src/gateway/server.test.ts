@@ -12,6 +12,7 @@ import {
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { DIALECTS } from '../testing/stores.js';
 import { outboxWriter } from '../store/outbox.js';
+import { CLOSE_CODES } from './session.js';
 import { counterValue, type GatewayTestApp, startGatewayApp } from './testing/gateway-app.js';
 import { RawAgent, type TestMachine, telemetryBody, testMachine } from './testing/raw-agent.js';
 
@@ -211,11 +212,6 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
       send: (agent) => agent.sendRaw(Buffer.from(agent.frame(telemetryBody(1)))),
     },
     {
-      name: 'a control-plane message type',
-      reason: 'invalid_payload',
-      send: (agent) => agent.send({ t: 'ack', upto: 1 }),
-    },
-    {
       name: 'a second hello',
       reason: 'unexpected_type',
       send: (agent) => agent.hello(),
@@ -235,6 +231,31 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
       expect(await counterValue(cp.metrics, 'ark_channel_closes_total', { reason: violation.reason })).toBe(1);
     });
   }
+
+  it('refuses a type the catalog does not hold, or one only the control plane sends, with 4004 and never acknowledges it', async () => {
+    // A newer agent's reliable message: shaped like one (an id), but no type of this control plane's catalog.
+    const agent = await connect();
+    await agent.handshake();
+    agent.telemetry(1);
+    expect(await agent.next('ack')).toMatchObject({ upto: 1 });
+    agent.send({ t: 'self_test_result', id: 2, passed: true });
+    expect(await agent.closed).toEqual({ code: CLOSE_CODES.unknownType, reason: 'unknown_type' });
+    expect(CLOSE_CODES.unknownType).toBe(4004);
+    // Not acknowledged (the agent keeps it queued), not marked applied.
+    expect(agent.received.filter((m) => m.t === 'ack')).toEqual([]);
+    expect(await lastApplied()).toBe(1);
+    expect(violationLog('unknown_type')).toMatchObject({ machineId: machine.id, detail: 'self_test_result' });
+
+    // A control plane's message sent by an agent: the wrong direction is refused the same way.
+    const confused = await connect();
+    await confused.handshake();
+    confused.send({ t: 'ack', upto: 5 });
+    expect(await confused.closed).toEqual({ code: CLOSE_CODES.unknownType, reason: 'unknown_type' });
+    expect(cp.logs).toContainEqual(expect.objectContaining({ reason: 'unknown_type', detail: 'ack is sent by the control-plane' }));
+    expect(await counterValue(cp.metrics, 'ark_channel_closes_total', { reason: 'unknown_type' })).toBe(2);
+    expect(applied).toEqual([{ machineId: machine.id, id: 1 }]);
+    expect(await lastApplied()).toBe(1);
+  });
 
   it('closes on an oversized frame (the WebSocket layer refuses it before it is read)', async () => {
     const agent = await connect();

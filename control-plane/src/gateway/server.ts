@@ -7,9 +7,9 @@ import { type WebSocket, WebSocketServer } from 'ws';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/db.js';
 import { GroupApplier } from './applier.js';
-import { CLOSE_CODES, Session } from './session.js';
 import { OutboxWatch } from './delivery.js';
 import { RelayTunnel } from '../relay/tunnel.js';
+import { CLOSE_CODES, Session, type SessionContext } from './session.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';
 import type { ControlPlaneIdentity } from './identity.js';
 import type { GatewayLogger } from './logger.js';
@@ -73,7 +73,8 @@ export class ChannelGateway {
   readonly #all = new Set<Session>();
   /** Connections past the handshake, by machine: the newest wins. */
   readonly #byMachine = new Map<string, Session>();
-  #identity: ControlPlaneIdentity | null = null;
+  /** What each session is given; built once the identity is loaded (no session is accepted before). */
+  #sessionContext: SessionContext | null = null;
   #starting: Promise<void> | null = null;
   #watch: OutboxWatch | null = null;
   #sweepTimer: NodeJS.Timeout | null = null;
@@ -110,30 +111,10 @@ export class ChannelGateway {
     });
   }
 
-  get logger(): GatewayLogger {
-    return this.#options.logger;
-  }
-  get metrics(): GatewayMetrics {
-    return this.#metrics;
-  }
-  get handlers(): ChannelHandlers {
-    return this.#options.handlers;
-  }
-  get store(): Store {
-    return this.#options.store;
-  }
-  get clock(): Clock {
-    return this.#options.clock;
-  }
-  get identity(): ControlPlaneIdentity {
-    if (!this.#identity) throw new Error('the gateway is not started');
-    return this.#identity;
-  }
-
   /** Loads the identity and starts the outbox watch and the timeout sweep; idempotent. */
   start(): Promise<void> {
     this.#starting ??= (async () => {
-      this.#identity = await this.#options.identity();
+      this.#sessionContext = this.#buildSessionContext(await this.#options.identity());
       if (this.#closing) return;
       const sweepMs = Math.max(
         50,
@@ -229,14 +210,27 @@ export class ChannelGateway {
     await this.applier.idle();
   }
 
-  // ---- used by sessions ----
+  // ---- the sessions' narrow view of the gateway ----
 
-  /** A directory failure (store down) propagates: the connection closes as an internal error and the agent retries. */
-  publicKeyOf(machineId: string): Promise<string | null> {
-    return this.#options.directory.publicKeyOf(machineId);
+  #buildSessionContext(identity: ControlPlaneIdentity): SessionContext {
+    const options = this.#options;
+    return {
+      settings: this.settings,
+      clock: options.clock,
+      logger: options.logger,
+      metrics: this.#metrics,
+      db: options.store.db,
+      handlers: options.handlers,
+      applier: this.applier,
+      relay: this.relay,
+      sign: identity.sign,
+      publicKeyOf: (machineId) => options.directory.publicKeyOf(machineId),
+      register: (session, machineId) => this.#register(session, machineId),
+      forget: (session) => this.#forget(session),
+    };
   }
 
-  register(session: Session, machineId: string): void {
+  #register(session: Session, machineId: string): void {
     const previous = this.#byMachine.get(machineId);
     this.#byMachine.set(machineId, session);
     this.#metrics.connections.set(this.#byMachine.size);
@@ -246,7 +240,7 @@ export class ChannelGateway {
     }
   }
 
-  forget(session: Session): boolean {
+  #forget(session: Session): boolean {
     this.#all.delete(session);
     const machineId = session.machineId;
     if (machineId && this.#byMachine.get(machineId) === session) {
@@ -259,7 +253,7 @@ export class ChannelGateway {
   }
 
   #accept(ws: WebSocket): void {
-    const session = new Session(this, ws);
+    const session = new Session(this.#sessionContext as SessionContext, ws);
     this.#all.add(session);
     session.begin();
   }

@@ -3,8 +3,11 @@ import {
   type AgentMessage,
   CHANNEL_PROTOCOL_VERSION,
   ed25519PublicKeyFromBase64,
+  type FrameSigner,
   type FrameVerifier,
   type HelloMessage,
+  isHandledAgentMessage,
+  isReliableAgentMessage,
   nodeEd25519Verifier,
   openFrame,
   peekPayload,
@@ -12,9 +15,15 @@ import {
   signFrame,
 } from '@ark/shared';
 import type { WebSocket } from 'ws';
+import type { Clock } from '../clock.js';
+import type { RelayTunnel } from '../relay/tunnel.js';
 import { openChannelState } from '../store/channel-state.js';
+import type { Store } from '../store/db.js';
 import { acknowledgeCommands, commandsAfter } from '../store/outbox.js';
-import type { ChannelGateway } from './server.js';
+import type { GroupApplier } from './applier.js';
+import type { ChannelHandlers } from './handlers.js';
+import type { GatewayLogger } from './logger.js';
+import type { GatewayMetrics } from './metrics.js';
 
 // One agent connection of the gateway (server.ts): the handshake, frame checks in arrival order, reliable messages
 // applied once, heartbeats, command delivery and acknowledgement, and every way a connection closes.
@@ -27,11 +36,50 @@ export const CLOSE_CODES = {
   replaced: 4001,
   timeout: 4002,
   slowConsumer: 4003,
+  /**
+   * A message type the catalog (shared/src/channel/catalog.ts) does not hold, or one only the control plane sends:
+   * an agent newer than this control plane, or a confused one. Refused, never acknowledged as a no-op, so nothing
+   * it meant is lost silently; the agent keeps it queued and retries with backoff until the control plane knows it.
+   */
+  unknownType: 4004,
 } as const;
 
-type SessionState = 'awaiting_hello' | 'open' | 'closed';
+/** The gateway's tunables a session reads. */
+export interface SessionSettings {
+  readonly handshakeTimeoutMs: number;
+  readonly idleTimeoutMs: number;
+  readonly inboxLimitFrames: number;
+  readonly sendBufferLimitBytes: number;
+  readonly deliveryBatch: number;
+  readonly heartbeatIntervalS: number;
+  readonly telemetryIntervalS: number;
+}
 
-const RELIABLE = new Set<string>(['telemetry', 'meter_receipt', 'job_status', 'nettest_receipt']);
+/**
+ * What a session needs of the gateway that accepted it, and nothing more: the settings and shared parts, and the
+ * gateway's bookkeeping of which session holds each machine. The gateway builds one when it starts.
+ */
+export interface SessionContext {
+  readonly settings: SessionSettings;
+  readonly clock: Clock;
+  readonly logger: GatewayLogger;
+  readonly metrics: GatewayMetrics;
+  readonly db: Store['db'];
+  readonly handlers: Pick<ChannelHandlers, 'receive' | 'connected' | 'disconnected'>;
+  /** Reliable messages go through it: applied once, with group commit. */
+  readonly applier: Pick<GroupApplier, 'apply'>;
+  readonly relay: Pick<RelayTunnel, 'receive'>;
+  /** Signs with the control plane's channel key. */
+  readonly sign: FrameSigner;
+  /** The machine's key on record; a failure (store down) closes the connection as an internal error. */
+  publicKeyOf(machineId: string): Promise<string | null>;
+  /** The handshake is done: this session holds the machine now (an older one is closed as replaced). */
+  register(session: Session, machineId: string): void;
+  /** The socket closed; true when it was the machine's current session here. */
+  forget(session: Session): boolean;
+}
+
+type SessionState = 'awaiting_hello' | 'open' | 'closed';
 
 /** Verifies hellos that name a machine with no usable key: a throwaway key, so nothing verifies, at the usual cost. */
 const STAND_IN_VERIFIER: FrameVerifier = nodeEd25519Verifier(generateKeyPairSync('ed25519').publicKey);
@@ -41,7 +89,7 @@ const STAND_IN_VERIFIER: FrameVerifier = nodeEd25519Verifier(generateKeyPairSync
  * full before its handler runs, and the first bad frame closes the connection, so nothing after it is processed.
  */
 export class Session {
-  readonly #gateway: ChannelGateway;
+  readonly #ctx: SessionContext;
   readonly #ws: WebSocket;
   readonly #sid = randomBytes(16).toString('base64url');
   readonly #challenge = randomBytes(32).toString('base64url');
@@ -62,8 +110,8 @@ export class Session {
   #deliverAgain = false;
   #announced = false;
 
-  constructor(gateway: ChannelGateway, ws: WebSocket) {
-    this.#gateway = gateway;
+  constructor(ctx: SessionContext, ws: WebSocket) {
+    this.#ctx = ctx;
     this.#ws = ws;
   }
 
@@ -75,7 +123,7 @@ export class Session {
       const reason = error.code === 'WS_ERR_UNSUPPORTED_MESSAGE_LENGTH' ? 'oversized' : 'websocket_error';
       this.#violation(reason, error.message);
     });
-    const now = this.#gateway.clock.now();
+    const now = this.#ctx.clock.now();
     this.#send({ t: 'challenge', challenge: this.#challenge, server_time: now.toISOString() });
   }
 
@@ -85,9 +133,9 @@ export class Session {
   }
 
   checkTimeouts(now: number): void {
-    if (this.#state === 'awaiting_hello' && now - this.#openedAt > this.#gateway.settings.handshakeTimeoutMs) {
+    if (this.#state === 'awaiting_hello' && now - this.#openedAt > this.#ctx.settings.handshakeTimeoutMs) {
       this.#fail(CLOSE_CODES.timeout, 'handshake_timeout');
-    } else if (this.#state === 'open' && now - this.#lastFrameAt > this.#gateway.settings.idleTimeoutMs && !this.#draining) {
+    } else if (this.#state === 'open' && now - this.#lastFrameAt > this.#ctx.settings.idleTimeoutMs && !this.#draining) {
       this.#fail(CLOSE_CODES.timeout, 'idle_timeout');
     }
   }
@@ -95,7 +143,7 @@ export class Session {
   close(code: number, reason: string, count: boolean): void {
     if (this.#state === 'closed') return;
     this.#state = 'closed';
-    if (count) this.#gateway.metrics.closes.inc({ reason });
+    if (count) this.#ctx.metrics.closes.inc({ reason });
     this.#inbox.length = 0;
     this.#inboxAt.length = 0;
     this.#ws.close(code, reason);
@@ -117,7 +165,7 @@ export class Session {
       this.#violation('binary');
       return;
     }
-    if (this.#inbox.length >= this.#gateway.settings.inboxLimitFrames) {
+    if (this.#inbox.length >= this.#ctx.settings.inboxLimitFrames) {
       this.#violation('inbox_overflow', `${this.#inbox.length} frames pending`);
       return;
     }
@@ -133,13 +181,13 @@ export class Session {
         const at = this.#inboxAt.shift() as number;
         const type = this.#state === 'awaiting_hello' ? await this.#hello(raw) : await this.#frame(raw);
         if (type) {
-          const metrics = this.#gateway.metrics;
+          const metrics = this.#ctx.metrics;
           metrics.frames.inc({ type });
           metrics.frameHandling.observe({ type }, (performance.now() - at) / 1000);
         }
       }
     } catch (error) {
-      this.#gateway.logger.error({ err: error, machineId: this.machineId }, 'agent channel frame handling failed');
+      this.#ctx.logger.error({ err: error, machineId: this.machineId }, 'agent channel frame handling failed');
       this.#fail(CLOSE_CODES.internalError, 'handler_failed');
     } finally {
       this.#draining = null;
@@ -158,7 +206,7 @@ export class Session {
       this.#violation(reason, undefined, claimedMachineId);
       return null;
     }
-    const publicKey = await this.#gateway.publicKeyOf(claimedMachineId);
+    const publicKey = await this.#ctx.publicKeyOf(claimedMachineId);
     if (this.#state === 'closed') return null;
     // A machine id with no usable key on record is checked against a stand-in key that verifies nothing, so a
     // stranger's hello is refused exactly like a forged one for a real machine: which ids exist never leaks.
@@ -190,33 +238,32 @@ export class Session {
   }
 
   async #welcome(hello: HelloMessage): Promise<void> {
-    const gateway = this.#gateway;
+    const ctx = this.#ctx;
     const machineId = hello.machine_id;
-    const now = gateway.clock.now();
-    const state = await openChannelState(gateway.store.db, machineId);
+    const now = ctx.clock.now();
+    const state = await openChannelState(ctx.db, machineId);
     let acked = state.commandsAckedUpto;
-    if (hello.commands_applied_upto > acked)
-      acked = await acknowledgeCommands(gateway.store.db, machineId, hello.commands_applied_upto, now);
+    if (hello.commands_applied_upto > acked) acked = await acknowledgeCommands(ctx.db, machineId, hello.commands_applied_upto, now);
     if (this.#state === 'closed') return;
     this.#appliedUpto = state.lastAppliedMsgId;
     // Acknowledged commands are never resent; everything after them is, in order.
     this.commandsSentUpto = acked;
     this.#state = 'open';
-    gateway.register(this, machineId);
+    ctx.register(this, machineId);
     this.#send({
       t: 'welcome',
       machine_id: machineId,
       acked_upto: this.#appliedUpto,
-      heartbeat_interval_s: gateway.settings.heartbeatIntervalS,
-      telemetry_interval_s: gateway.settings.telemetryIntervalS,
+      heartbeat_interval_s: ctx.settings.heartbeatIntervalS,
+      telemetry_interval_s: ctx.settings.telemetryIntervalS,
       server_time: now.toISOString(),
     });
-    gateway.logger.debug({ machineId, sid: this.#sid, agentVersion: hello.agent_version }, 'agent connected');
+    ctx.logger.debug({ machineId, sid: this.#sid, agentVersion: hello.agent_version }, 'agent connected');
     this.#announced = true;
     try {
-      await gateway.handlers.connected(machineId, now);
+      await ctx.handlers.connected(machineId, now);
     } catch (error) {
-      gateway.logger.error({ err: error, machineId }, 'agent channel connect hook failed');
+      ctx.logger.error({ err: error, machineId }, 'agent channel connect hook failed');
     }
     // Nothing queued at hello time: skip the query; wake-ups (and the poll) cover what is queued from now on.
     if (state.lastCommandSeq > this.commandsSentUpto) this.deliver();
@@ -224,7 +271,10 @@ export class Session {
 
   async #frame(raw: Buffer): Promise<string | null> {
     const opened = openFrame(raw, this.#verify as FrameVerifier, 'agent');
-    if (!opened.ok) return this.#violationNull(opened.reason, opened.detail);
+    if (!opened.ok) {
+      const code = opened.reason === 'unknown_type' ? CLOSE_CODES.unknownType : CLOSE_CODES.protocolViolation;
+      return this.#violationNull(opened.reason, opened.detail, null, code);
+    }
     const msg = opened.payload;
     if (msg.sid !== this.#sid) return this.#violationNull('wrong_session');
     if (msg.seq !== this.#recvSeq + 1) {
@@ -236,54 +286,56 @@ export class Session {
   }
 
   async #dispatch(msg: AgentMessage): Promise<void> {
-    const gateway = this.#gateway;
+    const ctx = this.#ctx;
     const machineId = this.machineId as string;
-    switch (msg.t) {
-      case 'heartbeat': {
-        try {
-          await gateway.handlers.heartbeat(machineId, msg, gateway.clock.now());
-        } catch (error) {
-          // Not acknowledged: the agent sees the control plane unhealthy; the next heartbeat tries again.
-          gateway.logger.warn({ err: error, machineId }, 'heartbeat handler failed');
-          return;
-        }
-        this.#send({ t: 'ack', upto: this.#appliedUpto });
+    if (isReliableAgentMessage(msg)) return this.#applyReliable(msg);
+    if (isHandledAgentMessage(msg)) {
+      try {
+        await ctx.handlers.receive(machineId, msg, ctx.clock.now());
+      } catch (error) {
+        // Not acknowledged: the agent sees the control plane unhealthy; the next heartbeat tries again.
+        ctx.logger.warn({ err: error, machineId, type: msg.t }, 'agent message handler failed');
         return;
       }
+      // A heartbeat's ack tells the agent the control plane is alive, with a fresh cumulative upto.
+      if (msg.t === 'heartbeat') this.#send({ t: 'ack', upto: this.#appliedUpto });
+      return;
+    }
+    // What the catalog says the gateway consumes itself.
+    switch (msg.t) {
       case 'command_ack': {
         if (msg.upto > this.commandsSentUpto) {
           // Acknowledging what was never sent here: a confused agent, or one also connected elsewhere. Never
           // trusted past what the outbox holds (acknowledgeCommands clamps).
-          gateway.logger.warn(
+          ctx.logger.warn(
             { machineId, upto: msg.upto, sent: this.commandsSentUpto },
             'agent acknowledged commands not sent on this connection',
           );
         }
-        await acknowledgeCommands(gateway.store.db, machineId, msg.upto, gateway.clock.now());
+        await acknowledgeCommands(ctx.db, machineId, msg.upto, ctx.clock.now());
         return;
       }
       case 'relay_head':
       case 'relay_data':
       case 'relay_end':
-        gateway.relay.receive(machineId, msg);
+        ctx.relay.receive(machineId, msg);
         return;
       case 'hello':
         return void this.#violation('unexpected_type', 'hello after the handshake');
       default: {
-        if (RELIABLE.has(msg.t)) await this.#applyReliable(msg as ReliableAgentMessage);
-        return;
+        // A catalog type marked consumedBy 'gateway' with no case above fails the typecheck here.
+        const unhandled: never = msg;
+        throw new Error(`no gateway case for agent message type ${(unhandled as AgentMessage).t}`);
       }
     }
   }
 
   /** Applies a reliable message once: the effect and the applied mark commit together; then the cumulative ack. */
   async #applyReliable(msg: ReliableAgentMessage): Promise<void> {
-    const gateway = this.#gateway;
+    const ctx = this.#ctx;
     const machineId = this.machineId as string;
     if (msg.id > this.#appliedUpto) {
-      if (!gateway.handlers.handles(msg.t))
-        gateway.logger.warn({ machineId, type: msg.t, id: msg.id }, 'no handler for agent message type; applied as a no-op');
-      await gateway.applier.apply(machineId, msg);
+      await ctx.applier.apply(machineId, msg);
       // Applied now, or already by another connection: either way everything up to it is done.
       this.#appliedUpto = msg.id;
     }
@@ -294,13 +346,13 @@ export class Session {
 
   #send(body: { t: string } & Record<string, unknown>): boolean {
     if (this.#state === 'closed') return false;
-    if (this.#ws.bufferedAmount > this.#gateway.settings.sendBufferLimitBytes) {
+    if (this.#ws.bufferedAmount > this.#ctx.settings.sendBufferLimitBytes) {
       this.#fail(CLOSE_CODES.slowConsumer, 'slow_consumer');
       return false;
     }
     const { t, ...rest } = body;
     this.#sendSeq += 1;
-    this.#ws.send(signFrame({ v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest }, this.#gateway.identity.sign));
+    this.#ws.send(signFrame({ v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest }, this.#ctx.sign));
     return true;
   }
 
@@ -323,12 +375,12 @@ export class Session {
   }
 
   async #deliverLoop(): Promise<void> {
-    const gateway = this.#gateway;
+    const ctx = this.#ctx;
     const machineId = this.machineId as string;
     try {
       for (;;) {
         this.#deliverAgain = false;
-        const batch = await commandsAfter(gateway.store.db, machineId, this.commandsSentUpto, gateway.settings.deliveryBatch);
+        const batch = await commandsAfter(ctx.db, machineId, this.commandsSentUpto, ctx.settings.deliveryBatch);
         for (const command of batch) {
           if (this.#state !== 'open') return;
           if (command.commandSeq <= this.commandsSentUpto) continue;
@@ -342,47 +394,47 @@ export class Session {
           if (!sent) return;
           this.commandsSentUpto = command.commandSeq;
         }
-        if (batch.length < gateway.settings.deliveryBatch && !this.#deliverAgain) return;
+        if (batch.length < ctx.settings.deliveryBatch && !this.#deliverAgain) return;
       }
     } catch (error) {
       // The next wake-up or poll tries again.
-      gateway.logger.warn({ err: error, machineId }, 'agent outbox delivery failed');
+      ctx.logger.warn({ err: error, machineId }, 'agent outbox delivery failed');
     }
   }
 
   // ---- closing ----
 
-  #violation(reason: string, detail?: string, claimedMachineId?: string | null): void {
+  #violation(reason: string, detail?: string, claimedMachineId?: string | null, code: number = CLOSE_CODES.protocolViolation): void {
     if (this.#state === 'closed') return;
-    this.#gateway.logger.warn(
+    this.#ctx.logger.warn(
       { reason, detail, machineId: this.machineId ?? claimedMachineId ?? null, sid: this.#sid, authenticated: this.machineId !== null },
       'agent channel closed: protocol violation',
     );
-    this.close(CLOSE_CODES.protocolViolation, reason, true);
+    this.close(code, reason, true);
   }
 
-  #violationNull(reason: string, detail?: string, claimedMachineId?: string | null): null {
-    this.#violation(reason, detail, claimedMachineId);
+  #violationNull(reason: string, detail?: string, claimedMachineId?: string | null, code?: number): null {
+    this.#violation(reason, detail, claimedMachineId, code);
     return null;
   }
 
   #fail(code: number, reason: string): void {
     if (this.#state === 'closed') return;
-    this.#gateway.logger.info({ reason, machineId: this.machineId, sid: this.#sid }, 'agent channel closed');
+    this.#ctx.logger.info({ reason, machineId: this.machineId, sid: this.#sid }, 'agent channel closed');
     this.close(code, reason, true);
   }
 
   #closed(): void {
     if (this.#state !== 'closed') {
       this.#state = 'closed';
-      this.#gateway.metrics.closes.inc({ reason: 'peer_closed' });
+      this.#ctx.metrics.closes.inc({ reason: 'peer_closed' });
     }
-    const wasCurrent = this.#gateway.forget(this);
+    const wasCurrent = this.#ctx.forget(this);
     if (this.#announced && wasCurrent && this.machineId) {
       const machineId = this.machineId;
-      const gateway = this.#gateway;
-      gateway.handlers.disconnected(machineId, gateway.clock.now()).catch((error: unknown) => {
-        gateway.logger.error({ err: error, machineId }, 'agent channel disconnect hook failed');
+      const ctx = this.#ctx;
+      ctx.handlers.disconnected(machineId, ctx.clock.now()).catch((error: unknown) => {
+        ctx.logger.error({ err: error, machineId }, 'agent channel disconnect hook failed');
       });
     }
   }

@@ -337,6 +337,11 @@ export class ChannelClient extends EventEmitter {
         this.#commands = this.#commands.then(() => this.#applyCommand(ws, msg));
         return;
       }
+      default: {
+        // A control-plane type added to the catalog (shared/src/channel/catalog.ts) without its case fails here.
+        const unhandled: never = msg;
+        this.#refuse(ws, 'unexpected_type', (unhandled as ServerMessage).t);
+      }
     }
   }
 

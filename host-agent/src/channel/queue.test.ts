@@ -32,6 +32,16 @@ describe('PersistentQueue', () => {
   const open = (maxEntries?: number) => PersistentQueue.open({ stateDir, maxEntries });
   const lines = () => readFileSync(join(stateDir, QUEUE_FILE), 'utf8').trim().split('\n');
 
+  it('queues only the catalog’s reliable types: anything else would never be acknowledged', async () => {
+    const queue = await open();
+    const heartbeat = { t: 'heartbeat', at: '2026-01-01T00:00:00.000Z', uptime_s: 1, healthy: true, problems: [], running_jobs: [] };
+    await expect(queue.append(heartbeat as unknown as ReliableBody)).rejects.toThrow('not a reliable agent message type: heartbeat');
+    await expect(queue.append({ t: 'self_test' } as unknown as ReliableBody)).rejects.toThrow('not a reliable agent message type');
+    expect((await queue.append(telemetry(1))).id).toBe(1);
+    expect(queue.entries.map((m) => m.body.t)).toEqual(['telemetry']);
+    await queue.close();
+  });
+
   it('assigns ids from 1, keeps them on disk owner-only, and continues after a reopen', async () => {
     const queue = await open();
     expect((await queue.append(telemetry(1))).id).toBe(1);

@@ -1,10 +1,13 @@
 import { type FileHandle, open, readFile, rename, rm } from 'node:fs/promises';
 import { join } from 'node:path';
-import type { ReliableAgentMessage } from '@ark/shared';
+import { isReliableAgentType, type ReliableAgentMessage } from '@ark/shared';
 import { writeJsonAtomic } from '../state.js';
 
 type Body<M> = M extends unknown ? Omit<M, 'v' | 'sid' | 'seq' | 'id'> : never;
-/** A reliable message as the agent queues it: the channel adds v, sid, seq and the per-machine id. */
+/**
+ * A reliable message as the agent queues it: the channel adds v, sid, seq and the per-machine id. Which types are
+ * reliable is the catalog's word (shared/src/channel/catalog.ts), the same the control plane applies once.
+ */
 export type ReliableBody = Body<ReliableAgentMessage>;
 
 export interface QueuedMessage {
@@ -87,6 +90,8 @@ export class PersistentQueue {
 
   /** Assigns the next id and resolves once the message is on disk. */
   append(body: ReliableBody): Promise<QueuedMessage> {
+    // Only what the control plane acknowledges may be queued: anything else would be resent forever.
+    if (!isReliableAgentType(body.t)) return Promise.reject(new Error(`not a reliable agent message type: ${String(body.t)}`));
     return this.#serial(async () => {
       const lines: LogLine[] = [];
       if (this.#entries.length >= this.#maxEntries) {

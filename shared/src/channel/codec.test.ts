@@ -88,17 +88,35 @@ describe('signFrame / openFrame', () => {
     });
   });
 
-  it('checks the payload against the sender direction', () => {
+  it('checks the payload against the schema of its type', () => {
     expect(openFrame(signFrame(heartbeat({ uptime_s: -1 }), signAgent), verifyAgent, 'agent')).toMatchObject({
       ok: false,
       reason: 'invalid_payload',
+      detail: 'heartbeat: /uptime_s Expected integer to be greater or equal to 0',
     });
     expect(openFrame(signFrame(heartbeat({ extra: true }), signAgent), verifyAgent, 'agent')).toMatchObject({ reason: 'invalid_payload' });
-    // A heartbeat is an agent message: the agent refuses it from the control plane.
-    expect(openFrame(signFrame(heartbeat(), signAgent), verifyAgent, 'control-plane')).toMatchObject({ reason: 'invalid_payload' });
     const ack = { v: 1, t: 'ack', sid: 's', seq: 3, upto: 4 };
     expect(openFrame(signFrame(ack, signAgent), verifyAgent, 'control-plane')).toEqual({ ok: true, payload: ack });
-    expect(openFrame(signFrame(ack, signAgent), verifyAgent, 'agent')).toMatchObject({ reason: 'invalid_payload' });
+  });
+
+  it('refuses a type the catalog does not hold, or one the other side sends, before its schema', () => {
+    // A heartbeat is an agent message: the agent refuses it from the control plane, and the reverse for an ack.
+    expect(openFrame(signFrame(heartbeat(), signAgent), verifyAgent, 'control-plane')).toEqual({
+      ok: false,
+      reason: 'unknown_type',
+      detail: 'heartbeat is sent by the agent',
+    });
+    const ack = { v: 1, t: 'ack', sid: 's', seq: 3, upto: 4 };
+    expect(openFrame(signFrame(ack, signAgent), verifyAgent, 'agent')).toMatchObject({ reason: 'unknown_type' });
+    // A newer peer's type, a type that is an Object.prototype key, a missing or non-string type.
+    expect(openFrame(signFrame(heartbeat({ t: 'self_test' }), signAgent), verifyAgent, 'agent')).toEqual({
+      ok: false,
+      reason: 'unknown_type',
+      detail: 'self_test',
+    });
+    for (const t of ['__proto__', 'constructor', 'toString', undefined, 7, { t: 'heartbeat' }]) {
+      expect(openFrame(signFrame(heartbeat({ t }), signAgent), verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'unknown_type' });
+    }
   });
 
   it('checks formats (uuid, date-time) inside payloads', () => {

@@ -2,12 +2,14 @@ import { createPrivateKey, createPublicKey, type KeyObject, sign as cryptoSign, 
 import { FormatRegistry, type TSchema } from '@sinclair/typebox';
 import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { UUID_PATTERN } from '../formats.js';
-import { AgentMessage, CHANNEL_MAX_FRAME_BYTES, CHANNEL_PROTOCOL_VERSION, ServerMessage } from './messages.js';
+import { type AgentMessage, type ChannelDirection, channelMessageSpec, type ServerMessage } from './catalog.js';
+import { CHANNEL_MAX_FRAME_BYTES, CHANNEL_PROTOCOL_VERSION } from './messages.js';
 
 /**
  * The signed-frame codec of the agent channel (messages.ts describes the wire). Both daemons use it: the sender
  * signs the exact UTF-8 bytes of the payload JSON, the receiver checks size, frame shape, signature, protocol
- * version and schema, in that order, and only then hands the payload on. Nothing of an unverified payload is used.
+ * version, type (in the catalog, sent by this sender) and schema, in that order, and only then hands the payload on.
+ * Nothing of an unverified payload is used.
  */
 
 export type FrameSigner = (bytes: Uint8Array) => Uint8Array;
@@ -22,29 +24,30 @@ export type FrameRejection =
   | 'bad_signature'
   | 'malformed_payload'
   | 'unknown_version'
+  /** A type the catalog does not hold, or one the other side sends (catalog.ts). */
+  | 'unknown_type'
   | 'invalid_payload';
 
 export type OpenedFrame<T> = { ok: true; payload: T } | { ok: false; reason: FrameRejection; detail?: string };
 
-/** Who sent the frame, which decides the schema it must match. */
-export type FrameSender = 'agent' | 'control-plane';
+/** Who sent the frame, which decides the types it may carry. */
+export type FrameSender = ChannelDirection;
 
 // The formats the message schemas name. TypeBox's compiler refuses unknown formats, and the patterns beside them
 // already pin the syntax, so these only add the calendar check. Registered once per process.
 if (!FormatRegistry.Has('uuid')) FormatRegistry.Set('uuid', (value) => UUID_PATTERN.test(value));
 if (!FormatRegistry.Has('date-time')) FormatRegistry.Set('date-time', (value) => !Number.isNaN(Date.parse(value)));
 
-// Compiled once per process, on the first frame from that sender: per-frame checks must not build validators, and
-// each daemon only ever opens the other side's frames (the agent never compiles the checker of its own messages).
-let agentMessageCheck: TypeCheck<typeof AgentMessage> | undefined;
-let serverMessageCheck: TypeCheck<typeof ServerMessage> | undefined;
-function agentChecker(): TypeCheck<typeof AgentMessage> {
-  agentMessageCheck ??= TypeCompiler.Compile(AgentMessage);
-  return agentMessageCheck;
-}
-function serverChecker(): TypeCheck<typeof ServerMessage> {
-  serverMessageCheck ??= TypeCompiler.Compile(ServerMessage);
-  return serverMessageCheck;
+// Compiled once per process per type, on the first frame of that type: per-frame checks must not build validators,
+// and each daemon only ever opens the other side's frames (the agent never compiles the checkers of its own).
+const checkers = new Map<string, TypeCheck<TSchema>>();
+function checkerFor(type: string, schema: TSchema): TypeCheck<TSchema> {
+  let check = checkers.get(type);
+  if (!check) {
+    check = TypeCompiler.Compile(schema);
+    checkers.set(type, check);
+  }
+  return check;
 }
 
 /** Compiles a schema with the channel's formats registered (for callers checking command bodies and the like). */
@@ -104,16 +107,17 @@ export function openFrame(
   if (typeof payload !== 'object' || payload === null || (payload as { v?: unknown }).v !== CHANNEL_PROTOCOL_VERSION) {
     return { ok: false, reason: 'unknown_version', detail: `v=${JSON.stringify((payload as { v?: unknown } | null)?.v ?? null)}` };
   }
-  const check = from === 'agent' ? agentChecker() : serverChecker();
+  const type = (payload as { t?: unknown }).t;
+  const spec = channelMessageSpec(type);
+  if (!spec || spec.from !== from) {
+    const named = (typeof type === 'string' ? type : JSON.stringify(type ?? null)).slice(0, 32);
+    return { ok: false, reason: 'unknown_type', detail: spec ? `${named} is sent by the ${spec.from}` : named };
+  }
+  const check = checkerFor(type as string, spec.schema);
   if (!check.Check(payload)) {
     // Only a refused payload pays for the error walk.
     const first = check.Errors(payload).First();
-    const type = (payload as { t?: unknown }).t;
-    return {
-      ok: false,
-      reason: 'invalid_payload',
-      detail: `${typeof type === 'string' ? type.slice(0, 32) : '?'}: ${first ? `${first.path} ${first.message}` : 'schema'}`,
-    };
+    return { ok: false, reason: 'invalid_payload', detail: `${type as string}: ${first ? `${first.path} ${first.message}` : 'schema'}` };
   }
   return { ok: true, payload: payload as AgentMessage | ServerMessage };
 }

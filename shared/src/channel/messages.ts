@@ -17,6 +17,9 @@ import { COUNTER_MAX, ImageDigest, Int64String, Rfc3339Utc, Uuid } from '../form
  * the effect) and acknowledges cumulatively with `ack.upto`. Commands carry `command_seq`, a per-machine counter
  * of the outbox; the agent applies each once and acknowledges cumulatively with `command_ack.upto`. After a
  * reconnect both sides resend everything not yet acknowledged, in order.
+ *
+ * Each message type is listed once, in catalog.ts (schema, direction, reliable or not); the unions of each side's
+ * messages and the reliable set are derived from there, not written here.
  */
 
 export const CHANNEL_PROTOCOL_VERSION = 1;
@@ -181,16 +184,6 @@ export type RelayOpenMessage = Static<typeof RelayOpenMessage>;
 /** Control plane -> agent: the client went away (or a limit passed); abort the engine request. */
 export const RelayCancelMessage = Type.Object({ ...base('relay_cancel'), stream_id: StreamId }, { additionalProperties: false });
 export type RelayCancelMessage = Static<typeof RelayCancelMessage>;
-
-export const ServerMessage = Type.Union([
-  ChallengeMessage,
-  WelcomeMessage,
-  AckMessage,
-  CommandMessage,
-  RelayOpenMessage,
-  RelayCancelMessage,
-]);
-export type ServerMessage = Static<typeof ServerMessage>;
 
 // ---- agent -> control plane ----
 
@@ -368,20 +361,5 @@ export const RelayEndMessage = Type.Object(
 );
 export type RelayEndMessage = Static<typeof RelayEndMessage>;
 
-export const AgentMessage = Type.Union([
-  RelayHeadMessage,
-  RelayDataMessage,
-  RelayEndMessage,
-  HelloMessage,
-  HeartbeatMessage,
-  TelemetryMessage,
-  MeterReceiptMessage,
-  JobStatusMessage,
-  NettestReceiptMessage,
-  CommandAckMessage,
-]);
-export type AgentMessage = Static<typeof AgentMessage>;
 /** The relay tunnel's agent messages: unreliable, handed to the relay hub as they come. */
 export type RelayAgentMessage = RelayHeadMessage | RelayDataMessage | RelayEndMessage;
-/** The agent messages that are queued, resent and applied once. */
-export type ReliableAgentMessage = TelemetryMessage | MeterReceiptMessage | JobStatusMessage | NettestReceiptMessage;
