@@ -21,17 +21,17 @@ const extended = defineChannelCatalog({
 type Extended = typeof extended;
 
 type RealMessages = ReturnType<typeof channelHandlerTable>['messages'];
-type Services2 = Pick<Services, 'jobs' | 'hosting'>;
+type TableServices = Pick<Services, 'jobs' | 'hosting'>;
 
 /** What handlers-table.ts would be against the extended catalog, left as it is: the new type has no handler. */
-function tableWithoutTheNewHandler(services: Services2): AgentMessageHandlers<Extended> {
+function tableWithoutTheNewHandler(services: TableServices): AgentMessageHandlers<Extended> {
   const { messages } = channelHandlerTable(services);
   // @ts-expect-error Property 'throwaway_probe' is missing: the catalog holds a type the table does not handle.
   return { ...messages };
 }
 
 /** The same with its line added: compiles, and the handler gets the reliable shape (the transaction first). */
-function tableWithTheNewHandler(services: Services2): AgentMessageHandlers<Extended> {
+function tableWithTheNewHandler(services: TableServices): AgentMessageHandlers<Extended> {
   return {
     ...channelHandlerTable(services).messages,
     throwaway_probe: async (trx, machineId, msg, now) => {
@@ -54,7 +54,7 @@ describe('the channel handler table', () => {
 
   it('names a handler for every agent message type of the catalog the gateway does not consume itself', () => {
     // The handlers are only built here, never called: the services are not touched until a message arrives.
-    const table = channelHandlerTable({ jobs: {}, hosting: {} } as unknown as Services2);
+    const table = channelHandlerTable({ jobs: {}, hosting: {} } as unknown as TableServices);
     expect(Object.keys(table.messages).sort()).toEqual([...HANDLED_AGENT_MESSAGE_TYPES].sort());
     expect(HANDLED_AGENT_MESSAGE_TYPES).toEqual(
       expect.arrayContaining(['heartbeat', 'telemetry', 'meter_receipt', 'job_status', 'nettest_receipt']),
