@@ -198,8 +198,10 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
     {
       title: 'Stop a job',
       description:
-        'Stop a job (POST /api/v1/jobs/{id}/stop): metering ends, the container is stopped and cleaned, the unspent budget returns to the ' +
-        'balance. Repeating it is harmless.',
+        'Stop a job (POST /api/v1/jobs/{id}/stop): answers STOPPING; the machine stops the container and sends its final meter receipt, ' +
+        'and when it confirms, the job is STOPPED and the unspent budget is back in the available balance in that same step (a ' +
+        'hold_released event in job_events says how much). The files stay readable over SFTP for the retrieval window, then the ' +
+        'job is cleaned and CLOSED; that window holds no money. Repeating it is harmless.',
       inputSchema: { job_id: uuid, reason: z.string().min(1).max(500).describe('Why, for the record.'), idempotency_key: idempotencyKey },
       annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: false },
     },

@@ -128,20 +128,30 @@ describe.skipIf(!isDockerAvailable())('the ark CLI over a real rental', () => {
       const shown = expectExit(await ark(['jobs', 'show', jobId, '--json'], { env: renter }), 0);
       expect(shown.json.budget_version).toBe(extended.json.budget_version);
 
-      expect(expectExit(await ark(['jobs', 'stop', jobId, '--json'], { env: renter }), 0).json.job_id).toBe(jobId);
-      await site.waitState(jobId, 'STOPPED');
+      // stop --wait returns once the machine confirmed (STOPPED), not after the retrieval window: the unspent budget is
+      // back in the balance by then (issue 22).
+      const stopAskedAt = Date.now();
+      const stopped = expectExit(await ark(['jobs', 'stop', jobId, '--wait', '--json'], { env: renter, timeoutMs: 60_000 }), 0);
+      expect(Date.now() - stopAskedAt).toBeLessThan(25_000);
+      expect(stopped.json).toMatchObject({ job_id: jobId, state: 'STOPPED' });
+      expect(BigInt(stopped.json.cumulative_charge_micro)).toBeGreaterThan(0n);
+      const balance = expectExit(await ark(['balance', '--json'], { env: renter }), 0);
+      expect(balance.json).toMatchObject({
+        available_micro: (site.creditMicro - BigInt(stopped.json.cumulative_charge_micro)).toString(),
+        held_micro: '0',
+      });
       // sftp in batch mode in the read-only retrieval window: the file comes back, host key pinned as for ssh.
       const batch = join(keyDir, 'batch.txt');
       const local = join(keyDir, 'result.txt');
       writeFileSync(batch, `get /result.txt ${local}\n`);
       expectExit(await ark(['sftp', jobId, '-i', identity, '--', '-b', batch], { env: renter }), 0);
       expect(readFileSync(local, 'utf8')).toBe('sent-over-ssh\n');
-      // Repeating the stop is idempotent; --wait waits for CLOSED once the window ends.
-      const stopped = expectExit(await ark(['jobs', 'stop', jobId, '--wait', '--json'], { env: renter, timeoutMs: 150_000 }), 0);
-      expect(stopped.json.state).toBe('CLOSED');
-      expect(BigInt(stopped.json.cumulative_charge_micro)).toBeGreaterThan(0n);
-      // Followed events end by themselves once the job is closed: NDJSON, in sequence, through the close.
-      const followed = expectExit(await ark(['jobs', 'events', jobId, '--follow', '--json'], { env: renter }), 0);
+      // Repeating the stop is idempotent and answers at once.
+      const again = expectExit(await ark(['jobs', 'stop', jobId, '--wait', '--json'], { env: renter }), 0);
+      expect(['STOPPED', 'CLEANING', 'CLOSED']).toContain(again.json.state);
+      expect(again.json.cumulative_charge_micro).toBe(stopped.json.cumulative_charge_micro);
+      // Followed events end by themselves once the job is closed (the window ends): NDJSON, in sequence, through the close.
+      const followed = expectExit(await ark(['jobs', 'events', jobId, '--follow', '--json'], { env: renter, timeoutMs: 150_000 }), 0);
       const events = followed.stdout
         .trim()
         .split('\n')
@@ -149,6 +159,10 @@ describe.skipIf(!isDockerAvailable())('the ark CLI over a real rental', () => {
       expect(events.map((e) => e.seq)).toEqual([...events.map((e) => e.seq)].sort((a, b) => a - b));
       expect(events.some((e) => e.kind === 'state_changed' && e.data.to === 'RUNNING')).toBe(true);
       expect(events.some((e) => e.kind === 'state_changed' && e.data.to === 'CLOSED')).toBe(true);
+      // The hold went back once, before the window: at STOPPED.
+      const released = events.filter((e) => e.kind === 'hold_released');
+      expect(released).toHaveLength(1);
+      expect(released[0].seq).toBeLessThan(events.find((e) => e.kind === 'state_changed' && e.data.to === 'CLEANING').seq);
       // Access after the retrieval window is refused: the API's 403 is exit 3, before ssh is started.
       expectExit(await ark(['ssh', jobId, '-i', identity, '--', 'true'], { env: renter }), 3);
     });

@@ -1,8 +1,9 @@
 // A whole rental on real parts, on each store: a dockerd the test starts, the job image served by digest from a
 // loopback registry, `ark-cp serve`, and a paired `ark-agent run` whose job runs on that dockerd. Quote, reserve,
 // RUNNING; a real SSH client runs a command in the container through the access endpoint; meter receipts charge the
-// ledger; a budget extension; stop; a file fetched over SFTP in the retrieval window; CLOSED. The host is paid exactly
-// the formula's amount for the accepted runtime, the renter gets the rest back, and the ledger verifies.
+// ledger; a budget extension; stop, the unspent budget back at STOPPED; a file fetched over SFTP in the retrieval
+// window; CLOSED. The host is paid exactly the formula's amount for the accepted runtime, the renter gets the rest back,
+// and the ledger verifies.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDockerAvailable } from '../harness/dockerd.js';
 import {
@@ -135,12 +136,20 @@ describe.skipIf(!isDockerAvailable())('a whole rental on real parts', () => {
       );
 
       // Stop: STOPPING at once, STOPPED once the agent confirms (its final receipt first).
+      const stopAskedAt = Date.now();
       const stop = await site.renter('POST', `/api/v1/jobs/${jobId}/stop`, { reason: 'finished' });
       expect(stop.status).toBe(202);
       expect(stop.body).toEqual({ job_id: jobId, state: 'STOPPING' });
       const stopped = await site.waitState(jobId, 'STOPPED');
       expect(stopped.stopped_at).not.toBeNull();
       expect(stopped.close_reason).toBe('stopped_by_renter');
+      // The unspent budget is back at STOPPED, with the final receipt charged: not after the retrieval window (issue 22).
+      expect(await site.renterBalance()).toEqual({ available: site.creditMicro - BigInt(stopped.cumulative_charge_micro), held: 0n });
+      const releasedAtStop = (await site.events(jobId)).filter((event) => event.kind === 'hold_released');
+      expect(releasedAtStop.map((event) => BigInt(event.data.released_micro))).toEqual([
+        BigInt(stopped.funded_budget_micro) - BigInt(stopped.cumulative_charge_micro),
+      ]);
+      timings[`${dialect}StopToBudgetBack`] = Date.now() - stopAskedAt;
 
       // Retrieval: read-only SFTP over the job's volume on the same port, in the window.
       const retrieval = await site.renter('GET', `/api/v1/jobs/${jobId}/access`);
@@ -162,8 +171,9 @@ describe.skipIf(!isDockerAvailable())('a whole rental on real parts', () => {
         files.end();
       }
 
-      // CLOSED after the window: container and volume removed, the unspent hold back in available.
+      // CLOSED after the window: container and volume removed; nothing more was charged after STOPPED.
       const closed = await site.waitState(jobId, 'CLOSED');
+      expect(closed.cumulative_charge_micro).toBe(stopped.cumulative_charge_micro);
       expect(closed.close_reason).toBe('stopped_by_renter');
       const access = await site.renter('GET', `/api/v1/jobs/${jobId}/access`);
       expect(access.status).toBe(403);
@@ -205,7 +215,8 @@ describe.skipIf(!isDockerAvailable())('a whole rental on real parts', () => {
       const kinds = events.map((event) => event.kind);
       expect(kinds[0]).toBe('reserved');
       expect(kinds).toContain('budget_extended');
-      expect(kinds).toContain('hold_released');
+      // Released once, at STOPPED.
+      expect(events.filter((event) => event.kind === 'hold_released')).toEqual(releasedAtStop);
       expect(kinds).not.toContain('receipt_refused');
       expect(kinds).not.toContain('status_refused');
     });

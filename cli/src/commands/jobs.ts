@@ -51,6 +51,7 @@ interface Quote {
   estimated_total_micro?: string;
 }
 
+/** States past running; from STOPPED on the unspent hold is back in the balance (it is released with the stop). */
 const TERMINAL = new Set(['CLOSED', 'FAILED', 'STOPPED', 'CLEANING']);
 const ENDED = new Set(['CLOSED', 'FAILED']);
 
@@ -161,6 +162,13 @@ async function eventsAfter(api: ApiClient, jobId: string, cursor: string | null)
     next = page.next_cursor;
     if (page.items.length === 0) return { items, cursor: next };
   }
+}
+
+/** What the job's `hold_released` event gave back to the balance, or null before the release. */
+async function releasedMicro(api: ApiClient, jobId: string): Promise<string | null> {
+  const { items } = await eventsAfter(api, jobId, null);
+  const released = items.find((event) => event.kind === 'hold_released');
+  return typeof released?.data.released_micro === 'string' ? released.data.released_micro : null;
 }
 
 /** Follows the event list: answers the events after `seq`; the cursor scheme is opaque, so the seq is what we dedupe on. */
@@ -294,9 +302,9 @@ export function registerJobCommands(program: Command): void {
 
   jobs
     .command('stop <job-id>')
-    .description('Stop a job (the meter stops when the machine confirms)')
+    .description('Stop a job (the meter stops when the machine confirms; the unspent budget returns then)')
     .option('--reason <reason>', 'why', 'stopped with the ark CLI')
-    .option('--wait', 'wait until the job is CLOSED')
+    .option('--wait', 'wait until the machine confirmed the stop (STOPPED) and the unspent budget is back in the balance')
     .option('--timeout <duration>', 'how long to wait with --wait', '2m')
     .action(
       action(async (ctx, jobId: string, options: { reason: string; wait?: boolean; timeout: string }) => {
@@ -312,12 +320,18 @@ export function registerJobCommands(program: Command): void {
           for (;;) {
             job = await ctx.api.get<Job>(`/api/v1/jobs/${encodeURIComponent(jobId)}`);
             progress.state(job.state);
-            if (ENDED.has(job.state)) break;
+            // STOPPED releases the hold in the same transaction; the retrieval window after it holds files, not money.
+            if (TERMINAL.has(job.state)) break;
             if (Date.now() > deadline) throw new CliError(EXIT.jobFailed, 'JOB_WAIT_TIMEOUT', `job ${jobId} is still ${job.state}`);
             await sleep(500);
           }
         }
-        ctx.out.result(job ?? stopped, () => (job === undefined ? ctx.out.line(`Job ${jobId}: ${stopped.state}`) : showJob(ctx, job)));
+        const released = job !== undefined && !ctx.out.json ? await releasedMicro(ctx.api, jobId) : null;
+        ctx.out.result(job ?? stopped, () => {
+          if (job === undefined) return ctx.out.line(`Job ${jobId}: ${stopped.state}`);
+          showJob(ctx, job);
+          if (released !== null) ctx.out.line(`Unspent budget returned to your balance: ${formatUsdc(released)} USDC`);
+        });
       }),
     );
 

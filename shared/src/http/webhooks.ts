@@ -10,8 +10,13 @@ import { Nullable, Rfc3339Utc, Uuid } from '../formats.js';
  * - `job.state_changed`: a job of yours (as renter or host) moved: `{job_id, from, to, machine_id}` (`from` null at reservation).
  * - `job.budget_threshold`: a job's charges crossed 50, 80 or 100 % of its funded budget: `{job_id, percent, charged_micro, funded_budget_micro}`.
  * - `deposit.credited`: a deposit reached your balance: `{deposit_id, network, asset, tx_hash, credited_micro}`.
- * - `topup.credited`: a top-up reached your balance (emitted by the top-up area).
- * - `withdrawal.state_changed`, `payout.state_changed`: a withdrawal or payout moved (emitted by those areas).
+ * - `topup.credited`: an x402 top-up reached your balance once its settlement was final:
+ *   `{intent_id, network, payer, tx_hash, credited_micro}`.
+ * - `withdrawal.state_changed`: a withdrawal of your available balance moved;
+ *   `payout.state_changed`: a payout of your payable earnings moved. Both carry
+ *   `{withdrawal_id, kind, from, to, amount_micro, tx_hash}`: `from` is null when the request is made (to INTENT), then
+ *   one event per move (INTENT -> UNSIGNED held for review, UNSIGNED -> INTENT approved or FAILED rejected, INTENT ->
+ *   SIGNED, SIGNED -> BROADCAST, BROADCAST -> CONFIRMED or FAILED); `tx_hash` is null until a transfer is signed.
  * - `machine.online`, `machine.offline`: your machine's agent came back or fell silent: `{machine_id}`.
  * - `machine.reliability_delisted`: your machine fell under the reliability floor and is no longer offered to new
  *   rentals: `{machine_id, score, floor, penalized_jobs}` (scores as "0.9876").

@@ -44,11 +44,11 @@ export type StatusStep =
   | { step: 'begin_stop'; reason: CloseReason }
   /** -> FAILED: the hold is released, clean_job queued. */
   | { step: 'fail'; reason: CloseReason; data: Record<string, unknown> }
-  /** -> STOPPED at the reported instant, never before `floor`. */
+  /** -> STOPPED at the reported instant, never before `floor`: the unspent hold is released. */
   | { step: 'stopped'; floor: 'created' | 'stop_requested'; data: Record<string, unknown> }
   /** STOPPED -> CLEANING: the agent cleaned before the retrieval window ended. */
   | { step: 'clean_early' }
-  /** -> CLOSED: the hold is released. */
+  /** -> CLOSED: the hold is released if it was not at STOPPED. */
   | { step: 'close' };
 
 export type StatusReaction = { outcome: 'refused'; event: StatusEvent } | { outcome: 'apply'; steps: readonly StatusStep[] };

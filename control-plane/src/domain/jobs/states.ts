@@ -13,12 +13,15 @@ import type { JobState } from '@ark/shared';
 //   RECONCILING -> RUNNING      the agent came back and its heartbeat lists the container running
 //   RECONCILING -> STOPPING     stop requested while reconciling
 //   RECONCILING -> FAILED       the reconcile timeout passed: the unspent hold is released
-//   RUNNING, RECONCILING, RESERVED, STARTING -> STOPPED   the agent reports the container stopped on its own
+//   RUNNING, RECONCILING, RESERVED, STARTING -> STOPPED   the agent reports the container stopped on its own: the
+//                                unspent hold is released (as at any STOPPED)
 //   RUNNING     -> FAILED       the agent reports the job failed (its container vanished)
-//   STOPPING    -> STOPPED      the machine confirmed the stop (stopped_at)
+//   STOPPING    -> STOPPED      the machine confirmed the stop (stopped_at), its final receipt settled before: the
+//                                unspent hold is released at once (the retrieval window holds storage, not money)
 //   STOPPED     -> CLEANING     the retrieval window ended: clean_job is queued
-//   CLEANING    -> CLOSED       the agent removed container and volume: the unspent hold is released
-//   STOPPING, CLEANING -> CLOSED     the machine vanished past grace + reconcile timeout: the hold is released
+//   CLEANING    -> CLOSED       the agent removed container and volume (the hold went back at STOPPED)
+//   STOPPING, CLEANING -> CLOSED     the machine vanished past grace + reconcile timeout: a STOPPING job's hold is
+//                                released with what was charged so far
 //
 // Once a stop was asked for the job ends through STOPPED/CLEANING/CLOSED (never FAILED), so a repeated stop can
 // always answer STOPPING or that terminal result. CLOSED and FAILED are final.
@@ -62,7 +65,7 @@ export type CloseReason = (typeof CLOSE_REASONS)[number];
 /** States in which the job holds the machine's devices (a container exists or is coming). */
 export const OCCUPYING_STATES: readonly JobState[] = ['RESERVED', 'STARTING', 'RUNNING', 'STOPPING', 'RECONCILING'];
 
-/** States that end the job: the hold has been released. */
+/** States that end the job (the hold was released at STOPPED, FAILED or CLOSED, whichever came first). */
 export const FINAL_STATES: readonly JobState[] = ['CLOSED', 'FAILED'];
 
 /** States in which meter receipts are accepted (STOPPING takes the final receipt). */

@@ -142,9 +142,16 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
       accepted_runtime_ms: '70000',
       cumulative_charge_micro: final.cumulativeMicro.toString(),
     });
-    // Late receipts change nothing.
+    // The unspent budget is back at STOPPED, in the same transaction, not an hour later at CLOSED (issue 22).
+    const backAtStop = { available_micro: (10_000_000n - final.cumulativeMicro).toString(), held_micro: '0', currency: 'USDC' };
+    expect(await moneyOf(renter)).toEqual(backAtStop);
+    expect(await balanceOf(t.store.db, ledgerAccounts.hold(jobId, renter.accountId))).toBe(0n);
+    const releasedAtStop = (await allEvents(renter, jobId)).filter((e) => e.kind === 'hold_released');
+    expect(releasedAtStop.map((e) => e.data.released_micro)).toEqual([(550_000n - final.cumulativeMicro).toString()]);
+    // Late receipts change nothing: refused, so nothing is charged past the release.
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 4, at(start, 70_000), at(start, 75_000)));
     expect((await getJob(t.app, renter, jobId)).accepted_runtime_ms).toBe('70000');
+    expect(await moneyOf(renter)).toEqual(backAtStop);
 
     // The retrieval window (300 s) ends: CLEANING and clean_job; the agent's cleaned closes and releases the rest.
     t.clock.advance(299_000);
@@ -186,9 +193,8 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
       'CLEANING',
       'CLOSED',
     ]);
-    expect(list.some((e) => e.kind === 'hold_released' && e.data.released_micro === (550_000n - final.cumulativeMicro).toString())).toBe(
-      true,
-    );
+    // Released once, at STOPPED: closing adds no second release.
+    expect(list.filter((e) => e.kind === 'hold_released')).toEqual(releasedAtStop);
   });
 
   it('pages events by seq with an opaque cursor, for the owner and admins only', async () => {

@@ -142,8 +142,9 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
         summary: 'Stop a job',
         description:
           'Renter owner or admin. Before readiness it cancels the launch; while running it stops the container (the final meter receipt ' +
-          'follows) and the retrieval window opens once the machine confirms. A repeat answers STOPPING or the terminal result (STOPPED, ' +
-          'CLEANING, CLOSED). A failed job answers 409 JOB_NOT_STOPPABLE.',
+          'follows). When the machine confirms, the job is STOPPED and its unspent hold is back in the available balance in the same ' +
+          'step (a hold_released job event); the retrieval window that opens then holds files, not money. A repeat answers STOPPING or ' +
+          'the terminal result (STOPPED, CLEANING, CLOSED). A failed job answers 409 JOB_NOT_STOPPABLE.',
         params: IdParams,
         headers: IdempotencyHeaders,
         body: JobStopRequest,

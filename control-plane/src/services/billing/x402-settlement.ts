@@ -1,9 +1,11 @@
+import { getAddress } from 'viem';
 import type { X402Chain } from '../../chain/x402-chain.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
 import { chainCreditRef } from '../../domain/payments/deposits.js';
 import { type Eip3009Authorization, type Hex, nextSettlementStep } from '../../domain/payments/x402.js';
 import { transfer } from '../../store/ledger.js';
 import { transact } from '../../store/transaction.js';
+import { emitWebhookEvent } from '../../store/webhooks.js';
 import {
   highestGasNonce,
   intentById,
@@ -192,6 +194,21 @@ async function creditIfFinal(deps: X402Deps, chain: X402Chain, row: X402IntentRo
       locked.id,
       'PENDING_FINALITY',
       { state: 'CONFIRMED', credited_micro: locked.amount_micro, posting_id: posted.postingId, credited_at: now.toISOString() },
+      now,
+    );
+    // Told in the credit's own transaction (issue 22): the event exists exactly when the credit does, and once, as the
+    // intent leaves PENDING_FINALITY once under its lock. The fields are the top-up result's (toTopUpResult).
+    await emitWebhookEvent(
+      trx,
+      locked.account_id,
+      'topup.credited',
+      {
+        intent_id: locked.id,
+        network: locked.network,
+        payer: getAddress(locked.payer),
+        tx_hash: locked.tx_hash,
+        credited_micro: locked.amount_micro.toString(),
+      },
       now,
     );
   });

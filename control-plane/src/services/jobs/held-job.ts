@@ -108,8 +108,13 @@ export class HeldJob {
     await this.enqueueClean(now);
   }
 
-  /** -> CLOSED: the unspent hold goes back. A reason is given when the job closes without the agent's word. */
+  /**
+   * -> CLOSED. From STOPPING (the machine cleaned or vanished before confirming the stop) the unspent hold goes back
+   * now; from CLEANING it went back at STOPPED, and only what a job stopped before that rule still holds is returned.
+   * A reason is given when the job closes without the agent's word.
+   */
   async close(now: Date, reason?: CloseReason): Promise<void> {
+    const releasedAtStop = this.job.state === 'CLEANING';
     await this.transition(
       'CLOSED',
       now,
@@ -120,10 +125,15 @@ export class HeldJob {
       },
     );
     this.job.closedAt = now;
-    await this.#releaseHold(now);
+    await this.#releaseHold(now, { skipWhenEmpty: releasedAtStop });
   }
 
-  /** -> STOPPED with stopped_at; the retrieval window starts (zero for a job that never ran). */
+  /**
+   * -> STOPPED with stopped_at; the retrieval window starts (zero for a job that never ran) and the unspent hold goes
+   * back at once: the retrieval window holds storage, not money. The agent sends its final receipt before it reports
+   * stopped, and the channel applies a machine's messages in order, so every receipt it will send is settled by now;
+   * a receipt arriving later is refused (STOPPED is no metering state), so nothing is ever charged past the release.
+   */
   async stopped(stoppedAt: Date, now: Date, data: Record<string, unknown>): Promise<void> {
     const windowS = retrievalWindowSOf(this.job, this.#deps.settings.retrievalWindowS);
     const retrievalUntil = new Date(stoppedAt.getTime() + windowS * 1000);
@@ -135,6 +145,7 @@ export class HeldJob {
       { message: windowS > 0 ? `Stopped. Files can be fetched over SFTP until ${iso(retrievalUntil)}.` : 'Stopped.', data },
     );
     this.job = { ...this.job, stoppedAt, retrievalUntil, closeReason };
+    await this.#releaseHold(now);
   }
 
   /**
@@ -164,10 +175,14 @@ export class HeldJob {
     });
   }
 
-  /** Returns what is left of the job's hold to the renter's available balance, with an event saying how much. */
-  async #releaseHold(now: Date): Promise<void> {
+  /**
+   * Returns what is left of the job's hold to the renter's available balance, with an event saying how much.
+   * `skipWhenEmpty`: the hold was released before, so an empty one is no news (no second event).
+   */
+  async #releaseHold(now: Date, options: { skipWhenEmpty?: boolean } = {}): Promise<void> {
     const hold = ledgerAccounts.hold(this.job.id, this.job.accountId);
     const remaining = await balanceOf(this.trx, hold);
+    if (remaining === 0n && options.skipWhenEmpty === true) return;
     if (remaining > 0n) {
       await transfer(this.trx, {
         from: hold,

@@ -23,6 +23,7 @@ import {
   withdrawalsToWork,
 } from '../../store/withdrawals.js';
 import { payoutRail, type WithdrawalDeps } from './deps.js';
+import { emitWithdrawalStateChanged } from './state-events.js';
 import { releaseLock, settleLock } from './unlock.js';
 
 /** Requests taken per state per step. */
@@ -135,6 +136,7 @@ export class Payer {
       });
       if (reasons.length === 0) return true;
       await updateWithdrawal(trx, current.id, 'INTENT', { state: 'UNSIGNED', hold_reasons: JSON.stringify(reasons), updated_at: iso(now) });
+      await emitWithdrawalStateChanged(trx, current, { from: 'INTENT', to: 'UNSIGNED', txHash: null }, now);
       result.held++;
       return false;
     });
@@ -189,6 +191,7 @@ export class Payer {
       // Reviewed or changed meanwhile: nothing is pinned (the nonce claim rolls back with it).
       if (!moved) throw new NotPinned();
       await this.#recordTransaction(trx, row.id, signed, fees, now);
+      await emitWithdrawalStateChanged(trx, row, { from: 'INTENT', to: 'SIGNED', txHash: signed.hash }, now);
       return true;
     }).catch((error: unknown) => {
       if (error instanceof NotPinned) return false;
@@ -207,11 +210,13 @@ export class Payer {
     await this.#wallet.broadcast(row.raw_tx as Hex);
     this.#events.fault?.('payout.broadcast');
     const now = this.#now();
-    if (
-      await updateWithdrawal(this.#deps.store.db, row.id, 'SIGNED', { state: 'BROADCAST', broadcast_at: iso(now), updated_at: iso(now) })
-    ) {
-      result.broadcast++;
-    }
+    const moved = await transact(this.#deps.store, async (trx) => {
+      if (!(await updateWithdrawal(trx, row.id, 'SIGNED', { state: 'BROADCAST', broadcast_at: iso(now), updated_at: iso(now) })))
+        return false;
+      await emitWithdrawalStateChanged(trx, row, { from: 'SIGNED', to: 'BROADCAST', txHash: row.tx_hash }, now);
+      return true;
+    });
+    if (moved) result.broadcast++;
   }
 
   /** A sent request: final receipt -> CONFIRMED (or FAILED if it reverted); none for too long -> replacement. */
@@ -243,6 +248,8 @@ export class Payer {
           await releaseLock(trx, current, now);
           result.failed++;
         }
+        const to = receipt.success ? 'CONFIRMED' : 'FAILED';
+        await emitWithdrawalStateChanged(trx, current, { from: 'BROADCAST', to, txHash: tx.tx_hash }, now);
       });
       this.#events.info?.({ withdrawal: row.id, tx_hash: tx.tx_hash, success: receipt.success }, 'withdrawal final');
       return;

@@ -9,6 +9,7 @@ import { type CommitHook, transact } from '../../store/transaction.js';
 import { findLiveWithdrawalAddress } from '../../store/withdrawal-addresses.js';
 import { insertWithdrawal, type WithdrawalRow } from '../../store/withdrawals.js';
 import { payoutRail, type WithdrawalDeps } from './deps.js';
+import { emitWithdrawalStateChanged } from './state-events.js';
 
 export interface WithdrawalRequestInput {
   accountId: string;
@@ -99,6 +100,7 @@ export function requestWithdrawal(
         subject: id,
         detail: { amount_micro: input.amountMicro.toString(), address: row.address, address_version: address.version.toString(), network },
       });
+      await emitWithdrawalStateChanged(trx, row, { from: null, to: 'INTENT', txHash: null }, now);
       return row;
     },
     commit,

@@ -5,6 +5,7 @@ import { appendAudit } from '../../store/audit.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
 import { lockWithdrawal, updateWithdrawal } from '../../store/withdrawals.js';
 import type { WithdrawalDeps } from './deps.js';
+import { emitWithdrawalStateChanged } from './state-events.js';
 import { releaseLock } from './unlock.js';
 
 export interface ReviewInput {
@@ -42,6 +43,8 @@ export function reviewWithdrawal(deps: WithdrawalDeps, input: ReviewInput, commi
           : { ...reviewed, state, failure_reason: 'rejected' };
       if (!(await updateWithdrawal(trx, row.id, row.state, patch))) throw new DomainError('WITHDRAWAL_NOT_UNSIGNED');
       if (state === 'FAILED') await releaseLock(trx, row, now);
+      // Approving a request still INTENT (the payer had not held it yet) moves nothing: nothing to tell.
+      if (row.state !== state) await emitWithdrawalStateChanged(trx, row, { from: row.state, to: state, txHash: row.tx_hash }, now);
       await appendAudit(trx, {
         at: now,
         actorAccountId: input.adminAccountId,
