@@ -43,7 +43,14 @@ describe.each(DIALECTS)('ark-cp deposits held, credit and refund on %s', (dialec
   const held = async () => {
     const id = await recordSeen(store, seenUsdcDeposit(renter, 12n * USDC), now);
     await store.db.transaction().execute((trx) =>
-      finishDeposit(trx, id, 'SEEN', { state: 'HELD', amountMicro: 12n * USDC, reason: 'exceeds_balance_cap', price: null, postingId: null, at: now }),
+      finishDeposit(trx, id, 'SEEN', {
+        state: 'HELD',
+        amountMicro: 12n * USDC,
+        reason: 'exceeds_balance_cap',
+        price: null,
+        postingId: null,
+        at: now,
+      }),
     );
     return id;
   };
@@ -67,8 +74,14 @@ describe.each(DIALECTS)('ark-cp deposits held, credit and refund on %s', (dialec
     expect(printed()).toMatchObject({ state: 'REFUNDING', already: true });
 
     expect(await command('deposits held').run({ state: 'REFUNDING' }, cli)).toBe(0);
-    expect(printed().deposits).toEqual([expect.objectContaining({ deposit_id: toRefund, refund: expect.objectContaining({ state: 'INTENT' }) })]);
-    const audit = await store.db.selectFrom('audit_log').select(['action', 'subject']).where('subject', 'in', [toCredit, toRefund]).execute();
+    expect(printed().deposits).toEqual([
+      expect.objectContaining({ deposit_id: toRefund, refund: expect.objectContaining({ state: 'INTENT' }) }),
+    ]);
+    const audit = await store.db
+      .selectFrom('audit_log')
+      .select(['action', 'subject'])
+      .where('subject', 'in', [toCredit, toRefund])
+      .execute();
     expect(audit).toEqual(
       expect.arrayContaining([
         { action: 'deposit.credited_by_override', subject: toCredit },
@@ -79,7 +92,8 @@ describe.each(DIALECTS)('ark-cp deposits held, credit and refund on %s', (dialec
 
   it('refuses anyone but an admin, a short reason, a bad id or state; a deposit not HELD is a refusal, not a crash', async () => {
     const id = await held();
-    const run = (values: Record<string, string>) => command('deposits credit').run({ id, reason: 'a good reason', 'admin-email': emails.admin, ...values }, cli);
+    const run = (values: Record<string, string>) =>
+      command('deposits credit').run({ id, reason: 'a good reason', 'admin-email': emails.admin, ...values }, cli);
     await expect(run({ 'admin-email': emails.renter })).rejects.toThrow(CliRefusal);
     await expect(run({ reason: 'no' })).rejects.toThrow(CliRefusal);
     await expect(run({ id: 'nope' })).rejects.toThrow(CliRefusal);

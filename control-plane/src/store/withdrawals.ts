@@ -26,9 +26,12 @@ export async function insertWithdrawal(trx: Tx, row: PaidRow): Promise<void> {
 
 /** An account's request (a refund is not one). */
 export async function findWithdrawal(db: Executor, id: string): Promise<WithdrawalRow | undefined> {
-  return (await db.selectFrom('withdrawals').selectAll().where('id', '=', id).where('kind', 'in', [...WITHDRAWAL_KINDS]).executeTakeFirst()) as
-    | WithdrawalRow
-    | undefined;
+  return (await db
+    .selectFrom('withdrawals')
+    .selectAll()
+    .where('id', '=', id)
+    .where('kind', 'in', [...WITHDRAWAL_KINDS])
+    .executeTakeFirst()) as WithdrawalRow | undefined;
 }
 
 /** An account's request, locked for the rest of the transaction (a refund is not one: review never sees it). */
@@ -68,7 +71,11 @@ export async function listAccountWithdrawals(
   after: KeysetPosition | null,
   fetch: number,
 ): Promise<WithdrawalRow[]> {
-  const query = db.selectFrom('withdrawals').selectAll().where('account_id', '=', accountId).where('kind', 'in', [...WITHDRAWAL_KINDS]);
+  const query = db
+    .selectFrom('withdrawals')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('kind', 'in', [...WITHDRAWAL_KINDS]);
   return (await keysetPage(query, ['created_at', 'id'], 'desc', after, fetch).execute()) as WithdrawalRow[];
 }
 
@@ -79,7 +86,10 @@ export async function listWithdrawalsByState(
   after: KeysetPosition | null,
   fetch: number,
 ): Promise<WithdrawalRow[]> {
-  let query = db.selectFrom('withdrawals').selectAll().where('kind', 'in', [...WITHDRAWAL_KINDS]);
+  let query = db
+    .selectFrom('withdrawals')
+    .selectAll()
+    .where('kind', 'in', [...WITHDRAWAL_KINDS]);
   if (state !== null) query = query.where('state', '=', state);
   return (await keysetPage(query, ['created_at', 'id'], 'asc', after, fetch).execute()) as WithdrawalRow[];
 }

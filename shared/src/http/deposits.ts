@@ -168,7 +168,10 @@ export const AdminDeposit = Type.Composite(
 export type AdminDeposit = Static<typeof AdminDeposit>;
 
 /** `POST /api/v1/admin/deposits/{id}/credit` and `/refund`: the operator's reason, audited. */
-export const DepositResolutionRequest = Type.Object({ reason: Type.String({ minLength: 5, maxLength: 2000 }) }, { additionalProperties: false });
+export const DepositResolutionRequest = Type.Object(
+  { reason: Type.String({ minLength: 5, maxLength: 2000 }) },
+  { additionalProperties: false },
+);
 export type DepositResolutionRequest = Static<typeof DepositResolutionRequest>;
 
 export const DepositResolution = Type.Object(

@@ -30,7 +30,14 @@ describe.each(DIALECTS)('admin deposit routes on %s', (dialect) => {
     t.clock.advance(1000);
     const id = await recordSeen(t.store, seenUsdcDeposit(renter.accountId, amountMicro), t.clock.now());
     await t.store.db.transaction().execute((trx) =>
-      finishDeposit(trx, id, 'SEEN', { state: 'HELD', amountMicro, reason: 'exceeds_balance_cap', price: null, postingId: null, at: t.clock.now() }),
+      finishDeposit(trx, id, 'SEEN', {
+        state: 'HELD',
+        amountMicro,
+        reason: 'exceeds_balance_cap',
+        price: null,
+        postingId: null,
+        at: t.clock.now(),
+      }),
     );
     return id;
   };

@@ -1,4 +1,12 @@
-import { AdminDeposit, AdminDepositsQuery, DepositResolution, DepositResolutionRequest, IdempotencyHeaders, IdParams, Page } from '@ark/shared';
+import {
+  AdminDeposit,
+  AdminDepositsQuery,
+  DepositResolution,
+  DepositResolutionRequest,
+  IdempotencyHeaders,
+  IdParams,
+  Page,
+} from '@ark/shared';
 import { toAdminDepositView, toDepositResolutionView } from '../../services/billing/deposit-view.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';

@@ -77,7 +77,12 @@ export function settleFinalDeposit(
     const postingId = await postDeposit(trx, row, valued.amountMicro, now);
     await finishDeposit(trx, row.id, 'SEEN', { ...base, state: 'CREDITED', reason: null, postingId });
     for (const d of joined) {
-      await moveSmall(trx, d, { state: 'CREDITED', reason: null, postingId: await postDeposit(trx, d, d.amount_micro ?? 0n, now), at: now });
+      await moveSmall(trx, d, {
+        state: 'CREDITED',
+        reason: null,
+        postingId: await postDeposit(trx, d, d.amount_micro ?? 0n, now),
+        at: now,
+      });
     }
     return 'credited';
   });

@@ -29,7 +29,8 @@ export function creditHeldDeposit(
       const row = await lockDeposit(trx, found.id);
       if (!row) throw new DomainError('NOT_FOUND', 'No such deposit.');
       const amountMicro = row.amount_micro ?? 0n;
-      if (row.state === 'CREDITED') return { depositId: row.id, action: 'credit', state: row.state, amountMicro, refund: null, already: true };
+      if (row.state === 'CREDITED')
+        return { depositId: row.id, action: 'credit', state: row.state, amountMicro, refund: null, already: true };
       if (row.state !== 'HELD') throw new DomainError('DEPOSIT_NOT_HELD');
       await deps.admissions.admit(trx, fundingCredit(row));
       const postingId = await postDeposit(trx, row, amountMicro, now);

@@ -51,7 +51,8 @@ export function refundHeldDeposit(
         rail && { chainId: rail.network.chainId, usdcAddress: rail.usdc.address },
       );
       if (refusal === 'not_held') throw new DomainError('DEPOSIT_NOT_HELD');
-      if (refusal === 'no_payout_rail' || rail === null) throw stateUnavailable('Refunds are paid by the payout wallet: no payout rail is configured.');
+      if (refusal === 'no_payout_rail' || rail === null)
+        throw stateUnavailable('Refunds are paid by the payout wallet: no payout rail is configured.');
       if (refusal !== null) throw new DomainError('DEPOSIT_NOT_REFUNDABLE', REFUSALS[refusal]);
       const amountMicro = row.amount_micro ?? 0n;
       const to = (row.from_address ?? '').toLowerCase();

@@ -40,7 +40,16 @@ describe.each(DIALECTS)('held deposits resolved by an operator on %s', (dialect)
     deps = { store, clock, payments, deriver: null, admissions: paidAdmissionGuard({ clock }) };
     // The default holds (first withdrawal reviewed, new addresses held a day) apply to requests, not to refunds.
     withdrawals = { store, clock, payments, payouts: payoutsConfigFrom({}, (m) => new Error(m)) };
-    admin = (await insertAccount(store.db, { email: `admin-${randomUUID()}@example.test`, passwordHash: null, name: null, role: 'admin', emailVerified: true, now: clock.now() })).id;
+    admin = (
+      await insertAccount(store.db, {
+        email: `admin-${randomUUID()}@example.test`,
+        passwordHash: null,
+        name: null,
+        role: 'admin',
+        emailVerified: true,
+        now: clock.now(),
+      })
+    ).id;
   });
   afterAll(async () => {
     expect((await verifyLedger(store)).ok).toBe(true);
