@@ -43,6 +43,7 @@ import { registerTemplateRoutes } from './http/routes/templates.js';
 import { registerTicketRoutes } from './http/routes/tickets.js';
 import { registerWebhookRoutes } from './http/routes/webhooks.js';
 import { registerWithdrawalAddressRoutes } from './http/routes/withdrawal-addresses.js';
+import { registerAdminDepositRoutes } from './http/routes/admin-deposits.js';
 import { registerAdminWithdrawalRoutes } from './http/routes/admin-withdrawals.js';
 import { registerWithdrawalRoutes } from './http/routes/withdrawals.js';
 import type { AppContext, AppContextInput } from './http/context.js';
@@ -208,6 +209,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerWithdrawalAddressRoutes,
   registerWithdrawalRoutes,
   registerAdminWithdrawalRoutes,
+  registerAdminDepositRoutes,
   registerTemplateRoutes,
   registerQuoteRoutes,
   registerJobRoutes,

@@ -79,6 +79,18 @@ export const ERROR_CATALOG = {
     retryable: false,
     message: 'The withdrawal is no longer unsigned (a nonce is pinned, or it is final): it cannot be reviewed.',
   },
+  // Held deposits, resolved by an operator (issue 22)
+  DEPOSIT_NOT_HELD: {
+    status: 409,
+    retryable: false,
+    message: 'The deposit is not HELD (it is still unfinal, already credited, or refunding): an operator cannot credit or refund it.',
+  },
+  DEPOSIT_NOT_REFUNDABLE: {
+    status: 409,
+    retryable: false,
+    message:
+      'The deposit cannot be refunded through the payout path (not USDC on the primary network, or its sender is unknown): credit it instead.',
+  },
   // Wallet proofs (EIP-4361): agent registration and wallet step-up. Every refusal needs a fresh challenge.
   SIWE_MESSAGE_MALFORMED: { status: 422, retryable: false, message: 'The message is not an EIP-4361 sign-in message.' },
   SIWE_DOMAIN_MISMATCH: { status: 401, retryable: false, message: 'The signed message is for another domain.' },

@@ -1,14 +1,17 @@
 // Money in by deposit, end to end: a real anvil playing Base, TestUsdc at the real Base USDC address, an 18-decimal
 // stablecoin and a mock ETH/USD aggregator, and the real control plane (`ark-cp serve`) on SQLite and on PostgreSQL,
-// driven only through HTTP, its CLI and the chain.
-import { randomBytes } from 'node:crypto';
+// driven only through HTTP, its CLI and the chain. A deposit over the balance cap never blocks a smaller one, and an
+// operator credits it over the cap or refunds it to its sender through the payout wallet, exactly once across kill -9.
+import { randomBytes, randomUUID } from 'node:crypto';
+import { join } from 'node:path';
 import type { Address, Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Anvil, startAnvil } from '../harness/anvil.js';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
-import { waitFor } from '../harness/processes.js';
+import { spawnProcess, waitFor } from '../harness/processes.js';
 import { type DepositChain, randomDepositXpub, renterKey, setupDepositChain } from './deposit-helpers.js';
-import { api, type ControlPlane, controlPlaneCli, startControlPlane } from './host-side-helpers.js';
+import { api, type ControlPlane, controlPlaneCli, repoRoot, startControlPlane } from './host-side-helpers.js';
+import { adminSession, call, fundedPayoutWallet, PASSWORD, type PayoutWalletSetup, randomTag, transfersOnChain } from './payout-helpers.js';
 
 const USDC = 1_000_000n;
 
@@ -21,6 +24,8 @@ describe.each(['sqlite', 'postgres'] as const)('deposits on %s', (dialect) => {
   let token: string;
   let address: Address;
   let expectedAvailable = 0n;
+  let wallet: PayoutWalletSetup;
+  let adminEmail = '';
   const replicas: ControlPlane[] = [];
 
   const start = async (extra: NodeJS.ProcessEnv = {}, dataDir?: string) => {
@@ -48,6 +53,8 @@ describe.each(['sqlite', 'postgres'] as const)('deposits on %s', (dialect) => {
     anvil = await startAnvil();
     chain = await setupDepositChain(anvil);
     if (dialect === 'postgres') database = await createTestDatabase();
+    // Refunds of held deposits are paid by the payout wallet.
+    wallet = await fundedPayoutWallet(chain, anvil, 1_000n * USDC);
     env = {
       ARK_CHAINS: chain.chainsFile,
       ARK_DEPOSIT_XPUB: randomDepositXpub(),
@@ -55,9 +62,13 @@ describe.each(['sqlite', 'postgres'] as const)('deposits on %s', (dialect) => {
       ARK_CHAIN_POLL_INTERVAL_MS: '100',
       ARK_CHAIN_MAX_BLOCKS: '4',
       ARK_BALANCE_CAP_MICRO: String(30n * USDC),
+      ARK_PAYOUT_KEY_FILE: wallet.keyFile,
+      ARK_PAYOUT_POLL_INTERVAL_MS: '100',
     };
     cp = await start();
     token = await renterKey(cp, `depositor-${randomBytes(4).toString('hex')}@example.test`);
+    adminEmail = `admin-${randomTag()}@example.test`;
+    await controlPlaneCli(cp, ['accounts', 'create', '--email', adminEmail, '--role', 'admin', '--password', PASSWORD, '--verified']);
   }, 240_000);
 
   afterAll(async () => {
@@ -144,6 +155,102 @@ describe.each(['sqlite', 'postgres'] as const)('deposits on %s', (dialect) => {
     expectedAvailable += 25n * USDC;
     expect((await balance()).available_micro).toBe(expectedAvailable.toString());
   }, 120_000);
+
+  it('never holds a smaller deposit behind one over the cap; an operator credits one over the cap and refunds another, each once across kill -9', async () => {
+    // The cap is 100 USDC now. 150 can never fit: it is HELD for an operator. The 3 after it is credited at finality.
+    const big = await chain.sendUsdc(address, 150n * USDC);
+    const small = await chain.sendUsdc(address, 3n * USDC);
+    await anvil.mine(2);
+    expect(await waitState(big, 'HELD')).toMatchObject({ reason: 'exceeds_balance_cap', credited_micro: null });
+    expect((await waitState(small, 'CREDITED')).credited_micro).toBe(String(3n * USDC));
+    expectedAvailable += 3n * USDC;
+    expect((await balance()).available_micro).toBe(expectedAvailable.toString());
+    // Finality passes again and again: it stays HELD, nothing moves by itself.
+    await anvil.mine(3);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    expect((await depositsOf(big))[0].state).toBe('HELD');
+    const bigId = (await depositsOf(big))[0].deposit_id as string;
+
+    // The operators' queue shows it, with its sender, as needing an operator and refundable.
+    const admin = await adminSession(cp, adminEmail);
+    const queue = async (state: string) =>
+      (await call(cp, 'GET', `/api/v1/admin/deposits?state=${state}&limit=100`, { token: admin })).body.items as any[];
+    expect((await queue('HELD')).find((d) => d.deposit_id === bigId)).toMatchObject({
+      needs_operator: true,
+      refund_refusal: null,
+      from_address: chain.funder.toLowerCase(),
+    });
+
+    // Credit by override through the admin route (TOTP step-up, Idempotency-Key), then kill -9 and replay the key.
+    const key = randomUUID();
+    const credit = () =>
+      call(cp, 'POST', `/api/v1/admin/deposits/${bigId}/credit`, {
+        token: admin,
+        headers: { 'idempotency-key': key },
+        body: { reason: 'large top-up agreed with the customer' },
+      });
+    const credited = await credit();
+    expect(credited.status, JSON.stringify(credited.body)).toBe(200);
+    expect(credited.body).toMatchObject({ deposit_id: bigId, state: 'CREDITED', already: false });
+    await cp.process.stop('SIGKILL');
+    cp = await start({ ARK_BALANCE_CAP_MICRO: String(100n * USDC) }, cp.dataDir);
+    const replayed = await credit();
+    expect(replayed.status).toBe(200);
+    expect(replayed.body).toEqual(credited.body);
+    expectedAvailable += 150n * USDC;
+    expect((await balance()).available_micro).toBe(expectedAvailable.toString());
+    expect((await depositsOf(big))[0]).toMatchObject({ state: 'CREDITED', reason: 'operator_override' });
+
+    // Another over the cap, refunded to its sender with ark-cp while the server is down; the payer is killed with
+    // -9 right after pinning the refund's nonce, then restarted: the sender is paid exactly once.
+    const refundable = await chain.sendUsdc(address, 120n * USDC);
+    await anvil.mine(2);
+    const heldAgain = await waitState(refundable, 'HELD');
+    await cp.process.stop('SIGTERM');
+    const before = await transfersOnChain(chain, wallet.address, chain.funder);
+    const refund = JSON.parse(
+      await controlPlaneCli(cp, [
+        'deposits',
+        'refund',
+        '--id',
+        heldAgain.deposit_id,
+        '--reason',
+        'over the cap: returned to the sender',
+        '--admin-email',
+        adminEmail,
+      ]),
+    );
+    expect(refund).toMatchObject({ state: 'REFUNDING', refund_to: chain.funder.toLowerCase(), already: false });
+    const crashing = spawnProcess(process.execPath, ['--import', 'tsx', join(repoRoot, 'control-plane', 'src', 'main.ts'), 'serve'], {
+      cwd: repoRoot,
+      env: { ...cp.env, ARK_FAULT_EXIT_AT: 'payout.pinned' },
+      exitSignal: 'SIGKILL',
+    });
+    const exit = await Promise.race([crashing.exited, new Promise<null>((resolve) => setTimeout(() => resolve(null), 60_000))]);
+    if (exit === null) await crashing.stop('SIGKILL');
+    expect(exit, crashing.output()).toEqual({ code: null, signal: 'SIGKILL' });
+    cp = await start({ ARK_BALANCE_CAP_MICRO: String(100n * USDC) }, cp.dataDir);
+    await waitFor(
+      async () => {
+        const found = await depositsOf(refundable);
+        if (found[0]?.state === 'REFUNDED') return true;
+        await anvil.mine(1);
+        return false;
+      },
+      { timeoutMs: 90_000, intervalMs: 100, description: 'the refund paid and final' },
+    );
+    await anvil.mine(3);
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+    const paid = (await transfersOnChain(chain, wallet.address, chain.funder)).slice(before.length);
+    expect(paid.map((t) => t.value)).toEqual([120n * USDC]);
+    expect((await queue('REFUNDED')).find((d) => d.deposit_id === heldAgain.deposit_id)).toMatchObject({
+      refund: { id: refund.refund_id, state: 'CONFIRMED', tx_hash: paid[0]?.txHash },
+      resolution_reason: 'over the cap: returned to the sender',
+    });
+    // The refund never touched the balance.
+    expect((await balance()).available_micro).toBe(expectedAvailable.toString());
+    expect(await ledgerOk()).toBe(true);
+  }, 300_000);
 
   it('killed with -9 while deposits flow and restarted, credits nothing twice and misses nothing', async () => {
     const hashes: Hex[] = [];

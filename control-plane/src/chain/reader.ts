@@ -15,6 +15,8 @@ export interface BlockRef {
 
 export interface TokenTransfer {
   token: Hex;
+  /** The sender (lower-case): a refund goes back to it. */
+  from: Hex;
   to: Hex;
   value: bigint;
   txHash: Hex;
@@ -24,6 +26,8 @@ export interface TokenTransfer {
 }
 
 export interface NativeTransfer {
+  /** The transaction's sender (lower-case). */
+  from: Hex;
   to: Hex;
   value: bigint;
   txHash: Hex;

@@ -70,6 +70,7 @@ export class ViemChainReader implements ChainReader {
         continue;
       out.push({
         token: log.address.toLowerCase() as Hex,
+        from: log.args.from.toLowerCase() as Hex,
         to: log.args.to.toLowerCase() as Hex,
         value: log.args.value,
         txHash: log.transactionHash.toLowerCase() as Hex,
@@ -99,6 +100,7 @@ export class ViemChainReader implements ChainReader {
         for (const tx of block.transactions) {
           if (tx.to === null || tx.value === 0n || !query.to.has(tx.to.toLowerCase())) continue;
           candidates.push({
+            from: tx.from.toLowerCase() as Hex,
             to: tx.to.toLowerCase() as Hex,
             value: tx.value,
             txHash: tx.hash.toLowerCase() as Hex,

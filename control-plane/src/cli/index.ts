@@ -9,6 +9,7 @@ import { accountCommands } from './accounts.js';
 import { admissionCommands } from './admissions.js';
 import { chainCommands } from './chain.js';
 import { type CliCommand, type CliContext, type CliValues, refusalLines } from './context.js';
+import { depositCommands } from './deposits.js';
 import { hostCommands } from './hosts.js';
 import { jobCommands } from './jobs.js';
 import { ledgerCommands } from './ledger.js';
@@ -49,6 +50,7 @@ const COMMANDS: readonly CliCommand[] = [
   ...hostCommands,
   ...jobCommands,
   ...chainCommands,
+  ...depositCommands,
   ...withdrawalCommands,
 ];
 

@@ -3,7 +3,10 @@ import type { FastifyReply } from 'fastify';
 
 const SUBSYSTEMS = ['mail', 'alerts', 'chain-access', 'auth-provider'] as const;
 
-/** The operator's pages: the fleet and the admissions switch, the withdrawal review queue, subsystem tests, tickets. */
+/**
+ * The operator's pages: the fleet and the admissions switch, the withdrawal review queue, held and refundable
+ * deposits, subsystem tests, tickets.
+ */
 export function registerAdminPages(c: ConsoleScope): void {
   // Admin pages are for admins; anyone else gets the same refusal the API gives.
   const admin = async (request: Parameters<typeof signedIn>[1], reply: FastifyReply) => {
@@ -74,6 +77,38 @@ export function registerAdminPages(c: ConsoleScope): void {
       return decision === 'approve'
         ? `Approved ${reviewed.kind} ${reviewed.id.slice(0, 8)}: it is signed and sent next (${reviewed.state}).`
         : `Rejected ${reviewed.kind} ${reviewed.id.slice(0, 8)}: its amount returns to the account.`;
+    });
+  });
+
+  page(c, '/admin/deposits', async (request, reply) => {
+    const who = await admin(request, reply);
+    if (!who) return reply;
+    const held = await who.api.get('/api/v1/admin/deposits?state=HELD&limit=100');
+    const refunding = await who.api.get('/api/v1/admin/deposits?state=REFUNDING&limit=100');
+    const small = await who.api.get('/api/v1/admin/deposits?state=BELOW_MINIMUM&limit=100');
+    return render(request, reply, 'admin-deposits', {
+      title: 'Held deposits',
+      account: who.account,
+      held: held.items,
+      refunding: refunding.items,
+      small: small.items,
+    });
+  });
+
+  action<{ id: string }>(c, '/admin/deposits/:id/resolve', async (request, reply) => {
+    const who = await admin(request, reply);
+    if (!who) return reply;
+    const id = encodeURIComponent(request.params.id);
+    return perform(c, reply, '/console/admin/deposits', async () => {
+      const action = request.body?.action;
+      if (action !== 'credit' && action !== 'refund') throw new FormError('Choose to credit or to refund.');
+      const reason = field(request.body, 'reason', 'The reason');
+      if (reason.length < 5) throw new FormError('Give a reason of at least 5 characters: it is audited.');
+      await stepUpWith(who.api, request.body?.totp_code);
+      const done = await who.api.post(`/api/v1/admin/deposits/${id}/${action}`, { reason });
+      return action === 'credit'
+        ? `Credited deposit ${done.deposit_id.slice(0, 8)} over the cap (${done.state}).`
+        : `Refunding deposit ${done.deposit_id.slice(0, 8)} to ${done.refund_to}: the payout wallet pays it next.`;
     });
   });
 

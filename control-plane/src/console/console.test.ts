@@ -1,7 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../clock.js';
 import { paymentsConfigFrom } from '../config-payments.js';
-import { writeChainsFile } from '../testing/deposits.js';
+import { finishDeposit } from '../store/deposits.js';
+import { recordSeen, seenUsdcDeposit, writeChainsFile } from '../testing/deposits.js';
 import { bearer, createTestApp, testConfig, type SeededAccount, seedAccount, type TestApp, totpCode } from '../testing/app.js';
 import { sampleManifest, telemetryMessage } from '../testing/hosting.js';
 import { fund, liveMachine, type LiveMachine, reserveJob } from '../testing/renting.js';
@@ -394,6 +395,7 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
         [
           '/console/admin',
           '/console/admin/withdrawals',
+          '/console/admin/deposits',
           '/console/admin/subsystems',
           '/console/admin/tickets',
           '/console/admin/tickets?state=open',
@@ -446,6 +448,39 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     // The step-up stays fresh for a while: resuming needs no second code.
     await browser.post('/console/admin/admissions', { enabled: 'true', reason: 'incident 42 resolved' });
     expect((await browser.get('/console/admin')).body).toContain('state-open">open');
+  });
+
+  it('shows held deposits to an operator, who credits one over the cap with a reason and a TOTP code', async () => {
+    t.clock.advance(90_000);
+    const id = await recordSeen(t.store, seenUsdcDeposit(renter.accountId, 11_000_000n), t.clock.now());
+    await t.store.db.transaction().execute((trx) =>
+      finishDeposit(trx, id, 'SEEN', {
+        state: 'HELD',
+        amountMicro: 11_000_000n,
+        reason: 'exceeds_balance_cap',
+        price: null,
+        postingId: null,
+        at: t.clock.now(),
+      }),
+    );
+    const browser = new Browser(t);
+    await browser.signIn(admin);
+    const page = await browser.get('/console/admin/deposits');
+    expect(page.body).toContain(`data-deposit-id="${id}"`);
+    expect(page.body).toContain('$11.00');
+    await browser.post(`/console/admin/deposits/${id}/resolve`, {
+      action: 'credit',
+      reason: 'verified with the customer',
+      totp_code: totpCode(admin.totpSecret as string, t.clock),
+    });
+    const after = await browser.get('/console/admin/deposits');
+    expect(after.body).toContain(`Credited deposit ${id.slice(0, 8)}`);
+    expect(after.body).not.toContain(`data-deposit-id="${id}"`);
+    const balance = await t.app.inject({ method: 'GET', url: '/api/v1/billing/balance?limit=100', headers: bearer(renter.apiKey) });
+    expect(balance.json().deposits.items.find((d: { deposit_id: string }) => d.deposit_id === id)).toMatchObject({
+      state: 'CREDITED',
+      reason: 'operator_override',
+    });
   });
 });
 

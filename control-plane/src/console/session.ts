@@ -161,6 +161,7 @@ export function navigation(account: Account | null): Array<{ section: string; li
       links: [
         { href: '/console/admin', label: 'Fleet' },
         { href: '/console/admin/withdrawals', label: 'Withdrawals' },
+        { href: '/console/admin/deposits', label: 'Deposits' },
         { href: '/console/admin/subsystems', label: 'Subsystems' },
         { href: '/console/admin/tickets', label: 'Tickets' },
       ],

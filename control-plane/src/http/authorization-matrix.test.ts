@@ -332,6 +332,18 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       ok: [404],
     },
     'GET /api/v1/admin/withdrawals': { need: { admin: true }, request: () => ({}), ok: [200] },
+    // Held deposits (issue 22): an unknown deposit is 404 to an admin who may act.
+    'GET /api/v1/admin/deposits': { need: { admin: true }, request: () => ({}), ok: [200] },
+    'POST /api/v1/admin/deposits/{id}/credit': {
+      need: { admin: true, stepUp: true },
+      request: () => ({ url: `/api/v1/admin/deposits/${randomUUID()}/credit`, payload: { reason: 'the matrix' } }),
+      ok: [404],
+    },
+    'POST /api/v1/admin/deposits/{id}/refund': {
+      need: { admin: true, stepUp: true },
+      request: () => ({ url: `/api/v1/admin/deposits/${randomUUID()}/refund`, payload: { reason: 'the matrix' } }),
+      ok: [404],
+    },
     // Support tickets: a party reads a case (anyone else 404); writing, closing and reopening are decided by the
     // handler on the case's parties (201/200, or 403 TICKET_FORBIDDEN as contract part 4 says).
     'POST /api/v1/tickets': { need: {}, request: () => ({ payload: { category: 'matrix', text: 'hello' } }), ok: [201] },

@@ -114,6 +114,8 @@ export const OPERATION_ERROR_CODES: Readonly<Record<string, readonly ErrorCode[]
     'STEP_UP_TOTP_REQUIRED',
   ],
   'POST /api/v1/admin/withdrawals/{id}/review': ['WITHDRAWAL_NOT_UNSIGNED'],
+  'POST /api/v1/admin/deposits/{id}/credit': ['DEPOSIT_NOT_HELD', 'AMOUNT_TOO_LARGE', 'BALANCE_LIMIT_EXCEEDED', 'ADMISSIONS_PAUSED'],
+  'POST /api/v1/admin/deposits/{id}/refund': ['DEPOSIT_NOT_HELD', 'DEPOSIT_NOT_REFUNDABLE', 'AMOUNT_TOO_LARGE', 'UNAVAILABLE'],
   // Support and webhooks
   'POST /api/v1/tickets': ['TICKET_JOB_NOT_FOUND'],
   'POST /api/v1/tickets/{id}/messages': ['TICKET_FORBIDDEN', 'TICKET_CLOSED', 'TICKET_MESSAGE_LIMIT_REACHED'],

@@ -3,6 +3,7 @@ import { PostgresAdapter } from 'kysely';
 import { ledgerAccountKey } from '../domain/ledger/accounts.js';
 import type { DepositState } from '../domain/payments/deposits.js';
 import type { Executor, Tx } from './db.js';
+import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { ChainDepositsTable, ChainWatchStateTable } from './tables/deposits.js';
 
 // Deposit addresses, chain deposits and the per-network watch state (cursor, heads, lease). Both dialects.
@@ -186,6 +187,8 @@ export interface SeenDeposit {
   amountMicro: bigint | null;
   blockNumber: bigint;
   blockHash: string;
+  /** The transfer's sender: a refund goes back to it. */
+  fromAddress: string | null;
 }
 
 /**
@@ -223,6 +226,11 @@ export async function upsertSeenDeposits(trx: Tx, rows: SeenDeposit[], at: Date)
           final_at: null,
           credited_at: null,
           posting_id: null,
+          from_address: d.fromAddress?.toLowerCase() ?? null,
+          refund_id: null,
+          resolved_by: null,
+          resolution_reason: null,
+          resolved_at: null,
         })),
       )
       .onConflict((oc) =>
@@ -283,16 +291,21 @@ export async function lockedAvailableMicro(trx: Tx, accountId: string): Promise<
   return (await query.executeTakeFirst())?.balance_micro ?? 0n;
 }
 
-export async function olderHeldExists(trx: Tx, accountId: string, exceptId: string): Promise<boolean> {
-  const row = await trx
+/**
+ * An account's BELOW_MINIMUM deposits, oldest first, at most `limit` (locked on Postgres): they add up, and are
+ * credited together once their sum reaches the minimum.
+ */
+export async function belowMinimumDepositsOf(trx: Tx, accountId: string, limit: number): Promise<DepositRow[]> {
+  let query = trx
     .selectFrom('chain_deposits')
-    .select('id')
+    .selectAll()
     .where('account_id', '=', accountId)
-    .where('state', '=', 'HELD')
-    .where('id', '<>', exceptId)
-    .limit(1)
-    .executeTakeFirst();
-  return row !== undefined;
+    .where('state', '=', 'BELOW_MINIMUM')
+    .orderBy('final_at')
+    .orderBy('id')
+    .limit(limit);
+  if (isPostgres(trx)) query = query.forUpdate();
+  return query.execute();
 }
 
 export interface FinalUpdate {
@@ -302,9 +315,14 @@ export interface FinalUpdate {
   price: { answer: bigint; decimals: number } | null;
   postingId: string | null;
   at: Date;
+  /** An operator's decision (an override credit): who, and why. */
+  resolution?: { by: string; reason: string };
 }
 
-/** A deposit leaves `from` (SEEN, or HELD when released) for a final state; false when it was not in `from`. */
+/**
+ * A deposit leaves `from` (SEEN, HELD when released, BELOW_MINIMUM when its account's small deposits add up) for a
+ * final state; false when it was not in `from`.
+ */
 export async function finishDeposit(trx: Tx, id: string, from: DepositState, update: FinalUpdate): Promise<boolean> {
   const at = update.at.toISOString();
   const result = await trx
@@ -317,6 +335,7 @@ export async function finishDeposit(trx: Tx, id: string, from: DepositState, upd
       posting_id: update.postingId,
       ...(from === 'SEEN' ? { final_at: at } : {}),
       ...(update.state === 'CREDITED' ? { credited_at: at } : {}),
+      ...(update.resolution ? { resolved_by: update.resolution.by, resolution_reason: update.resolution.reason, resolved_at: at } : {}),
     })
     .where('id', '=', id)
     .where('state', '=', from)
@@ -324,6 +343,66 @@ export async function finishDeposit(trx: Tx, id: string, from: DepositState, upd
   return result.numUpdatedRows === 1n;
 }
 
+/** A HELD deposit goes to REFUNDING with its refund, by compare-and-set; false when it was no longer HELD. */
+export async function markRefunding(
+  trx: Tx,
+  input: { id: string; refundId: string; postingId: string; by: string; reason: string; at: Date },
+): Promise<boolean> {
+  const result = await trx
+    .updateTable('chain_deposits')
+    .set({
+      state: 'REFUNDING',
+      refund_id: input.refundId,
+      posting_id: input.postingId,
+      resolved_by: input.by,
+      resolution_reason: input.reason,
+      resolved_at: input.at.toISOString(),
+    })
+    .where('id', '=', input.id)
+    .where('state', '=', 'HELD')
+    .executeTakeFirst();
+  return result.numUpdatedRows === 1n;
+}
+
+/**
+ * A refund's end, in the payer's transaction: paid (REFUNDED), or failed (HELD again, for an operator or for room;
+ * `refund_id` stays, so what comes next is keyed apart from the failed refund's postings).
+ */
+export async function finishRefund(trx: Tx, refundId: string, to: 'REFUNDED' | 'HELD'): Promise<void> {
+  const result = await trx
+    .updateTable('chain_deposits')
+    .set(to === 'HELD' ? { state: 'HELD', reason: 'refund_failed', posting_id: null } : { state: 'REFUNDED' })
+    .where('refund_id', '=', refundId)
+    .where('state', '=', 'REFUNDING')
+    .executeTakeFirst();
+  if (result.numUpdatedRows !== 1n) throw new Error(`refund ${refundId} has no REFUNDING deposit`);
+}
+
+export async function findDeposit(db: Executor, id: string): Promise<DepositRow | null> {
+  return (await db.selectFrom('chain_deposits').selectAll().where('id', '=', id).executeTakeFirst()) ?? null;
+}
+
+/** A deposit as operators see it: the row, and its refund's progress on the payout path. */
+export interface OperatorDepositRow extends DepositRow {
+  refund_state: string | null;
+  refund_tx_hash: string | null;
+}
+
+/** Deposits in `states` over every account, oldest final first, after [final_at, id]: what waits on an operator. */
+export async function depositsInStates(
+  db: Executor,
+  states: readonly DepositState[],
+  after: KeysetPosition | null,
+  fetch: number,
+): Promise<OperatorDepositRow[]> {
+  const query = db
+    .selectFrom('chain_deposits')
+    .leftJoin('withdrawals', 'withdrawals.id', 'chain_deposits.refund_id')
+    .selectAll('chain_deposits')
+    .select(['withdrawals.state as refund_state', 'withdrawals.tx_hash as refund_tx_hash'])
+    .where('chain_deposits.state', 'in', [...states]);
+  return keysetPage(query, ['chain_deposits.final_at', 'chain_deposits.id'], 'asc', after, fetch).execute();
+}
 /** A SEEN deposit that cannot be decided yet (its price is refused) says why. */
 export async function noteSeenDeposit(db: Executor, id: string, reason: string | null): Promise<void> {
   await db.updateTable('chain_deposits').set({ reason }).where('id', '=', id).where('state', '=', 'SEEN').execute();
@@ -339,25 +418,30 @@ export async function countHeldDeposits(db: Executor): Promise<bigint> {
   return BigInt(row?.n ?? 0);
 }
 
-/** Accounts with HELD deposits, at most `limit`. */
-export async function accountsWithHeldDeposits(db: Executor, limit: number): Promise<string[]> {
+/**
+ * Accounts with HELD deposits of at most `largestMicro` (bigger ones never fit: they wait for an operator, and must
+ * not crowd out the accounts whose deposits may), at most `limit`.
+ */
+export async function accountsWithHeldDeposits(db: Executor, limit: number, largestMicro: bigint): Promise<string[]> {
   const rows = await db
     .selectFrom('chain_deposits')
     .select('account_id')
     .where('state', '=', 'HELD')
+    .where('amount_micro', '<=', largestMicro)
     .groupBy('account_id')
     .limit(limit)
     .execute();
   return rows.map((r) => r.account_id);
 }
 
-/** An account's HELD deposits, oldest final first, at most `limit`. */
-export async function heldDepositsOf(trx: Tx, accountId: string, limit: number): Promise<DepositRow[]> {
+/** An account's HELD deposits of at most `largestMicro`, oldest final first, at most `limit`. */
+export async function heldDepositsOf(trx: Tx, accountId: string, limit: number, largestMicro: bigint): Promise<DepositRow[]> {
   return trx
     .selectFrom('chain_deposits')
     .selectAll()
     .where('account_id', '=', accountId)
     .where('state', '=', 'HELD')
+    .where('amount_micro', '<=', largestMicro)
     .orderBy('final_at')
     .orderBy('block_number')
     .orderBy('log_index')

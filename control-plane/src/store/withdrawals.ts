@@ -1,31 +1,53 @@
 import { PostgresAdapter, type Selectable, sql } from 'kysely';
 import { ledgerAccountKey } from '../domain/ledger/accounts.js';
 import type { WithdrawalKind, WithdrawalState } from '../domain/withdrawals/states.js';
-import { OPEN_STATES } from '../domain/withdrawals/states.js';
+import { OPEN_STATES, WITHDRAWAL_KINDS } from '../domain/withdrawals/states.js';
 import type { Executor, Tx } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { WithdrawalsTable, WithdrawalTransactionsTable } from './tables/withdrawals.js';
 
 // Withdrawal and payout requests, their signed transactions, and the payout wallet's nonce and lease per network.
 // Both dialects; rows a transaction changes are locked FOR UPDATE on Postgres (SQLite serialises writers).
+// Deposit refunds share the table and the payer, never an account's reads or the review: those see requests only.
 
-export type WithdrawalRow = Selectable<WithdrawalsTable>;
+/** Anything the payer pays: an account's request or a deposit refund. */
+export type PaidRow = Selectable<WithdrawalsTable>;
+/** An account's own request: a withdrawal or a payout. */
+export type WithdrawalRow = PaidRow & { kind: WithdrawalKind };
 export type WithdrawalTransactionRow = Selectable<WithdrawalTransactionsTable>;
 
 function isPostgres(db: Executor): boolean {
   return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
-export async function insertWithdrawal(trx: Tx, row: WithdrawalRow): Promise<void> {
+export async function insertWithdrawal(trx: Tx, row: PaidRow): Promise<void> {
   await trx.insertInto('withdrawals').values(row).execute();
 }
 
+/** An account's request (a refund is not one). */
 export async function findWithdrawal(db: Executor, id: string): Promise<WithdrawalRow | undefined> {
+  return (await db
+    .selectFrom('withdrawals')
+    .selectAll()
+    .where('id', '=', id)
+    .where('kind', 'in', [...WITHDRAWAL_KINDS])
+    .executeTakeFirst()) as WithdrawalRow | undefined;
+}
+
+/** An account's request, locked for the rest of the transaction (a refund is not one: review never sees it). */
+export async function lockWithdrawal(trx: Tx, id: string): Promise<WithdrawalRow | undefined> {
+  const row = await lockPaidRequest(trx, id);
+  return row && row.kind !== 'refund' ? (row as WithdrawalRow) : undefined;
+}
+
+/** Any request the payer pays, refunds included. */
+export async function findPaidRequest(db: Executor, id: string | null): Promise<PaidRow | undefined> {
+  if (id === null) return undefined;
   return db.selectFrom('withdrawals').selectAll().where('id', '=', id).executeTakeFirst();
 }
 
-/** The row, locked for the rest of the transaction. */
-export async function lockWithdrawal(trx: Tx, id: string): Promise<WithdrawalRow | undefined> {
+/** Any request the payer pays, refunds included, locked for the rest of the transaction. */
+export async function lockPaidRequest(trx: Tx, id: string): Promise<PaidRow | undefined> {
   let query = trx.selectFrom('withdrawals').selectAll().where('id', '=', id);
   if (isPostgres(trx)) query = query.forUpdate();
   return query.executeTakeFirst();
@@ -49,8 +71,12 @@ export async function listAccountWithdrawals(
   after: KeysetPosition | null,
   fetch: number,
 ): Promise<WithdrawalRow[]> {
-  const query = db.selectFrom('withdrawals').selectAll().where('account_id', '=', accountId);
-  return keysetPage(query, ['created_at', 'id'], 'desc', after, fetch).execute();
+  const query = db
+    .selectFrom('withdrawals')
+    .selectAll()
+    .where('account_id', '=', accountId)
+    .where('kind', 'in', [...WITHDRAWAL_KINDS]);
+  return (await keysetPage(query, ['created_at', 'id'], 'desc', after, fetch).execute()) as WithdrawalRow[];
 }
 
 /** Every account's requests (the review queue when `state` is UNSIGNED), oldest first. */
@@ -60,9 +86,12 @@ export async function listWithdrawalsByState(
   after: KeysetPosition | null,
   fetch: number,
 ): Promise<WithdrawalRow[]> {
-  let query = db.selectFrom('withdrawals').selectAll();
+  let query = db
+    .selectFrom('withdrawals')
+    .selectAll()
+    .where('kind', 'in', [...WITHDRAWAL_KINDS]);
   if (state !== null) query = query.where('state', '=', state);
-  return keysetPage(query, ['created_at', 'id'], 'asc', after, fetch).execute();
+  return (await keysetPage(query, ['created_at', 'id'], 'asc', after, fetch).execute()) as WithdrawalRow[];
 }
 
 /** Requests of one network in the given states, oldest first: the payer's work list. */
@@ -71,7 +100,7 @@ export async function withdrawalsToWork(
   chainId: number,
   states: readonly WithdrawalState[],
   limit: number,
-): Promise<WithdrawalRow[]> {
+): Promise<PaidRow[]> {
   return db
     .selectFrom('withdrawals')
     .selectAll()
@@ -83,23 +112,26 @@ export async function withdrawalsToWork(
     .execute();
 }
 
-/** What an account asked for since `since`, FAILED requests aside. */
+/** What an account asked for since `since`, FAILED requests (and refunds, which it never asked for) aside. */
 export async function requestedSince(db: Executor, accountId: string, since: string): Promise<bigint> {
   const row = await db
     .selectFrom('withdrawals')
     .select((eb) => eb.fn.sum<bigint | null>('amount_micro').as('total'))
     .where('account_id', '=', accountId)
+    .where('kind', 'in', [...WITHDRAWAL_KINDS])
     .where('created_at', '>=', since)
     .where('state', '<>', 'FAILED')
     .executeTakeFirst();
   return BigInt(row?.total ?? 0n);
 }
 
+/** A refund paid to a deposit's sender says nothing of the account's own addresses: it does not count. */
 export async function hasConfirmedWithdrawal(db: Executor, accountId: string): Promise<boolean> {
   const row = await db
     .selectFrom('withdrawals')
     .select('id')
     .where('account_id', '=', accountId)
+    .where('kind', 'in', [...WITHDRAWAL_KINDS])
     .where('state', '=', 'CONFIRMED')
     .limit(1)
     .executeTakeFirst();

@@ -36,6 +36,12 @@ export const POSTING_RULES = {
   payout: { from: ['payable', 'lock'], to: ['external'] },
   /** A failed payout comes back. */
   payout_reversal: { from: ['external'], to: ['payable'] },
+  /** A HELD deposit an operator refunds: its value enters the ledger straight into the refund's lock, never available. */
+  refund_lock: { from: ['external'], to: ['lock'] },
+  /** The refund is paid back to the deposit's sender. */
+  refund: { from: ['lock'], to: ['external'] },
+  /** A refund that failed: its lock goes back out, and the deposit is HELD again. */
+  refund_unlock: { from: ['lock'], to: ['external'] },
 } as const satisfies Record<string, { from: readonly LedgerAccountKind[]; to: readonly LedgerAccountKind[] }>;
 
 export type PostingKind = keyof typeof POSTING_RULES;

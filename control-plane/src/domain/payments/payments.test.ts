@@ -1,7 +1,17 @@
 import { describe, expect, it } from 'vitest';
 import { nativeToMicro, priceRefusal, stablecoinToMicro } from './amounts.js';
 import { ChainsDocumentError, parseChainsDocument } from './chains.js';
-import { chainCreditRef, decideFinalDeposit, heldDepositFits, NATIVE_LOG_INDEX, roomUnderCap } from './deposits.js';
+import {
+  chainCreditRef,
+  decideFinalDeposit,
+  depositMoneyRef,
+  exceedsBalanceCap,
+  heldDepositFits,
+  largestReleasable,
+  NATIVE_LOG_INDEX,
+  refundRefusal,
+  roomUnderCap,
+} from './deposits.js';
 import { finalityStalled, nextRange, rewindTo } from './scanning.js';
 
 const USDC = '0x833589fCD6eDb6E08f4c7C32D4f71b54bdA02913';
@@ -83,18 +93,67 @@ describe('final deposit decisions', () => {
   const facts = {
     amountMicro: 5_000_000n,
     minDepositMicro: 1_000_000n,
+    belowMinimumMicro: 0n,
     balanceCapMicro: 10_000_000n as bigint | null,
     availableMicro: 0n,
-    olderHeld: false,
     maxCreditMicro: 10n ** 15n,
   };
+  const credit = { action: 'credit', joinBelowMinimum: false };
   it('credits under the cap, holds over it, records below the minimum', () => {
-    expect(decideFinalDeposit(facts)).toEqual({ action: 'credit' });
-    expect(decideFinalDeposit({ ...facts, availableMicro: 5_000_000n })).toEqual({ action: 'credit' });
-    expect(decideFinalDeposit({ ...facts, availableMicro: 5_000_001n })).toEqual({ action: 'hold', reason: 'balance_cap' });
-    expect(decideFinalDeposit({ ...facts, balanceCapMicro: null, availableMicro: 10n ** 12n })).toEqual({ action: 'credit' });
+    expect(decideFinalDeposit(facts)).toEqual(credit);
+    expect(decideFinalDeposit({ ...facts, availableMicro: 5_000_000n })).toEqual(credit);
+    expect(decideFinalDeposit({ ...facts, availableMicro: 5_000_001n })).toEqual({
+      action: 'hold',
+      reason: 'balance_cap',
+      joinBelowMinimum: false,
+    });
+    expect(decideFinalDeposit({ ...facts, balanceCapMicro: null, availableMicro: 10n ** 12n })).toEqual(credit);
     expect(decideFinalDeposit({ ...facts, amountMicro: 999_999n })).toEqual({ action: 'below_minimum' });
-    expect(decideFinalDeposit({ ...facts, olderHeld: true })).toEqual({ action: 'hold', reason: 'older_deposit_held' });
+  });
+
+  it('tells a deposit bigger than the cap itself (room never comes) from one that waits for room', () => {
+    expect(decideFinalDeposit({ ...facts, amountMicro: 10_000_001n })).toEqual({
+      action: 'hold',
+      reason: 'exceeds_balance_cap',
+      joinBelowMinimum: false,
+    });
+    expect(decideFinalDeposit({ ...facts, maxCreditMicro: 4_999_999n, balanceCapMicro: null })).toMatchObject({
+      reason: 'exceeds_balance_cap',
+    });
+    expect(exceedsBalanceCap(10n, 10n, 100n)).toBe(false);
+    expect(exceedsBalanceCap(11n, 10n, 100n)).toBe(true);
+    expect(exceedsBalanceCap(11n, null, 10n)).toBe(true);
+    expect(largestReleasable(10n, 100n)).toBe(10n);
+    expect(largestReleasable(null, 100n)).toBe(100n);
+  });
+
+  it('adds small deposits up: at the minimum they are decided as one deposit of their sum', () => {
+    const small = { ...facts, amountMicro: 400_000n };
+    expect(decideFinalDeposit({ ...small, belowMinimumMicro: 599_999n })).toEqual({ action: 'below_minimum' });
+    expect(decideFinalDeposit({ ...small, belowMinimumMicro: 600_000n })).toEqual({ action: 'credit', joinBelowMinimum: true });
+    expect(decideFinalDeposit({ ...small, belowMinimumMicro: 600_000n, availableMicro: 9_000_001n })).toEqual({
+      action: 'hold',
+      reason: 'balance_cap',
+      joinBelowMinimum: true,
+    });
+    // A deposit over the minimum takes the small ones along when they fit with it, and leaves them when they do not.
+    expect(decideFinalDeposit({ ...facts, belowMinimumMicro: 500_000n })).toEqual({ action: 'credit', joinBelowMinimum: true });
+    expect(decideFinalDeposit({ ...facts, belowMinimumMicro: 500_000n, availableMicro: 5_000_000n })).toEqual(credit);
+    expect(decideFinalDeposit({ ...facts, amountMicro: 0n, belowMinimumMicro: 5_000_000n })).toEqual({ action: 'below_minimum' });
+  });
+
+  it('refunds only USDC on the payout network, HELD, to a known sender', () => {
+    const usdc = `0x${'a'.repeat(40)}`;
+    const rail = { chainId: 8453, usdcAddress: usdc };
+    const held = { state: 'HELD' as const, fromAddress: `0x${'b'.repeat(40)}`, chainId: 8453, tokenAddress: usdc, amountMicro: 5n };
+    expect(refundRefusal(held, rail)).toBeNull();
+    expect(refundRefusal({ ...held, tokenAddress: usdc.toUpperCase().replace('0X', '0x') }, rail)).toBeNull();
+    expect(refundRefusal({ ...held, state: 'CREDITED' }, rail)).toBe('not_held');
+    expect(refundRefusal(held, null)).toBe('no_payout_rail');
+    expect(refundRefusal({ ...held, chainId: 137 }, rail)).toBe('asset_not_refundable');
+    expect(refundRefusal({ ...held, tokenAddress: null }, rail)).toBe('asset_not_refundable');
+    expect(refundRefusal({ ...held, fromAddress: null }, rail)).toBe('sender_unknown');
+    expect(refundRefusal({ ...held, fromAddress: `0x${'0'.repeat(40)}` }, rail)).toBe('sender_unknown');
   });
 
   it('releases a held deposit only whole, and reports the room left', () => {
@@ -111,6 +170,9 @@ describe('final deposit decisions', () => {
     expect(chainCreditRef(8453, tx, 3)).toBe(`chain:8453:${tx}:3`);
     expect(chainCreditRef(8453, tx, NATIVE_LOG_INDEX)).toBe(`chain:8453:${tx}:-1`);
     expect(() => chainCreditRef(8453, tx.toUpperCase(), 0)).toThrow(RangeError);
+    // After a failed refund, the next decision on the deposit is keyed apart from the refund's postings.
+    expect(depositMoneyRef('chain:8453:x:3', null)).toBe('chain:8453:x:3');
+    expect(depositMoneyRef('chain:8453:x:3', 'r1')).toBe('chain:8453:x:3:after-refund:r1');
   });
 });
 

@@ -14,6 +14,13 @@ export const WITHDRAWAL_KINDS = ['withdrawal', 'payout'] as const;
 /** `withdrawal`: a renter's available balance leaves; `payout`: a host's payable does. */
 export type WithdrawalKind = (typeof WITHDRAWAL_KINDS)[number];
 
+/**
+ * Everything the payer pays: an account's requests, and `refund`, a HELD deposit sent back to its sender by an
+ * operator's decision (never requested by the account, never reviewed: the operator's decision is the review).
+ */
+export const PAID_KINDS = [...WITHDRAWAL_KINDS, 'refund'] as const;
+export type PaidKind = (typeof PAID_KINDS)[number];
+
 /** Why the automatic path held a request for review (or, for `address_changed`, will never pay it by itself). */
 export const HOLD_REASONS = ['amount_over_review_threshold', 'address_new', 'daily_limit', 'first_withdrawal', 'address_changed'] as const;
 export type HoldReason = (typeof HOLD_REASONS)[number];

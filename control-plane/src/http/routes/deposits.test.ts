@@ -76,6 +76,7 @@ describe.each(DIALECTS)('deposit address and deposit history on %s', (dialect) =
       amountMicro: 1_000_000n,
       blockNumber: BigInt(100 + i),
       blockHash: `0x${'3'.repeat(64)}`,
+      fromAddress: null,
     }));
     for (const row of rows) {
       t.clock.advance(1000);

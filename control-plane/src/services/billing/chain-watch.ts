@@ -268,6 +268,7 @@ export class ChainWatcher {
       amountMicro: stablecoinToMicro(t.value, asset.decimals),
       blockNumber: t.blockNumber,
       blockHash: t.blockHash,
+      fromAddress: t.from,
     };
   }
 
@@ -289,6 +290,7 @@ export class ChainWatcher {
       amountMicro: null,
       blockNumber: t.blockNumber,
       blockHash: t.blockHash,
+      fromAddress: t.from,
     };
   }
 

@@ -8,9 +8,16 @@ import type { PaidAdmissionGuard } from '../admissions/guard.js';
 import { depositCountsByState, type DepositPosition, type DepositRow, watchStates } from '../../store/deposits.js';
 import { type ChainWatchEvents, ChainWatcher, storedFinalityStalled } from './chain-watch.js';
 import { depositAddressOf, depositsConfigured } from './deposit-address.js';
+import type { DepositState } from '../../domain/payments/deposits.js';
+import type { KeysetPosition } from '../../store/keyset.js';
+import type { CommitHook } from '../../store/transaction.js';
 import { releaseHeldDeposits } from './deposit-credit.js';
 import type { DepositDeps } from './deposit-deps.js';
 import { depositHistory } from './deposit-history.js';
+import { creditHeldDeposit } from './deposit-override.js';
+import { depositsForOperators } from './deposit-queue.js';
+import { refundHeldDeposit } from './deposit-refund.js';
+import type { DepositResolutionInput, DepositResolutionResult } from './deposit-resolution.js';
 
 export interface NetworkStatus {
   network: string;
@@ -40,6 +47,12 @@ export function buildDepositServices(input: { store: Store; clock: Clock; paymen
     address: (accountId: string) => depositAddressOf(deps, accountId),
     history: (accountId: string, after: DepositPosition | null, fetch: number): Promise<DepositRow[]> =>
       depositHistory(deps, accountId, after, fetch),
+    /** The operators' queue: deposits in one state (HELD, BELOW_MINIMUM, REFUNDING, REFUNDED), oldest final first. */
+    forOperators: (state: DepositState, after: KeysetPosition | null, fetch: number) => depositsForOperators(deps, state, after, fetch),
+    /** An operator credits a HELD deposit over the cap (a recorded override). */
+    credit: (input: DepositResolutionInput, commit?: CommitHook<DepositResolutionResult>) => creditHeldDeposit(deps, input, commit),
+    /** An operator refunds a HELD deposit to its sender through the payout path. */
+    refund: (input: DepositResolutionInput, commit?: CommitHook<DepositResolutionResult>) => refundHeldDeposit(deps, input, commit),
     /** The watched networks (empty without ARK_CHAINS). */
     networks: (): ChainNetwork[] => input.payments.chains?.networks ?? [],
     watcher: (network: ChainNetwork, reader: ChainReader, options: { owner?: string; events?: ChainWatchEvents } = {}) =>

@@ -12,13 +12,13 @@ import {
   hasConfirmedWithdrawal,
   initPayoutWalletState,
   insertWithdrawalTransaction,
-  lockWithdrawal,
+  lockPaidRequest,
+  type PaidRow,
   payoutWalletState,
   pinnedUnconfirmedMicro,
   releasePayerLease,
   requestedSince,
   updateWithdrawal,
-  type WithdrawalRow,
   withdrawalTransactions,
   withdrawalsToWork,
 } from '../../store/withdrawals.js';
@@ -118,12 +118,14 @@ export class Payer {
   }
 
   /** Correctness checks and holds; true when the request may be paid now (it stays INTENT until pinned). */
-  async #check(row: WithdrawalRow, result: PayerStepResult): Promise<boolean> {
+  async #check(row: PaidRow, result: PayerStepResult): Promise<boolean> {
     const { payouts } = this.#deps;
     const now = this.#now();
     return inTransactionWithRetry(this.#deps.store, async (trx) => {
-      const current = await lockWithdrawal(trx, row.id);
+      const current = await lockPaidRequest(trx, row.id);
       if (current?.state !== 'INTENT') return false;
+      // A refund goes to the deposit's sender, fixed by the operator who decided it: no address book, no holds.
+      if (current.kind === 'refund') return true;
       const address = await findWithdrawalAddressAnyState(trx, current.withdrawal_address_id);
       const reasons = holdReasons(payouts, {
         amountMicro: current.amount_micro,
@@ -143,7 +145,7 @@ export class Payer {
   }
 
   /** Enough USDC for every pinned transfer plus this one, and gas; otherwise the request waits and the alert fires. */
-  async #fundsFor(row: WithdrawalRow, chainId: number, result: PayerStepResult): Promise<boolean> {
+  async #fundsFor(row: PaidRow, chainId: number, result: PayerStepResult): Promise<boolean> {
     const [haveMicro, nativeWei, pinned] = await Promise.all([
       this.#wallet.tokenBalance(row.token_address as Hex),
       this.#wallet.nativeBalance(),
@@ -157,7 +159,7 @@ export class Payer {
   }
 
   /** Pins the next nonce and stores the signed transfer in one transaction; nothing is sent before it commits. */
-  async #pin(row: WithdrawalRow, chainId: number, result: PayerStepResult): Promise<void> {
+  async #pin(row: PaidRow, chainId: number, result: PayerStepResult): Promise<void> {
     const state = await payoutWalletState(this.#deps.store.db, chainId);
     if (!state) return;
     const sameWallet = state.payer_address === this.#wallet.address;
@@ -205,7 +207,7 @@ export class Payer {
   }
 
   /** Sends the stored bytes (the same ones after any restart) and records the broadcast. */
-  async #send(row: WithdrawalRow, result: PayerStepResult): Promise<void> {
+  async #send(row: PaidRow, result: PayerStepResult): Promise<void> {
     if (row.raw_tx === null) return;
     await this.#wallet.broadcast(row.raw_tx as Hex);
     this.#events.fault?.('payout.broadcast');
@@ -220,7 +222,7 @@ export class Payer {
   }
 
   /** A sent request: final receipt -> CONFIRMED (or FAILED if it reverted); none for too long -> replacement. */
-  async #follow(row: WithdrawalRow, result: PayerStepResult): Promise<void> {
+  async #follow(row: PaidRow, result: PayerStepResult): Promise<void> {
     const transactions = await withdrawalTransactions(this.#deps.store.db, row.id);
     const finalized = await this.#wallet.finalizedBlock();
     for (const tx of transactions) {
@@ -230,7 +232,7 @@ export class Payer {
       if (receipt.blockNumber > finalized) return;
       const now = this.#now();
       await transact(this.#deps.store, async (trx) => {
-        const current = await lockWithdrawal(trx, row.id);
+        const current = await lockPaidRequest(trx, row.id);
         if (current?.state !== 'BROADCAST') return;
         const done = {
           tx_hash: tx.tx_hash,
@@ -264,7 +266,7 @@ export class Payer {
   }
 
   /** The same transfer at the same nonce with a higher fee, stored before it is sent. */
-  async #replace(row: WithdrawalRow, result: PayerStepResult): Promise<void> {
+  async #replace(row: PaidRow, result: PayerStepResult): Promise<void> {
     if (row.nonce === null || row.max_fee_per_gas === null || row.max_priority_fee_per_gas === null) return;
     const fees = replacementFees(
       { maxFeePerGas: BigInt(row.max_fee_per_gas), maxPriorityFeePerGas: BigInt(row.max_priority_fee_per_gas) },
@@ -273,7 +275,7 @@ export class Payer {
     const signed = await this.#sign(row, row.nonce, fees);
     const now = this.#now();
     const stored = await transact(this.#deps.store, async (trx) => {
-      const current = await lockWithdrawal(trx, row.id);
+      const current = await lockPaidRequest(trx, row.id);
       if (current?.state !== 'BROADCAST' || current.tx_hash !== row.tx_hash) return false;
       await updateWithdrawal(trx, row.id, 'BROADCAST', {
         raw_tx: signed.raw,
@@ -295,7 +297,7 @@ export class Payer {
     await this.#wallet.broadcast(signed.raw);
   }
 
-  #sign(row: WithdrawalRow, nonce: bigint, fees: Fees) {
+  #sign(row: PaidRow, nonce: bigint, fees: Fees) {
     return this.#wallet.signTransfer({
       chainId: Number(row.chain_id),
       token: row.token_address as Hex,

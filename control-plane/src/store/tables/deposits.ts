@@ -14,7 +14,7 @@ export interface DepositAddressSequenceTable {
   next_index: bigint;
 }
 
-/** A transfer to a deposit address, from SEEN to CREDITED, HELD or BELOW_MINIMUM. */
+/** A transfer to a deposit address, from SEEN to CREDITED, HELD or BELOW_MINIMUM; a HELD one may be REFUNDING, REFUNDED. */
 export interface ChainDepositsTable {
   id: string;
   chain_id: bigint;
@@ -38,6 +38,14 @@ export interface ChainDepositsTable {
   final_at: string | null;
   credited_at: string | null;
   posting_id: string | null;
+  /** The transfer's sender (lower-case 0x); null for deposits seen before senders were recorded. */
+  from_address: string | null;
+  /** The refund (a `withdrawals` row of kind refund) that returns it, or the last one that failed. */
+  refund_id: string | null;
+  /** The operator (admin account) who credited it by override or refunded it, why, and when. */
+  resolved_by: string | null;
+  resolution_reason: string | null;
+  resolved_at: string | null;
 }
 
 /** Per watched network: the scan cursor, the last heads seen, and the lease that lets one replica work it. */

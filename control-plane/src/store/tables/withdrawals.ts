@@ -1,15 +1,16 @@
-import type { WithdrawalKind, WithdrawalState } from '../../domain/withdrawals/states.js';
+import type { PaidKind, WithdrawalState } from '../../domain/withdrawals/states.js';
 
-/** A withdrawal (renter) or payout (host) request, from the lock of its amount to CONFIRMED or FAILED. */
+/** A withdrawal (renter), payout (host) or deposit refund, from the lock of its amount to CONFIRMED or FAILED. */
 export interface WithdrawalsTable {
   id: string;
   account_id: string;
-  kind: WithdrawalKind;
+  kind: PaidKind;
   state: WithdrawalState;
   amount_micro: bigint;
   network: string;
   chain_id: bigint;
   token_address: string;
+  /** The address-book entry paid; for a `refund`, which has none, the deposit it returns. */
   withdrawal_address_id: string;
   address: string;
   address_version: bigint;
