@@ -1,13 +1,17 @@
 import type { WebhookEventType } from '@ark/shared';
-import type { WithdrawalKind, WithdrawalState } from '../../domain/withdrawals/states.js';
+import type { PaidKind, WithdrawalState } from '../../domain/withdrawals/states.js';
 import type { Tx } from '../../store/db.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
-import type { WithdrawalRow } from '../../store/withdrawals.js';
+import type { PaidRow } from '../../store/withdrawals.js';
 
-/** The webhook type each kind of request is told under. */
-const EVENT_TYPE: Readonly<Record<WithdrawalKind, WebhookEventType>> = {
+/**
+ * The webhook type each kind of request is told under. A refund is an operator's decision on a HELD deposit, not the
+ * account's request: no listed type names it (the account sees it on the deposit), so it is not told here.
+ */
+const EVENT_TYPE: Readonly<Record<PaidKind, WebhookEventType | null>> = {
   withdrawal: 'withdrawal.state_changed',
   payout: 'payout.state_changed',
+  refund: null,
 };
 
 /**
@@ -17,10 +21,12 @@ const EVENT_TYPE: Readonly<Record<WithdrawalKind, WebhookEventType>> = {
  */
 export async function emitWithdrawalStateChanged(
   trx: Tx,
-  row: Pick<WithdrawalRow, 'id' | 'account_id' | 'kind' | 'amount_micro'>,
+  row: Pick<PaidRow, 'id' | 'account_id' | 'kind' | 'amount_micro'>,
   move: { from: WithdrawalState | null; to: WithdrawalState; txHash: string | null },
   now: Date,
 ): Promise<void> {
+  const type = EVENT_TYPE[row.kind];
+  if (type === null) return;
   const data = {
     withdrawal_id: row.id,
     kind: row.kind,
@@ -29,5 +35,5 @@ export async function emitWithdrawalStateChanged(
     amount_micro: row.amount_micro.toString(),
     tx_hash: move.txHash,
   };
-  await emitWebhookEvent(trx, row.account_id, EVENT_TYPE[row.kind], data, now);
+  await emitWebhookEvent(trx, row.account_id, type, data, now);
 }
