@@ -68,7 +68,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/hosts/machines/:id/offer',
     {
-      config: { auth: { scope: 'host' }, idempotent: true },
+      config: { auth: { scope: 'host', owner: 'machine' }, idempotent: true },
       schema: {
         summary: 'Commit a new offer version',
         description:
