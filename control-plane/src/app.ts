@@ -158,7 +158,9 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
       'openapiObject' in generated ? completeOpenApiDocument(generated.openapiObject) : generated.swaggerObject,
   });
   app.addSchema(ErrorEnvelope);
-  installAuth(app, ctx.authenticator, ctx.clock);
+  installAuth(app, ctx.authenticator, ctx.clock, {
+    machine: async (id) => (await ctx.services.hosting.machines.find(id))?.owner_account_id ?? null,
+  });
   requestEndListeners.push(
     installIdempotency(app, { store: ctx.store, clock: ctx.clock, secretKey: ctx.config.secretKey, databaseUrl: ctx.config.databaseUrl }),
   );

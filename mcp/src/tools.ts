@@ -55,7 +55,8 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
       description:
         'List machines for rent, cheapest first (GET /api/v1/offers). Rates are micro-USDC per hour as decimal strings (1 USDC = 1000000). ' +
         'Filter by exact GPU model, minimum VRAM per GPU, region, maximum total hourly rate (platform fee included), an instant the offer ' +
-        'must cover, minimum reliability, and template_id (adds a `fit` telling whether the template fits the GPUs). Pass an offer_id to quote.',
+        'must cover, minimum reliability, and template_id (adds a `fit` telling whether the template fits the GPUs). Each offer also carries its ' +
+        'machine’s `reliability` ({score: "0.9876", new}) once scored. Pass an offer_id to quote.',
       inputSchema: {
         gpu_model: z.string().min(1).max(200).optional().describe('Exact GPU model, e.g. "NVIDIA GeForce RTX 4090".'),
         min_vram_bytes: decimal.optional().describe('Every GPU has at least this much VRAM (bytes, decimal string).'),
@@ -73,7 +74,8 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
       },
       annotations: readOnly,
     },
-    (input) => call(api, { method: 'GET', path: '/api/v1/offers', query: input }),
+    // Reliability is asked for explicitly: the contract's OfferSummary does not carry it by default.
+    (input) => call(api, { method: 'GET', path: '/api/v1/offers', query: { ...input, include: 'reliability' } }),
   );
 
   server.registerTool(

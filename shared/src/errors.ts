@@ -225,7 +225,8 @@ export const ERROR_CATALOG = {
   WEBHOOK_URL_REFUSED: {
     status: 422,
     retryable: false,
-    message: 'The endpoint URL must be https and resolve only to public addresses (not loopback, private or link-local).',
+    message:
+      'The endpoint URL must be https and resolve only to public addresses (not loopback, private, link-local, reserved or documentation ones, nor an IPv6 form that carries one).',
   },
   WEBHOOK_ENDPOINT_LIMIT_REACHED: { status: 409, retryable: false, message: 'The account has the most webhook endpoints one account may.' },
   // Admissions (contract part 4, Administration)

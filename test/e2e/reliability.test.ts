@@ -76,7 +76,7 @@ describe.each(DIALECTS)('machine reliability over real processes on %s', (dialec
     const { machineId } = await pairAgent(cp, hostToken, setup);
     agent = startAgent(setup, ['run']);
     const offered = async () => {
-      const answer = await api(cp.base, 'GET', '/api/v1/offers?limit=100', { token: renterToken });
+      const answer = await api(cp.base, 'GET', '/api/v1/offers?limit=100&include=reliability', { token: renterToken });
       if (answer.status !== 200) throw new Error(`offers answered ${answer.status}: ${JSON.stringify(answer.body)}`);
       return (answer.body.items as Array<{ machine_id: string; reliability?: { score: string; new: boolean } }>).find(
         (o) => o.machine_id === machineId,

@@ -82,6 +82,8 @@ export function registerOfferCommands(program: Command): void {
           min_reliability: options.minReliability,
           template_id: options.template,
           available_at: options.availableAt,
+          // The RELIABILITY column and --sort reliability: the contract's OfferSummary carries no score unless asked.
+          include: 'reliability',
         };
         // Sorting needs the whole result: up to 1000 offers, 100 a page.
         const all = await ctx.api.all<Offer>('/api/v1/offers', { query, max: 1000 });

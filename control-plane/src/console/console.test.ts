@@ -59,6 +59,18 @@ class Browser {
     return res;
   }
 
+  /** A form action posted as JSON, as a script might: `text` is sent as is. */
+  async postJson(url: string, text: string) {
+    const res = await this.t.app.inject({
+      method: 'POST',
+      url,
+      headers: { cookie: this.cookieHeader(), 'content-type': 'application/json' },
+      payload: text,
+    });
+    this.keep(res.headers);
+    return res;
+  }
+
   async signIn(account: SeededAccount) {
     await this.get('/console/login');
     return this.post('/console/login', { email: account.email, password: account.password });
@@ -162,6 +174,35 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     expect(out.statusCode).toBe(303);
     expect((await t.app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(token) })).statusCode).toBe(401);
     expect((await browser.get('/console/jobs')).headers.location).toBe('/console/login?next=%2Fconsole%2Fjobs');
+  });
+
+  it('answers a form posted as JSON 415 (400 when it is not even JSON) with a page that says so, never 500 (issue 22)', async () => {
+    const browser = new Browser(t);
+    await browser.signIn(renter);
+    await browser.get('/console');
+    const id = live.machineId;
+    const actions = [
+      '/console/login',
+      '/console/logout',
+      `/console/machines/${id}/offer`,
+      `/console/machines/${id}/maintenance`,
+      `/console/machines/${id}/nettest`,
+      '/console/pair',
+      `/console/jobs/${id}/stop`,
+      '/console/tickets',
+      '/console/admin/admissions',
+    ];
+    for (const url of actions) {
+      for (const text of [JSON.stringify({ _csrf: browser.csrf, email: renter.email, password: renter.password }), '{"_csrf":']) {
+        const res = await browser.postJson(url, text);
+        const where = `${url} ${text}`;
+        expect(res.statusCode, `${where}: ${res.body.slice(0, 300)}`).toBe(text.endsWith(':') ? 400 : 415);
+        expect(res.headers['content-type'], where).toContain('text/html');
+        expect(res.headers['content-security-policy'], where).toBe(CONSOLE_POLICY);
+      }
+    }
+    const json = await browser.postJson('/console/login', JSON.stringify({ _csrf: browser.csrf }));
+    expect(json.body).toContain('application/x-www-form-urlencoded');
   });
 
   it('comes back to the page it was sent from after signing in, and only to a console page', async () => {

@@ -7,6 +7,7 @@ import formbody from '@fastify/formbody';
 import view from '@fastify/view';
 import { Eta } from 'eta';
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { DomainError } from '../errors.js';
 import type { AppContext } from '../http/context.js';
 import { registerAdminPages } from './admin.js';
 import { registerHostPages } from './host.js';
@@ -86,14 +87,18 @@ export async function registerConsole(app: FastifyInstance, ctx: AppContext): Pr
 /** Any failure inside the console is a page, never a JSON envelope in the browser. */
 function errorPage(error: FastifyError, request: FastifyRequest, reply: FastifyReply) {
   const csrfRefused = typeof error.code === 'string' && error.code.startsWith('FST_CSRF_');
-  const status = csrfRefused ? 403 : error.statusCode && error.statusCode < 500 ? error.statusCode : 500;
+  // The API's plumbing (a JSON body refused by http/json-body.ts, ...) throws DomainErrors: their status is theirs.
+  const given = error instanceof DomainError ? error.status : error.statusCode;
+  const status = csrfRefused ? 403 : given && given < 500 ? given : 500;
   // (An ApiError's 502 is shown as a failure on our side, like any other 5xx.)
   if (status >= 500) request.log.error({ err: error }, 'console page failed');
   const message = csrfRefused
     ? 'This form has expired or did not come from the console. Reload the page and submit it again.'
-    : status >= 500
-      ? 'Something went wrong on our side. Try again; if it keeps happening, quote the request id to support.'
-      : error.message;
+    : status === 415
+      ? 'The console takes its forms as application/x-www-form-urlencoded, as a browser sends them; use the API for JSON.'
+      : status >= 500
+        ? 'Something went wrong on our side. Try again; if it keeps happening, quote the request id to support.'
+        : error.message;
   return reply
     .code(status)
     .header('content-security-policy', CONSOLE_POLICY)

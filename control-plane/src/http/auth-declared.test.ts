@@ -100,8 +100,10 @@ describe.each(DIALECTS)('declared requirements on %s', (dialect) => {
           url,
           headers: { ...bearer(keyWith[other]), 'idempotency-key': randomUUID() },
         });
-        expect(res.statusCode, `${method} ${url}: ${res.body}`).toBe(403);
-        expect(res.json().error.code, `${method} ${url}`).toBe('SCOPE_REQUIRED');
+        // A machine's routes judge ownership first: an id nobody owns is 404 whatever the key (owner-first.ts).
+        const missingOwned = op['x-ark-auth']?.owner === 'machine' && id !== machineId;
+        expect(res.statusCode, `${method} ${url}: ${res.body}`).toBe(missingOwned ? 404 : 403);
+        expect(res.json().error.code, `${method} ${url}`).toBe(missingOwned ? 'NOT_FOUND' : 'SCOPE_REQUIRED');
         expect(res.json().error.request_id).toBe(res.headers['x-request-id']);
       }
       checked++;
@@ -112,6 +114,44 @@ describe.each(DIALECTS)('declared requirements on %s', (dialect) => {
       const res = await t.app.inject({ method: 'GET', url, headers: bearer(keyWith.renter) });
       expect(res.json().error?.code, url).toBe('SCOPE_REQUIRED');
       expect((await t.app.inject({ method: 'GET', url, headers: bearer(keyWith.host) })).statusCode, url).toBe(200);
+    }
+  });
+  it('answers a stranger 404 on each machine route whatever its key’s scopes, and the owner 403 for what its key lacks (issue 22)', async () => {
+    const stranger = await seedAccount(t.ctx, { role: 'host', stepUp: true });
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/account/api-keys',
+      headers: { ...bearer(stranger.sessionToken), 'idempotency-key': randomUUID() },
+      payload: { label: 'renter only', scopes: ['renter'] },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const strangerRenterKey = created.json().secret as string;
+    const machineRoutes = operations().filter(({ op }) => op['x-ark-auth']?.owner === 'machine');
+    expect(machineRoutes.map(({ method, path }) => `${method} ${path}`).sort()).toEqual([
+      'GET /api/v1/hosts/machines/{id}',
+      'GET /api/v1/hosts/machines/{id}/telemetry',
+      'POST /api/v1/hosts/machines/{id}/go-live',
+      'POST /api/v1/hosts/machines/{id}/nettest',
+      'POST /api/v1/hosts/machines/{id}/offer',
+    ]);
+    const send = (method: string, path: string, id: string, key: string) =>
+      t.app.inject({
+        method: method as 'GET',
+        url: path.replace('{id}', id),
+        headers: { ...bearer(key), 'idempotency-key': randomUUID() },
+      });
+    for (const { method, path } of machineRoutes) {
+      const where = `${method} ${path}`;
+      // Someone else's machine and a machine nobody has read the same to a stranger's renter-only key.
+      for (const id of [machineId, randomUUID()]) {
+        const res = await send(method, path, id, strangerRenterKey);
+        expect(res.statusCode, `${where} ${res.body}`).toBe(404);
+        expect(res.json().error.code, where).toBe('NOT_FOUND');
+        expect(res.json().error.request_id).toBe(res.headers['x-request-id']);
+      }
+      const own = await send(method, path, machineId, keyWith.renter);
+      expect(own.statusCode, `${where} ${own.body}`).toBe(403);
+      expect(own.json().error.code, where).toBe('SCOPE_REQUIRED');
     }
   });
 });

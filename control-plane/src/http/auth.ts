@@ -2,6 +2,7 @@ import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyReques
 import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
 import type { Authenticator, Principal } from '../domain/accounts/principal.js';
+import { type OwnerLookups, ownerFirstRefusal } from './owner-first.js';
 import type { AuthRequirement } from './principal.js';
 import { routeOptionsOf } from './route-options.js';
 
@@ -34,7 +35,7 @@ export function assertAuthDeclared(route: RouteOptions): void {
 }
 
 /** Resolves the bearer credential and enforces each route's declared requirement. */
-export function installAuth(app: FastifyInstance, authenticator: Authenticator, clock: Clock): void {
+export function installAuth(app: FastifyInstance, authenticator: Authenticator, clock: Clock, owners?: OwnerLookups): void {
   app.decorateRequest('principal', null);
   // Routes registered from here on (all of them) must declare their requirement.
   app.addHook('onRoute', assertAuthDeclared);
@@ -49,8 +50,8 @@ export function installAuth(app: FastifyInstance, authenticator: Authenticator, 
     const now = clock.now();
     const match = header ? BEARER.exec(header) : null;
     const found = match?.[1] ? authenticator.authenticate(match[1], now) : null;
-    if (found && 'then' in found) found.then((principal) => decide(request, requirement, now, principal, done), done);
-    else decide(request, requirement, now, found, done);
+    if (found && 'then' in found) found.then((principal) => decide(request, requirement, now, principal, done, owners), done);
+    else decide(request, requirement, now, found, done, owners);
   });
 }
 
@@ -61,23 +62,29 @@ function decide(
   now: Date,
   principal: Principal | null,
   done: (error?: Error) => void,
+  owners: OwnerLookups | undefined,
 ): void {
   request.principal = principal;
   let refusal: Error | undefined;
   try {
-    if (requirement === 'public') return;
-    if (!principal)
-      throw new DomainError(
-        'UNAUTHENTICATED',
-        request.headers.authorization ? 'The credential is invalid or expired.' : 'Authentication is required.',
-      );
-    enforce(principal, requirement ?? {}, now);
+    if (requirement !== 'public') {
+      if (!principal)
+        throw new DomainError(
+          'UNAUTHENTICATED',
+          request.headers.authorization ? 'The credential is invalid or expired.' : 'Authentication is required.',
+        );
+      enforce(principal, requirement ?? {}, now);
+    }
   } catch (error) {
     refusal = error as Error;
-  } finally {
-    // Called outside the try: what runs after this hook must not land in this catch.
-    done(refusal);
   }
+  // Outside the try: what runs after this hook must not land in its catch.
+  const owned = typeof requirement === 'object' ? requirement.owner : undefined;
+  if (owned && principal && refusal instanceof DomainError && refusal.code === 'SCOPE_REQUIRED') {
+    ownerFirstRefusal(owners, owned, request.params, principal, refusal).then(done, done);
+    return;
+  }
+  done(refusal);
 }
 
 export function enforce(principal: Principal, requirement: Exclude<AuthRequirement, 'public'>, now: Date): void {

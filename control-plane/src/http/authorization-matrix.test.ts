@@ -105,7 +105,10 @@ function expected(rule: Rule, who: Who): Expected {
   if (!p) return refused(401, 'UNAUTHENTICATED');
   if (rule.need.admin && !p.admin) return refused(403, 'ADMIN_SESSION_REQUIRED');
   if (rule.need.session && !p.session) return refused(403, 'FORBIDDEN');
-  if (rule.need.scope && !p.scopes.includes(rule.need.scope)) return refused(403, 'SCOPE_REQUIRED');
+  // A machine's owner is judged before the key's scope: a stranger gets 404 whatever its scopes (http/owner-first.ts).
+  const stranger = rule.owner !== undefined && p.account !== rule.owner.account && !p.admin;
+  if (rule.need.scope && !p.scopes.includes(rule.need.scope))
+    return rule.owner?.resource === 'machine' && stranger ? refused(404, 'NOT_FOUND') : refused(403, 'SCOPE_REQUIRED');
   if (rule.need.stepUp && !p.stepUp) return refused(403, 'STEP_UP_REQUIRED');
   if (rule.owner && p.account !== rule.owner.account && !(rule.owner.admin && p.admin)) return refused(404, 'NOT_FOUND');
   return ALLOWED;
@@ -629,7 +632,9 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
           );
           checkEnvelope(`${label} (missing id)`, missing);
           const missingCode = JSON.parse(missing.body)?.error?.code;
-          const same = want.allowed || want.code === 'NOT_FOUND' ? { status: 404, code: 'NOT_FOUND' } : want;
+          // Judged as for a resource nobody owns: on a machine's routes a key without the scope learns only 404.
+          const unowned = expected({ ...rule, owner: { ...rule.owner, account: 'nobody' as Account } }, who);
+          const same = unowned.allowed || unowned.code === 'NOT_FOUND' ? { status: 404, code: 'NOT_FOUND' } : unowned;
           check(
             `${label} (missing id)`,
             missing.statusCode === same.status && missingCode === same.code,

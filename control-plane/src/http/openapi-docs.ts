@@ -67,7 +67,9 @@ function requirementText(op: Json): string {
   if (auth.scope) parts.push(`with the ${auth.scope} scope`);
   if (auth.verified) parts.push('of a verified (or wallet-created) account');
   if (auth.stepUp) parts.push(auth.stepUp === 'totp' ? 'with a fresh TOTP step-up' : 'with a fresh step-up');
-  return `Needs ${parts.join(' ')}.`;
+  const text = `Needs ${parts.join(' ')}.`;
+  // owner-first.ts: a stranger's missing scope answers as the missing resource does.
+  return auth.owner ? `${text} Anyone who neither owns the ${auth.owner} nor is an admin gets 404, whatever the key's scopes.` : text;
 }
 
 function envelopeExample(code: ErrorCode): Json {

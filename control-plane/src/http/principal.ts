@@ -1,10 +1,18 @@
 import type { Scope } from '../domain/accounts/principal.js';
 
+/** Resources whose owner the auth plumbing can look up from the path's `:id` (http/owner-first.ts). */
+export type OwnedResource = 'machine';
+
 /** What a route needs from its caller; declared in the route's `config.auth`. */
 export type AuthRequirement =
   | 'public'
   | {
       scope?: Scope;
+      /**
+       * The path's `:id` names a resource of this kind: a caller without the scope who neither owns it nor acts as
+       * an admin gets 404, never 403 (http/owner-first.ts). The route still checks ownership itself.
+       */
+      owner?: OwnedResource;
       /** Interactive admin session (API keys never qualify). */
       admin?: boolean;
       /** A fresh step-up on this credential; 'totp' demands the TOTP kind. */

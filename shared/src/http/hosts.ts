@@ -165,7 +165,7 @@ export type OfferReadiness = Static<typeof OfferReadiness>;
 export const ReliabilityScore = Type.String({ pattern: '^(0\\.[0-9]{4}|1\\.0000)$', maxLength: 6 });
 export type ReliabilityScore = Static<typeof ReliabilityScore>;
 
-/** What a renter sees of a machine's reliability (display and evidence only; additive to contract part 2). */
+/** What a renter sees of a machine's reliability (display and evidence only), on offers listed with include=reliability. */
 export const OfferReliability = Type.Object(
   {
     score: ReliabilityScore,
@@ -202,12 +202,24 @@ export const OfferSummary = Type.Object(
     manifest_hash: Type.Optional(Sha256Hash),
     /** TemplateFit: present only when the request named a template. */
     fit: Type.Optional(TemplateFit),
-    /** The machine's reliability once the reliability worker scored it (additive; absent before). */
-    reliability: Type.Optional(OfferReliability),
   },
   { additionalProperties: false },
 );
 export type OfferSummary = Static<typeof OfferSummary>;
+
+/**
+ * An item of GET /api/v1/offers: exactly an OfferSummary, unless the request asked for more with `include`. The
+ * contract's OfferSummary is closed, so a figure it does not name (reliability) is only sent to a client that asks.
+ */
+export const OfferListItem = Type.Object(
+  {
+    ...OfferSummary.properties,
+    /** With include=reliability: the machine's reliability once the reliability worker scored it (absent before). */
+    reliability: Type.Optional(OfferReliability),
+  },
+  { additionalProperties: false },
+);
+export type OfferListItem = Static<typeof OfferListItem>;
 
 export const OfferListQuery = Type.Object(
   {
@@ -226,6 +238,8 @@ export const OfferListQuery = Type.Object(
     available_at: Type.Optional(Rfc3339Utc),
     /** Adds `fit` to every offer: how the template's VRAM needs meet the machine's measured devices. */
     template_id: Type.Optional(Uuid),
+    /** `reliability`: each offer also carries its machine's reliability (not part of the contract's OfferSummary). */
+    include: Type.Optional(Type.Literal('reliability', { description: 'reliability: add each machine’s reliability to its offer' })),
     /** Machines scored at least this, no longer new: a decimal from 0 to 1 with at most four decimals ("0.99"). */
     min_reliability: Type.Optional(
       Type.String({ pattern: '^(0(\\.[0-9]{1,4})?|1(\\.0{1,4})?)$', maxLength: 6, description: '0 to 1, at most 4 decimals' }),

@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { DomainError } from '../../errors.js';
 import {
   blendedPercentile,
+  coarseRate,
   flooredPct,
   type MarketMachine,
   marketBucket,
@@ -67,6 +68,68 @@ describe('percentiles and flooring', () => {
   });
 });
 
+describe('coarse rates', () => {
+  it('puts a rate on the nearest E24 step, nearness by ratio', () => {
+    expect(coarseRate(1_000_000n)).toBe(1_000_000n);
+    expect(coarseRate(1_234_567n)).toBe(1_200_000n);
+    expect(coarseRate(2_345_677n)).toBe(2_400_000n);
+    // The boundary between 1.3 and 1.5 is sqrt(1.3 * 1.5) = 1.3964.
+    expect(coarseRate(1_396_000n)).toBe(1_300_000n);
+    expect(coarseRate(1_397_000n)).toBe(1_500_000n);
+    // Past 9.1 the next step is the next decade's 1.0; the boundary is sqrt(9.1 * 10) = 9.539.
+    expect(coarseRate(9_539_000n)).toBe(9_100_000n);
+    expect(coarseRate(9_540_000n)).toBe(10_000_000n);
+    expect(coarseRate(0n)).toBe(0n);
+    // Every step is its own image, and the grid only ever goes up with the rate.
+    let last = 0n;
+    for (let r = 1n; r < 5_000_000n; r += 9_973n) {
+      const c = coarseRate(r);
+      expect(c >= last, String(r)).toBe(true);
+      expect(coarseRate(c), String(c)).toBe(c);
+      last = c;
+    }
+  });
+
+  it('keeps every figure of a bucket whatever rate moves within its step: the differencing attack has nothing to find', () => {
+    // A seeded walk (no flaky randomness): the sample, then one machine's rate moved to another value of its step.
+    let seed = 22;
+    const next = () => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2_147_483_648;
+      return seed;
+    };
+    for (let round = 0; round < 200; round += 1) {
+      const n = 3 + (next() % 8);
+      const rates = Array.from({ length: n }, () => BigInt(500_000 + (next() % 4_000_000)));
+      const bucket = marketBucket(
+        'A',
+        rates.map((rateMicro) => machine({ rateMicro })),
+        T - DAY,
+        T,
+        3,
+      );
+      const i = next() % n;
+      const step = coarseRate(rates[i] as bigint);
+      // Another rate of the same step: scan from the step's value outwards until the step changes.
+      const moved = [...rates];
+      for (const candidate of [step - 1_000n, step + 1_000n, step - 20_000n, step + 20_000n, step]) {
+        if (coarseRate(candidate) === step && candidate !== rates[i]) {
+          moved[i] = candidate;
+          break;
+        }
+      }
+      const again = marketBucket(
+        'A',
+        moved.map((rateMicro) => machine({ rateMicro })),
+        T - DAY,
+        T,
+        3,
+      );
+      expect(again.rate, `round ${round}`).toEqual(bucket.rate);
+      for (const figure of Object.values(bucket.rate ?? {})) expect(coarseRate(figure)).toBe(figure);
+    }
+  });
+});
+
 describe('market bucket', () => {
   it('computes every figure over the machines listed in [from, to)', () => {
     const from = T - 30 * DAY;
@@ -108,8 +171,9 @@ describe('market bucket', () => {
       utilizationPct: 25,
       fillRatePct: 80,
       rentalSampleSize: 4,
-      // 100 200 300 400 500: p10 (100+200+300)/3, median (200+300+400)/3, p90 (300+400+500)/3
-      rate: { p10: 200n, median: 300n, p90: 400n },
+      // 100 200 300 400 500 on the E24 grid: 100 200 300 390 510. p10 (100+200+300)/3 = 200, median
+      // (200+300+390)/3 = 296 -> 300, p90 (300+390+510)/3 = 400 -> 390: each blend put on the grid again.
+      rate: { p10: 200n, median: 300n, p90: 390n },
       // Waits 30 days, 60 s, 120 s, 30 s: sorted 30, 60, 120, 2592000 -> (60+120)/2
       medianTimeToFirstRentalS: 90n,
     });

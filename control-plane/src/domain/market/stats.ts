@@ -73,6 +73,52 @@ export function flooredPct(part: number, whole: number): number {
   return Math.floor((100 * part) / whole);
 }
 
+/** IEC 60063's E24 series in hundredths: 24 steps a decade, each 7 to 15 % above the last. */
+const E24 = [
+  100n,
+  110n,
+  120n,
+  130n,
+  150n,
+  160n,
+  180n,
+  200n,
+  220n,
+  240n,
+  270n,
+  300n,
+  330n,
+  360n,
+  390n,
+  430n,
+  470n,
+  510n,
+  560n,
+  620n,
+  680n,
+  750n,
+  820n,
+  910n,
+];
+
+/**
+ * `rateMicro` on the E24 grid: the nearest step, nearness measured by ratio (the boundary between two steps is
+ * their geometric mean), so 1_234_567 is 1_200_000 and 2_345_677 is 2_400_000. Every market rate figure is computed
+ * from rates on this grid and published on it (README.md): what any snapshots reveal of one machine is its step.
+ */
+export function coarseRate(rateMicro: bigint): bigint {
+  if (rateMicro <= 0n) return 0n;
+  const decade = 10n ** BigInt(rateMicro.toString().length - 1);
+  // r is below the boundary sqrt(a * b) * decade / 100 exactly when r^2 * 100^2 < a * b * decade^2 (no roots, no floats).
+  const scaled = rateMicro * rateMicro * 10_000n;
+  for (let i = 0; i < E24.length; i += 1) {
+    const step = E24[i] as bigint;
+    const next = E24[i + 1] ?? 1000n;
+    if (scaled < step * next * decade * decade) return (step * decade) / 100n;
+  }
+  return 10n * decade;
+}
+
 /**
  * The reported p-th percentile of ascending `sorted` (length >= 3): the floored mean of the three adjacent
  * values centred on the nearest rank ceil(p/100 * n), the centre clamped to [2, n-1] (1-based). So no reported
@@ -124,7 +170,10 @@ export function marketBucket(
       waits.push(BigInt(Math.max(0, Math.floor((m.firstRentalAt - firstListed) / 1000))));
     }
   }
-  const rates = sample.map((m) => m.rateMicro).sort(ascending);
+  // Coarse in, coarse out: the figures depend on each rate's E24 step only, so no difference of snapshots and no
+  // rate of the reader's own can tell more of another machine's rate than its step (README.md).
+  const rates = sample.map((m) => coarseRate(m.rateMicro)).sort(ascending);
+  const percentile = (p: number) => coarseRate(blendedPercentile(rates, p));
   waits.sort(ascending);
   return {
     ...empty,
@@ -133,7 +182,7 @@ export function marketBucket(
     utilizationPct: listedGpus > 0 ? flooredPct(allocatedGpus, listedGpus) : 0,
     fillRatePct: flooredPct(filled, sample.length),
     rentalSampleSize: waits.length,
-    rate: { p10: blendedPercentile(rates, 10), median: blendedPercentile(rates, 50), p90: blendedPercentile(rates, 90) },
+    rate: { p10: percentile(10), median: percentile(50), p90: percentile(90) },
     medianTimeToFirstRentalS: waits.length >= minSampleSize ? median(waits) : null,
   };
 }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { checkPaymentPayload, nextSettlementStep, paymentRequirements, VALID_BEFORE_MARGIN_S } from './x402.js';
+import { checkPaymentPayload, nextSettlementStep, paymentRequirements, VALID_BEFORE_MARGIN_S, VALID_BEFORE_SKEW_S } from './x402.js';
 
 const USDC = '0x833589fcd6edb6e08f4c7c32d4f71b54bda02913';
 const TREASURY = '0x1111111111111111111111111111111111111111';
@@ -63,6 +63,15 @@ describe('x402 payment checks', () => {
     expect(reasonOf(payload({ authorization: { validAfter: String(NOW) } }))).toBe('ok');
     expect(reasonOf(payload({ authorization: { validBefore: String(NOW + VALID_BEFORE_MARGIN_S) } }))).toBe('authorization_expired');
     expect(reasonOf(payload({ authorization: { validBefore: String(NOW + VALID_BEFORE_MARGIN_S + 1n) } }))).toBe('ok');
+  });
+
+  it('refuses an authorization valid longer than maxTimeoutSeconds plus a small skew (a year is not a top-up)', () => {
+    const aYear = NOW + 365n * 24n * 3600n;
+    expect(reasonOf(payload({ authorization: { validBefore: String(aYear) } }))).toBe('authorization_valid_too_long');
+    expect(reasonOf(payload({ authorization: { validBefore: String(NOW + 300n + VALID_BEFORE_SKEW_S + 1n) } }))).toBe(
+      'authorization_valid_too_long',
+    );
+    expect(reasonOf(payload({ authorization: { validBefore: String(NOW + 300n + VALID_BEFORE_SKEW_S) } }))).toBe('ok');
   });
 });
 

@@ -10,6 +10,11 @@ export const X402_NETWORK = 'eip155:8453';
 export const USDC_DOMAIN = { name: 'USD Coin', version: '2' } as const;
 /** An authorization must stay valid this long after we accept it, or it could expire while the transaction waits. */
 export const VALID_BEFORE_MARGIN_S = 6n;
+/**
+ * How far past `now + maxTimeoutSeconds` validBefore may reach: the payer's clock may run ahead of ours. A longer
+ * window is refused, or a signed authorization could be held back and settled long after the offer it answered.
+ */
+export const VALID_BEFORE_SKEW_S = 60n;
 
 /**
  * VERIFIED: checked and persisted, no transaction yet. SETTLING: the transaction is signed and stored (then sent),
@@ -33,6 +38,7 @@ export type X402Refusal =
   | 'requirements_mismatch'
   | 'authorization_not_yet_valid'
   | 'authorization_expired'
+  | 'authorization_valid_too_long'
   | 'invalid_signature'
   | 'authorization_already_used'
   | 'insufficient_funds'
@@ -92,7 +98,7 @@ const refuse = (reason: X402Refusal, message: string): PaymentCheck => ({ ok: fa
 /**
  * Everything about a decoded payment payload that needs no chain and no cryptography: its shape, that `accepted`
  * is what we offered, that the authorization pays the treasury exactly the amount, and its time window
- * (`validAfter <= now < validBefore - 6 s`). The signature, the nonce's state and the payer's balance come after.
+ * (`validAfter <= now < validBefore - 6 s`, `validBefore <= now + maxTimeoutSeconds + 60 s`). The signature, the nonce's state and the payer's balance come after.
  */
 export function checkPaymentPayload(payload: unknown, offered: PaymentRequirements, nowS: bigint): PaymentCheck {
   if (!isObject(payload)) return refuse('invalid_payload', 'The payment header is not a JSON object.');
@@ -146,6 +152,12 @@ export function checkPaymentPayload(payload: unknown, offered: PaymentRequiremen
   if (authorization.validAfter > nowS) return refuse('authorization_not_yet_valid', 'The authorization is not valid yet.');
   if (nowS >= authorization.validBefore - VALID_BEFORE_MARGIN_S)
     return refuse('authorization_expired', 'The authorization has expired or expires within seconds.');
+  const latestValidBeforeS = nowS + BigInt(offered.maxTimeoutSeconds) + VALID_BEFORE_SKEW_S;
+  if (authorization.validBefore > latestValidBeforeS)
+    return refuse(
+      'authorization_valid_too_long',
+      `The authorization's validBefore is more than maxTimeoutSeconds (${offered.maxTimeoutSeconds} s) from now; sign one valid at most that long.`,
+    );
   return { ok: true, authorization, signature: inner.signature.toLowerCase() as Hex };
 }
 

@@ -54,6 +54,66 @@ describe('endpoint addresses', () => {
     expect(isNonPublicAddress('not-an-ip')).toBe(true);
   });
 
+  it('refuses the transition forms that reach private IPv4 and the documentation ranges (issue 22)', () => {
+    const refusedAddresses = [
+      // IPv4-compatible ::/96, in both spellings.
+      '::127.0.0.1',
+      '::7f00:1',
+      '::8.8.8.8',
+      // 6to4 2002::/16, whatever IPv4 it names.
+      '2002:7f00:1::1',
+      '2002:808:808::1',
+      // Local-use NAT64 64:ff9b:1::/48.
+      '64:ff9b:1::808:808',
+      '64:ff9b:1:ffff::1',
+      // NAT64 well-known 64:ff9b::/96 carrying a private or loopback IPv4 address.
+      '64:ff9b::127.0.0.1',
+      '64:ff9b::7f00:1',
+      `64:ff9b::${[10, 0, 0, 1].join('.')}`,
+      '64:ff9b::a9fe:a9fe',
+      // Documentation: RFC 5737, RFC 3849, RFC 9637.
+      '192.0.2.1',
+      '198.51.100.7',
+      '203.0.113.255',
+      '::ffff:203.0.113.9',
+      '2001:db8::1',
+      '2001:db8:ffff::1',
+      '3fff::1',
+      '3fff:fff:ffff::1',
+      // Teredo, discard-only, site-local.
+      '2001::1',
+      '100::1',
+      'fec0::1',
+    ];
+    for (const a of refusedAddresses) expect(isNonPublicAddress(a), a).toBe(true);
+    // Neighbours of those ranges, and a NAT64 well-known address of a public IPv4 one, stay public.
+    for (const a of [
+      '192.0.3.1',
+      '198.51.101.1',
+      '203.0.114.1',
+      '2001:db9::1',
+      '3fff:1000::1',
+      '2003::1',
+      '64:ff9b::8.8.8.8',
+      '64:ff9b:2::1',
+    ])
+      expect(isNonPublicAddress(a), a).toBe(false);
+    // As URL literals (the URL parser rewrites `[::127.0.0.1]` to `[::7f00:1]`).
+    for (const url of [
+      'https://[::127.0.0.1]/',
+      'https://[::ffff:127.0.0.1]/',
+      'https://[2002:7f00:1::]/',
+      'https://[64:ff9b:1::1]/',
+      'https://[64:ff9b::127.0.0.1]/',
+      'https://[2001:db8::1]/',
+      'https://[3fff::1]/',
+      'https://192.0.2.1/',
+      'https://198.51.100.1/',
+      'https://203.0.113.1/',
+    ])
+      expect(checkEndpointUrl(url, false), url).toEqual({ ok: false, reason: 'the address is not public' });
+  });
+
   it('wants https without credentials unless private endpoints are allowed', () => {
     expect(checkEndpointUrl('https://hooks.example.com/x', false).ok).toBe(true);
     expect(checkEndpointUrl('http://hooks.example.com/x', false)).toEqual({ ok: false, reason: 'the URL must be https' });

@@ -154,7 +154,7 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
   app.get(
     '/api/v1/hosts/machines/:id',
     {
-      config: { auth: { scope: 'host' } },
+      config: { auth: { scope: 'host', owner: 'machine' } },
       schema: {
         summary: 'Read a machine',
         description: 'Owner or admin; anyone else gets 404.',
@@ -174,7 +174,7 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/hosts/machines/:id/go-live',
     {
-      config: { auth: { scope: 'host' }, idempotent: true },
+      config: { auth: { scope: 'host', owner: 'machine' }, idempotent: true },
       schema: {
         summary: "Turn a machine's go-live on or off",
         description:

@@ -7,6 +7,7 @@ import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } 
 import { enrollDirect, sampleManifest } from '../../testing/hosting.js';
 import { agentHeartbeat, fund, type LiveMachine, liveMachine, reserveJob } from '../../testing/renting.js';
 import { DIALECTS } from '../../testing/stores.js';
+import { blendedPercentile, coarseRate } from '../../domain/market/stats.js';
 
 // Host market statistics over a fleet brought in through the public API (enrollment, heartbeats through the
 // gateway's handler, offer commits, quotes and reservations): every figure against a hand computation.
@@ -131,10 +132,10 @@ describe.each(DIALECTS)('host market on %s', (dialect) => {
   });
 
   it('reports every RTX figure as computed by hand', () => {
-    // Rates sorted: 1000000 1130000 1210000 1470000 2030000; each percentile is the floored mean of the three
-    // around its nearest rank: p10 (1000000+1130000+1210000)/3, median (1130000+1210000+1470000)/3,
-    // p90 (1210000+1470000+2030000)/3. Ten GPUs listed, three held; three of five machines rented; first rentals
-    // 600, 1200 and 2400 s after listing.
+    // Rates sorted: 1000000 1130000 1210000 1470000 2030000, on the E24 grid 1.0 1.1 1.2 1.5 2.0 (millions); each
+    // percentile is the floored mean of the three around its nearest rank, put on the grid again: p10 (1.0+1.1+1.2)/3
+    // = 1.1, median (1.1+1.2+1.5)/3 = 1.267 -> 1.3, p90 (1.2+1.5+2.0)/3 = 1.567 -> 1.6. Ten GPUs listed, three held;
+    // three of five machines rented; first rentals 600, 1200 and 2400 s after listing.
     expect(answer.models.find((m: Json) => m.gpu_model === RTX)).toEqual({
       gpu_model: RTX,
       sample_size: 5,
@@ -143,7 +144,7 @@ describe.each(DIALECTS)('host market on %s', (dialect) => {
       utilization_pct: 30,
       fill_rate_pct: 60,
       rental_sample_size: 3,
-      rate_micro: { p10_micro: '1113333', median_micro: '1270000', p90_micro: '1570000' },
+      rate_micro: { p10_micro: '1100000', median_micro: '1300000', p90_micro: '1600000' },
       median_time_to_first_rental_s: '1200',
       your_rate_micro: '1130000',
     });
@@ -177,7 +178,7 @@ describe.each(DIALECTS)('host market on %s', (dialect) => {
   it('filters by an exact model; an unknown model is an empty bucket', async () => {
     const one = (await market(`?window=7d&gpu_model=${encodeURIComponent(RTX)}`)).json();
     expect(one.models).toHaveLength(1);
-    expect(one.models[0]).toMatchObject({ gpu_model: RTX, sample_size: 5, rate_micro: { median_micro: '1270000' } });
+    expect(one.models[0]).toMatchObject({ gpu_model: RTX, sample_size: 5, rate_micro: { median_micro: '1300000' } });
     const none = (await market('?gpu_model=NVIDIA%20B200')).json();
     expect(none.models).toEqual([{ gpu_model: 'NVIDIA B200', sample_size: 0, ...NULLS }]);
   });
@@ -194,5 +195,94 @@ describe.each(DIALECTS)('host market on %s', (dialect) => {
       expect(res.statusCode, bad).toBe(422);
       expect(res.json().error.code).toBe('VALIDATION_FAILED');
     }
+  });
+});
+
+// The differencing attack of issue 22: a host with one cheap machine in a small bucket reads the market before and
+// after a newcomer lists above everyone. With each percentile the mean of three exact rates, the old median is the
+// mean of the three old rates and the new p90 the mean of the three highest, so own + 3 x (new p90 - old median) was
+// the newcomer's rate to the micro. The figures are now computed from each rate's E24 step and published on the grid
+// (domain/market/README.md): the attack finds a step, not the rate, and no other attack can find more, since rates
+// moved within their steps (the newcomer's, or the reader's own as a probe) leave every figure as it was.
+describe.each(DIALECTS)('the differencing attack on the host market on %s', (dialect) => {
+  let t: TestApp<ManualClock>;
+  let attacker: SeededAccount;
+  let attackerMachine: string;
+  const OWN = 1_000_000n;
+  // The two rates already listed, and the newcomer's, none on a round figure.
+  const OTHERS = [1_500_000n, 2_000_000n];
+  const NEWCOMER = 2_345_677n;
+
+  const commit = async (host: SeededAccount, machineId: string, rate: bigint, version: string) => {
+    const res = await t.app.inject({
+      method: 'POST',
+      url: `/api/v1/hosts/machines/${machineId}/offer`,
+      headers: { ...bearer(host.apiKey), 'idempotency-key': randomUUID() },
+      payload: {
+        rate_micro_per_hour: String(rate),
+        included_quotas: { included_disk_gib: 100, included_egress_gib: 50 },
+        available_from: t.clock.now().toISOString(),
+        available_until: new Date(t.clock.now().getTime() + 30 * DAY).toISOString(),
+        expected_version: version,
+      },
+    });
+    expect(res.statusCode, res.body).toBe(202);
+  };
+  /** The worker's refresh a minute on, then the RTX bucket as the attacker reads it. */
+  const snapshot = async () => {
+    t.clock.advance(60_000);
+    await t.ctx.services.market.refresh();
+    const res = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/hosts/market?window=1d&gpu_model=${encodeURIComponent(RTX)}`,
+      headers: bearer(attacker.apiKey),
+    });
+    expect(res.statusCode, res.body).toBe(200);
+    return res.json().models[0] as Json;
+  };
+  const attack = (before: Json, after: Json) => OWN + 3n * (BigInt(after.rate_micro.p90_micro) - BigInt(before.rate_micro.median_micro));
+
+  beforeAll(async () => {
+    t = await createTestApp(dialect, { configOverrides: { marketMinSampleSize: 3 } });
+    attacker = await seedAccount(t.ctx, { role: 'host' });
+    attackerMachine = await enrollDirect(t.app, attacker, { manifest: manifestOf(RTX, 1) });
+    await agentHeartbeat(t.ctx, attackerMachine);
+    await commit(attacker, attackerMachine, OWN, '1');
+    for (const rate of OTHERS) {
+      const m = await liveMachine(t.ctx, t.app, { manifest: manifestOf(RTX, 1) });
+      await commit(m.host, m.machineId, rate, '1');
+    }
+  });
+  afterAll(async () => {
+    await t?.destroy();
+  });
+
+  it('no longer recovers a newcomer’s rate from two snapshots around its arrival, as it did from the exact figures', async () => {
+    const before = await snapshot();
+    expect(before.sample_size).toBe(3);
+    const newcomer = await liveMachine(t.ctx, t.app, { manifest: manifestOf(RTX, 1) });
+    await commit(newcomer.host, newcomer.machineId, NEWCOMER, '1');
+    const after = await snapshot();
+    expect(after.sample_size).toBe(4);
+
+    // The attack on the figures as they were published (the blend of exact rates) finds the newcomer to the micro.
+    const exact = [OWN, ...OTHERS];
+    const exactBefore = { rate_micro: { median_micro: String(blendedPercentile(exact, 50)) } };
+    const exactAfter = { rate_micro: { p90_micro: String(blendedPercentile([...exact, NEWCOMER], 90)) } };
+    expect(attack(exactBefore, exactAfter)).toBe(NEWCOMER);
+    // On what is published now it finds another figure.
+    const found = attack(before, after);
+    expect(found).not.toBe(NEWCOMER);
+    for (const figure of Object.values<string>(after.rate_micro))
+      expect(BigInt(figure), 'a figure on the E24 grid').toBe(coarseRate(BigInt(figure)));
+
+    // Nothing tells the newcomer's rate from another in its step (2.4 million): the figures stay the same.
+    await commit(newcomer.host, newcomer.machineId, 2_310_000n, '2');
+    expect(await snapshot()).toEqual(after);
+    // Nor can the reader probe with its own rate within its step: every figure but its own rate stays the same.
+    await commit(attacker, attackerMachine, 1_040_000n, '2');
+    const probed = await snapshot();
+    expect(probed.your_rate_micro).toBe('1040000');
+    expect({ ...probed, your_rate_micro: after.your_rate_micro }).toEqual(after);
   });
 });

@@ -17,7 +17,8 @@ export function registerMarketRoutes(app: TypedApp, ctx: AppContext): void {
         summary: 'Host market statistics',
         description:
           'Host scope. Per GPU model over the half-open UTC interval [from, to) ending at the last snapshot (computed every five minutes): ' +
-          'listed machines, GPUs, utilization, fill rate, listed-rate percentiles, median time to first rental and your own median rate. ' +
+          'listed machines, GPUs, utilization, fill rate, listed-rate percentiles (computed from each rate on the E24 grid, 24 steps a decade, and ' +
+          'published on it), median time to first rental and your own median rate. ' +
           'Query window `<n>d`, 1..365 days (default 30d), anything else 422. A bucket under min_sample_size reports only its sample_size. ' +
           'No machine, host or offer identifier and no single host rate is returned.',
         querystring: MarketQuery,

@@ -3,6 +3,7 @@
 // tool call flow reserves a job end to end: search offers, quote, reserve (the balance holds the budget), the job
 // runs (the agent's messages delivered as the gateway delivers them), its status and events, stop. Calls without a
 // credential, or with a key lacking the renter scope, are refused.
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -52,9 +53,12 @@ async function startRig(dialect: 'sqlite' | 'postgres'): Promise<Rig> {
 
 /** Search, quote, reserve, run, status, events, stop: the whole rental through the tools. */
 async function rentThroughTools(client: Client, rig: Rig): Promise<void> {
+  // Scored once, the machine's reliability comes with its offer: the tool asks for it (include=reliability).
+  await rig.t.ctx.services.reliability.refresh();
   const offers = await tool(client, 'search_offers', { limit: 10 });
   const offer = (offers.items as Json[]).find((o) => o.offer_id === rig.machine.offerId);
   expect(offer, JSON.stringify(offers)).toBeDefined();
+  expect(offer?.reliability, JSON.stringify(offer)).toMatchObject({ score: expect.stringMatching(/^(0\.\d{4}|1\.0000)$/) });
 
   const quote = await tool(client, 'quote', {
     offer_id: rig.machine.offerId,
@@ -219,6 +223,26 @@ describe('MCP over stdio (ark-mcp)', () => {
     } finally {
       await client.close();
     }
+  });
+
+  it('`ark offers search` shows each offer’s reliability, which it asks the API for (issue 22)', async () => {
+    await rig.t.ctx.services.reliability.refresh();
+    // Spawned without blocking: the control plane answers from this same process.
+    const configDir = mkdtempSync(join(tmpdir(), 'ark-'));
+    const stdout = await new Promise<string>((resolve, reject) =>
+      execFile(
+        process.execPath,
+        [ARK_CLI_BIN, 'offers', 'search', '--sort', 'reliability', '--json'],
+        {
+          env: { PATH: process.env.PATH ?? '', ARK_URL: rig.baseUrl, ARK_API_KEY: rig.renter.apiKey, ARK_CONFIG_DIR: configDir },
+          timeout: 60_000,
+        },
+        (error, out, err) => (error ? reject(new Error(`${error.message}: ${err}`)) : resolve(out)),
+      ),
+    );
+    rmSync(configDir, { recursive: true, force: true });
+    const offer = (JSON.parse(stdout).items as Json[]).find((o) => o.offer_id === rig.machine.offerId);
+    expect(offer?.reliability, stdout).toMatchObject({ score: expect.stringMatching(/^(0\.\d{4}|1\.0000)$/) });
   });
 
   it('reports the API’s 401 for a wrong key, and will not start without one', async () => {

@@ -57,7 +57,7 @@ export async function registerNettestRoutes(app: TypedApp, ctx: AppContext): Pro
   app.post(
     '/api/v1/hosts/machines/:id/nettest',
     {
-      config: { auth: { scope: 'host' }, idempotent: true },
+      config: { auth: { scope: 'host', owner: 'machine' }, idempotent: true },
       schema: {
         summary: 'Queue a network measurement',
         description:

@@ -4,8 +4,9 @@ import {
   IdParams,
   OfferCommitRequest,
   OfferCommitted,
+  OfferListItem,
   OfferListQuery,
-  OfferSummary,
+  type OfferSummary,
   Page,
 } from '@ark/shared';
 import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
@@ -52,8 +53,12 @@ export function offerSummary(offer: ListedOffer, now: Date, config: { heartbeatI
     ...(offer.measuredBandwidthMbps !== null ? { measured_bandwidth_mbps: offer.measuredBandwidthMbps.toString() } : {}),
     ...(m.region !== null ? { region: m.region } : {}),
     manifest_hash: m.manifestHash,
-    ...(offer.reliability ? { reliability: { score: scoreText(offer.reliability.scoreE4), new: offer.reliability.isNew } } : {}),
   };
+}
+
+/** The machine's reliability for a listing that asked for it (include=reliability); nothing before it is scored. */
+function reliabilityOf(offer: ListedOffer): Pick<OfferListItem, 'reliability'> {
+  return offer.reliability ? { reliability: { score: scoreText(offer.reliability.scoreE4), new: offer.reliability.isNew } } : {};
 }
 
 export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
@@ -68,7 +73,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/hosts/machines/:id/offer',
     {
-      config: { auth: { scope: 'host' }, idempotent: true },
+      config: { auth: { scope: 'host', owner: 'machine' }, idempotent: true },
       schema: {
         summary: 'Commit a new offer version',
         description:
@@ -105,9 +110,10 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
           'Renter scope. Listed offers of live machines whose availability has not ended, cheapest first. Filters: gpu_model (exact), min_vram_bytes ' +
           '(every GPU), region, max_rate_micro_per_hour (on the total rate, fee included), available_at (inside availability, outside maintenance), ' +
           'min_reliability (0 to 1 with at most 4 decimals: machines scored at least this and no longer new; 422 VALIDATION_FAILED otherwise). ' +
-          'A machine held under the reliability floor is not listed. Each offer carries its reliability once scored.',
+          'A machine held under the reliability floor is not listed. Each item is exactly an OfferSummary; with include=reliability it also ' +
+          'carries its machine’s reliability once scored.',
         querystring: OfferListQuery,
-        response: withErrors({ 200: Page(OfferSummary) }, 404),
+        response: withErrors({ 200: Page(OfferListItem) }, 404),
       },
     },
     async (request) => {
@@ -135,7 +141,11 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         rows,
         q.limit,
         (row) => [row.rateMicroPerHour.toString(), row.offerId],
-        (row) => ({ ...offerSummary(row, now, config), ...(row.fit ? { fit: row.fit } : {}) }),
+        (row): OfferListItem => ({
+          ...offerSummary(row, now, config),
+          ...(row.fit ? { fit: row.fit } : {}),
+          ...(q.include === 'reliability' ? reliabilityOf(row) : {}),
+        }),
       );
     },
   );

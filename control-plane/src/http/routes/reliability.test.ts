@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { Machine, OfferSummary } from '@ark/shared';
+import { Machine, OfferListItem, OfferSummary } from '@ark/shared';
 import { TypeCompiler } from '@sinclair/typebox/compiler';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
@@ -25,6 +25,7 @@ import { DIALECTS } from '../../testing/stores.js';
 
 type Json = Record<string, any>;
 const summarySchema = TypeCompiler.Compile(OfferSummary);
+const listItemSchema = TypeCompiler.Compile(OfferListItem);
 const machineSchema = TypeCompiler.Compile(Machine);
 const S = 1000;
 
@@ -48,13 +49,16 @@ describe.each(DIALECTS)('machine reliability on %s', (dialect) => {
       await beat(...machines);
     }
   };
+  /** The listing as a renter reads it: each item exactly the contract's OfferSummary unless it asked for more. */
   const offers = async (query = '') => {
     const res = await t.app.inject({ method: 'GET', url: `/api/v1/offers${query}`, headers: bearer(renter.apiKey) });
     expect(res.statusCode, res.body).toBe(200);
-    for (const item of res.json().items) expect(summarySchema.Check(item), JSON.stringify(item)).toBe(true);
+    const schema = query.includes('include=reliability') ? listItemSchema : summarySchema;
+    for (const item of res.json().items) expect(schema.Check(item), JSON.stringify(item)).toBe(true);
     return res.json().items as Json[];
   };
-  const offerOf = async (m: LiveMachine, query = '') => (await offers(query)).find((o) => o.machine_id === m.machineId);
+  /** The machine's offer with its reliability, asked for explicitly. */
+  const offerOf = async (m: LiveMachine) => (await offers('?include=reliability')).find((o) => o.machine_id === m.machineId);
   const machineView = async (m: LiveMachine) => {
     const res = await t.app.inject({ method: 'GET', url: `/api/v1/hosts/machines/${m.machineId}`, headers: bearer(m.host.apiKey) });
     expect(res.statusCode, res.body).toBe(200);
@@ -140,6 +144,22 @@ describe.each(DIALECTS)('machine reliability on %s', (dialect) => {
     });
     expect(view.reliability_hold).toBeNull();
     expect((await offerOf(a))?.reliability).toEqual({ score: '1.0000', new: false });
+  });
+
+  it('keeps each listed offer exactly the contract’s closed OfferSummary: reliability only when asked for (issue 22)', async () => {
+    await t.ctx.services.reliability.refresh();
+    const plain = await offers();
+    expect(plain.length).toBeGreaterThan(0);
+    for (const item of plain) expect(item).not.toHaveProperty('reliability');
+    const asked = await offers('?include=reliability');
+    expect(asked.map((o) => o.machine_id)).toEqual(plain.map((o) => o.machine_id));
+    expect(asked.some((o) => o.reliability !== undefined)).toBe(true);
+    for (const [i, item] of asked.entries()) {
+      const { reliability: _, ...rest } = item;
+      expect(rest).toEqual({ ...plain[i], observed_at: rest.observed_at });
+    }
+    const bad = await t.app.inject({ method: 'GET', url: '/api/v1/offers?include=secrets', headers: bearer(renter.apiKey) });
+    expect(bad.statusCode).toBe(422);
   });
 
   it('a machine silent past the floor is hidden from offers, refused a quote and a reservation, and its host is told why', async () => {

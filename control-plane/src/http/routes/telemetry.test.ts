@@ -141,6 +141,29 @@ describe.each(DIALECTS)('telemetry on %s', (dialect) => {
     expect((await t.app.inject({ method: 'GET', url: `/api/v1/hosts/machines/${machineId}/telemetry` })).statusCode).toBe(401);
   });
 
+  it('answers a renter-only key 404 on a machine it does not own, never 403; its owner’s renter-only key 403 (issue 22)', async () => {
+    const machineId = await enrollDirect(t.app, owner);
+    const stranger = await seedAccount(t.ctx, { scopes: ['renter'] });
+    for (const query of ['', '?window=nope']) {
+      const res = await read(machineId, query, stranger.apiKey);
+      expect(res.statusCode, res.body).toBe(404);
+      expect(res.json().error.code).toBe('NOT_FOUND');
+    }
+    expect((await read(randomUUID(), '', stranger.apiKey)).statusCode).toBe(404);
+    const host = await seedAccount(t.ctx, { stepUp: true });
+    const ownMachine = await enrollDirect(t.app, host);
+    const created = await t.app.inject({
+      method: 'POST',
+      url: '/api/v1/account/api-keys',
+      headers: { ...bearer(host.sessionToken), 'idempotency-key': randomUUID() },
+      payload: { label: 'renter only', scopes: ['renter'] },
+    });
+    expect(created.statusCode, created.body).toBe(201);
+    const own = await read(ownMachine, '', created.json().secret);
+    expect(own.statusCode, own.body).toBe(403);
+    expect(own.json().error.code).toBe('SCOPE_REQUIRED');
+  });
+
   it('keeps 48 hours: the retention worker purges older buckets', async () => {
     const machineId = await enrollDirect(t.app, owner);
     await apply(machineId, [

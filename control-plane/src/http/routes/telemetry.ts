@@ -12,7 +12,7 @@ export function registerTelemetryRoutes(app: TypedApp, ctx: AppContext): void {
   app.get(
     '/api/v1/hosts/machines/:id/telemetry',
     {
-      config: { auth: { scope: 'host' } },
+      config: { auth: { scope: 'host', owner: 'machine' } },
       schema: {
         summary: 'Machine telemetry',
         description:

@@ -22,7 +22,7 @@ export async function allowedAddresses(url: string, allowPrivate: boolean, resol
   if (!allowPrivate && addresses.some(isNonPublicAddress)) {
     throw new DomainError(
       'WEBHOOK_URL_REFUSED',
-      'The endpoint URL is refused: its host resolves to a loopback, private or link-local address.',
+      'The endpoint URL is refused: its host resolves to a loopback, private, link-local, reserved or documentation address, or an IPv6 form that carries one.',
     );
   }
   return addresses;
