@@ -2,7 +2,7 @@ import type { WebhookEventType } from '@ark/shared';
 import type { WithdrawalKind, WithdrawalState } from '../../domain/withdrawals/states.js';
 import type { Tx } from '../../store/db.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
-import type { WithdrawalRow } from '../../store/withdrawals.js';
+import type { PaidRow } from '../../store/withdrawals.js';
 
 /** The webhook type each kind of request is told under. */
 const EVENT_TYPE: Readonly<Record<WithdrawalKind, WebhookEventType>> = {
@@ -17,10 +17,12 @@ const EVENT_TYPE: Readonly<Record<WithdrawalKind, WebhookEventType>> = {
  */
 export async function emitWithdrawalStateChanged(
   trx: Tx,
-  row: Pick<WithdrawalRow, 'id' | 'account_id' | 'kind' | 'amount_micro'>,
+  row: Pick<PaidRow, 'id' | 'account_id' | 'kind' | 'amount_micro'>,
   move: { from: WithdrawalState | null; to: WithdrawalState; txHash: string | null },
   now: Date,
 ): Promise<void> {
+  // A deposit refund is no request of the account's: no listed type tells it (the account sees the deposit's state).
+  if (row.kind === 'refund') return;
   const data = {
     withdrawal_id: row.id,
     kind: row.kind,
