@@ -1,17 +1,13 @@
 import type { WebhookEventType } from '@ark/shared';
-import type { PaidKind, WithdrawalState } from '../../domain/withdrawals/states.js';
+import type { WithdrawalKind, WithdrawalState } from '../../domain/withdrawals/states.js';
 import type { Tx } from '../../store/db.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
 import type { PaidRow } from '../../store/withdrawals.js';
 
-/**
- * The webhook type each kind of request is told under. A refund is an operator's decision on a HELD deposit, not the
- * account's request: no listed type names it (the account sees it on the deposit), so it is not told here.
- */
-const EVENT_TYPE: Readonly<Record<PaidKind, WebhookEventType | null>> = {
+/** The webhook type each kind of request is told under. */
+const EVENT_TYPE: Readonly<Record<WithdrawalKind, WebhookEventType>> = {
   withdrawal: 'withdrawal.state_changed',
   payout: 'payout.state_changed',
-  refund: null,
 };
 
 /**
@@ -25,8 +21,8 @@ export async function emitWithdrawalStateChanged(
   move: { from: WithdrawalState | null; to: WithdrawalState; txHash: string | null },
   now: Date,
 ): Promise<void> {
-  const type = EVENT_TYPE[row.kind];
-  if (type === null) return;
+  // A deposit refund is no request of the account's: no listed type tells it (the account sees the deposit's state).
+  if (row.kind === 'refund') return;
   const data = {
     withdrawal_id: row.id,
     kind: row.kind,
@@ -35,5 +31,5 @@ export async function emitWithdrawalStateChanged(
     amount_micro: row.amount_micro.toString(),
     tx_hash: move.txHash,
   };
-  await emitWebhookEvent(trx, row.account_id, type, data, now);
+  await emitWebhookEvent(trx, row.account_id, EVENT_TYPE[row.kind], data, now);
 }
