@@ -5,6 +5,16 @@ export type AuthRequirement =
   | 'public'
   | {
       scope?: Scope;
+      /**
+       * With `scope`: any interactive session passes instead of the scope (the routes that turn hosting on: a session
+       * may start hosting; an API key needs the host scope).
+       */
+      orSession?: boolean;
+      /**
+       * The scope depends on the body (money out: the balance drawn names it), so the handler checks it with
+       * `requireScope` once the body is parsed; declared so the API reference says so.
+       */
+      scopeInBody?: boolean;
       /** Interactive admin session (API keys never qualify). */
       admin?: boolean;
       /** A fresh step-up on this credential; 'totp' demands the TOTP kind. */
