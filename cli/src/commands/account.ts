@@ -151,14 +151,10 @@ export function registerAccountCommands(program: Command): void {
         if (options.expiresIn !== undefined) {
           body.expires_at = new Date(Date.now() + durationToSeconds(options.expiresIn, '--expires-in') * 1000).toISOString();
         }
-        const created = await withStepUp(ctx.api, options, ctx.env, () =>
-          ctx.api.post<{ api_key_id: string; secret: string; scopes: string[]; expires_at: string | null }>(
-            '/api/v1/account/api-keys',
-            body,
-            {
-              idempotent: true,
-            },
-          ),
+        const created = await withStepUp(ctx.api, options, ctx.env, (api) =>
+          api.post<{ api_key_id: string; secret: string; scopes: string[]; expires_at: string | null }>('/api/v1/account/api-keys', body, {
+            idempotent: true,
+          }),
         );
         ctx.out.result(created, () => {
           ctx.out.line(created.secret);

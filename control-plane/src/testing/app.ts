@@ -179,20 +179,29 @@ export async function seedAccount(ctx: AppContext, options: SeedOptions = {}): P
 
 export interface SeededAgent {
   accountId: string;
-  /** The sign-in wallet's address (its key is not kept: the step-ups are recorded directly). */
+  /** The sign-in wallet's address. */
   walletAddress: string;
-  /** One key per scope set asked for, in order, each with a fresh wallet step-up. */
+  /** One key per scope set asked for, in order. */
   apiKeys: string[];
+}
+
+export interface SeedAgentOptions {
+  /** The scopes of each key (default one renter key, as registration issues). */
+  keys?: ApiKeyScope[][];
+  /** The sign-in wallet (default a random address, whose key nobody has). */
+  walletAddress?: string;
+  /** Record a fresh wallet step-up on every key, as a signed step-up challenge would (default true). */
+  stepUp?: boolean;
 }
 
 /**
  * An agent account as wallet registration makes it (no password, a placeholder email, role renter, a sign-in
- * wallet), straight into the store, with a key per scope set, each stepped up as its wallet's signature would.
+ * wallet), straight into the store, with its keys.
  */
-export async function seedAgent(ctx: AppContext, keyScopes: ApiKeyScope[][] = [['renter']]): Promise<SeededAgent> {
+export async function seedAgent(ctx: AppContext, options: SeedAgentOptions = {}): Promise<SeededAgent> {
   const now = ctx.clock.now();
   const id = randomUUID();
-  const walletAddress = `0x${randomBytes(20).toString('hex')}`;
+  const walletAddress = options.walletAddress ?? `0x${randomBytes(20).toString('hex')}`;
   return ctx.store.db.transaction().execute(async (trx) => {
     await insertAccount(trx, {
       id,
@@ -211,9 +220,11 @@ export async function seedAgent(ctx: AppContext, keyScopes: ApiKeyScope[][] = [[
       now,
     });
     const apiKeys: string[] = [];
-    for (const scopes of keyScopes) {
+    for (const scopes of options.keys ?? [['renter']]) {
       const key = await issueApiKey(trx, { accountId: id, label: 'seed', scopes, expiresAt: null, now });
-      await recordStepUp(trx, { kind: 'api-key', id: key.row.id }, 'wallet', new Date(now.getTime() + ctx.config.stepUpTtlMs));
+      if (options.stepUp ?? true) {
+        await recordStepUp(trx, { kind: 'api-key', id: key.row.id }, 'wallet', new Date(now.getTime() + ctx.config.stepUpTtlMs));
+      }
       apiKeys.push(key.secret);
     }
     return { accountId: id, walletAddress, apiKeys };

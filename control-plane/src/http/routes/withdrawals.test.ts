@@ -125,7 +125,7 @@ describe.each(DIALECTS)('withdrawals and payouts by balance on %s', (dialect) =>
 
   it('asks each key for the scope of the balance it draws; a step-up never stands in for it', async () => {
     // An agent's keys, each stepped up by its sign-in wallet: renter only, host only, both.
-    const agent = await seedAgent(t.ctx, [['renter'], ['host'], ['renter', 'host']]);
+    const agent = await seedAgent(t.ctx, { keys: [['renter'], ['host'], ['renter', 'host']] });
     const [renterKey, hostKey, bothKey] = agent.apiKeys as [string, string, string];
     await fund(t.ctx, agent.accountId, 10_000_000n);
     // Earnings credited as an operator's adjustment: what matters here is only that payable holds them.
