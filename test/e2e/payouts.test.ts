@@ -226,19 +226,16 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     const again = await call(cp, 'POST', '/api/v1/withdrawals', { token: renterHost, body });
     expect(again.body.error.code).toBe('INSUFFICIENT_BALANCE');
 
-    // A host-role account withdraws what it put in from its available balance: a withdrawal, not a payout.
+    // A host-role account withdraws what it put in from its available balance with `ark withdraw`: a withdrawal, not a
+    // payout. Given the password, ark steps up a short session of its own for the request (a key takes no password).
     const hostEmail = `host-deposit-${tag}@example.test`;
     const depositor = await steppedUpSession(cp, 'host', hostEmail);
     await cli(['ledger', 'credit', '--email', hostEmail, '--amount-micro', String(4n * USDC), '--reason', 'e2e deposit']);
     const back = randomAddress();
-    const backId = await addWithdrawalAddress(cp, depositor, back);
-    const withdrawal = await call(cp, 'POST', '/api/v1/withdrawals', {
-      token: depositor,
-      body: { balance: 'available', amount_micro: String(4n * USDC), withdrawal_address_id: backId },
-    });
-    expect(withdrawal.status, JSON.stringify(withdrawal.body)).toBe(202);
-    expect(withdrawal.body.kind).toBe('withdrawal');
-    const returned = await waitWithdrawal(cp, anvil, depositor, withdrawal.body.id, 'CONFIRMED');
+    const env = { ARK_URL: cp.base, ARK_API_KEY: depositor, ARK_CONFIG_DIR: arkConfigDir(), ARK_PASSWORD: PASSWORD };
+    const run = expectExit(await ark(['withdraw', '--amount', '4', '--to', back, '--json'], { env }), 0);
+    expect(run.json).toMatchObject({ kind: 'withdrawal', amount_micro: String(4n * USDC), address: back.toLowerCase() });
+    const returned = await waitWithdrawal(cp, anvil, depositor, run.json.id, 'CONFIRMED');
     await anvil.mine(3);
     expect(await transfersOnChain(chain, wallet.address, back)).toEqual([{ to: back, value: 4n * USDC, txHash: returned.tx_hash }]);
     expect((await call(cp, 'GET', '/api/v1/billing/balance', { token: depositor })).body.available_micro).toBe('0');
