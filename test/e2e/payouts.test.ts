@@ -203,7 +203,10 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     expect(tooMuch.body.error.code).toBe('INSUFFICIENT_BALANCE');
   });
 
-  it('pays a renter-role account that hosts its earnings on chain exactly once, and a host-role account its deposit', async () => {
+  // Two sign-ups, an operator credit and an ark run are processes of their own: minutes on a loaded machine.
+  it('pays a renter-role account that hosts its earnings on chain exactly once, and a host-role account its deposit', {
+    timeout: 180_000,
+  }, async () => {
     const tag = randomTag();
     // A renter turns hosting on with its session (an enrollment token) and earns two USDC on its machine.
     const renterHost = await steppedUpSession(cp, 'renter', `renter-host-${tag}@example.test`);
