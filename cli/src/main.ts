@@ -4,6 +4,7 @@ import { registerAccountCommands } from './commands/account.js';
 import { registerHostCommands } from './commands/host.js';
 import { registerJobCommands } from './commands/jobs.js';
 import { registerMcpCommand } from './commands/mcp.js';
+import { registerMoneyOutCommands } from './commands/money-out.js';
 import { registerOfferCommands } from './commands/offers.js';
 import { registerTopUpCommand } from './commands/topup.js';
 import { EXIT } from './exit-codes.js';
@@ -30,6 +31,7 @@ export function buildProgram(): Command {
   registerAccessCommands(program);
   registerTopUpCommand(program);
   registerHostCommands(program);
+  registerMoneyOutCommands(program);
   registerMcpCommand(program);
   // Usage errors of every subcommand exit 2, not commander's 1.
   const exitOverride = (command: Command) => {

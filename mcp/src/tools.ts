@@ -3,7 +3,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { ArkAnswer, ArkApi, ArkRequest } from './api.js';
 
-// The renter's operations as MCP tools. Each tool is one call (two for top-up instructions) of the public HTTP API
+// The renter's operations as MCP tools, and money out of either balance. Each tool is one call (two for top-up instructions) of the public HTTP API
 // with the caller's credential: the API decides everything (scopes, ownership, balance, admission), a tool only
 // shapes the input and passes the answer back. Input schemas mirror the API's request schemas (shared/src/http).
 
@@ -43,6 +43,11 @@ export const ARK_TOOL_NAMES = [
   'balance',
   'deposit_address',
   'top_up_instructions',
+  'withdrawal_addresses',
+  'add_withdrawal_address',
+  'wallet_step_up_challenge',
+  'wallet_step_up',
+  'withdraw',
 ] as const;
 
 export function registerArkTools(server: McpServer, api: ArkApi): void {
@@ -288,5 +293,95 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
       const none = x402.status !== 402 && deposit.status !== 200;
       return answer({ status: none ? Math.max(x402.status, deposit.status) : 200, body: instructions });
     },
+  );
+  server.registerTool(
+    'withdrawal_addresses',
+    {
+      title: 'Withdrawal addresses',
+      description:
+        'Your registered withdrawal addresses (GET /api/v1/withdrawal-addresses), newest first: the withdrawal_address_id a withdraw names.',
+      inputSchema: { limit, cursor },
+      annotations: readOnly,
+    },
+    (query) => call(api, { method: 'GET', path: '/api/v1/withdrawal-addresses', query }),
+  );
+
+  server.registerTool(
+    'add_withdrawal_address',
+    {
+      title: 'Add a withdrawal address',
+      description:
+        'Register an EVM address to receive withdrawals and payouts (POST /api/v1/withdrawal-addresses). Needs a fresh step-up of this ' +
+        'credential (wallet_step_up). A new address holds its first transfer for review.',
+      inputSchema: {
+        address: z
+          .string()
+          .regex(/^0x[0-9a-fA-F]{40}$/)
+          .describe('0x and 40 hex digits; the zero address is refused.'),
+        label: z.string().min(1).max(200).optional(),
+        idempotency_key: idempotencyKey,
+      },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    ({ idempotency_key, ...body }) =>
+      call(api, { method: 'POST', path: '/api/v1/withdrawal-addresses', body, idempotencyKey: idempotency_key ?? true }),
+  );
+
+  server.registerTool(
+    'wallet_step_up_challenge',
+    {
+      title: 'Wallet step-up, step 1',
+      description:
+        "Agent accounts: an EIP-4361 message for the account's sign-in wallet (POST /api/v1/account/step-up/challenge). Sign it exactly " +
+        'as returned with EIP-191 personal_sign and pass message and signature to wallet_step_up. A key is stepped up only this way; ' +
+        'a person steps up an interactive session instead.',
+      inputSchema: {},
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    () => call(api, { method: 'POST', path: '/api/v1/account/step-up/challenge' }),
+  );
+
+  server.registerTool(
+    'wallet_step_up',
+    {
+      title: 'Wallet step-up, step 2',
+      description:
+        'Step this credential up with the signed challenge (POST /api/v1/account/step-up): money out and new addresses then pass for ' +
+        'the step-up’s lifetime (expires_at). A step-up never adds a scope.',
+      inputSchema: {
+        message: z.string().min(1).max(4096).describe('The message of wallet_step_up_challenge, exactly.'),
+        signature: z
+          .string()
+          .regex(/^0x([0-9a-fA-F]{128}|[0-9a-fA-F]{130})$/)
+          .describe("The sign-in wallet's EIP-191 signature of it."),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    ({ message, signature }) => call(api, { method: 'POST', path: '/api/v1/account/step-up', body: { wallet: { message, signature } } }),
+  );
+
+  server.registerTool(
+    'withdraw',
+    {
+      title: 'Withdraw or be paid out',
+      description:
+        'Send USDC to a withdrawal address (POST /api/v1/withdrawals). balance names what is drawn: available (deposits, top-ups, refunds; ' +
+        'needs the renter scope) or payable (host earnings; needs the host scope). Needs a fresh step-up (wallet_step_up). The amount is ' +
+        'locked at once; the transfer is then paid automatically or held for an operator’s review (hold_reasons say why).',
+      inputSchema: {
+        balance: z.enum(['available', 'payable']).describe('available: a withdrawal; payable: a payout of host earnings.'),
+        amount_micro: decimal.describe('Micro-USDC to send, e.g. "5000000" for 5 USDC.'),
+        withdrawal_address_id: uuid.describe('An id from withdrawal_addresses.'),
+        network: z
+          .string()
+          .regex(/^[a-z0-9][a-z0-9-]{0,31}$/)
+          .optional()
+          .describe('Default: the primary network.'),
+        idempotency_key: idempotencyKey,
+      },
+      annotations: { readOnlyHint: false, destructiveHint: true, idempotentHint: true, openWorldHint: true },
+    },
+    ({ idempotency_key, ...body }) =>
+      call(api, { method: 'POST', path: '/api/v1/withdrawals', body, idempotencyKey: idempotency_key ?? true }),
   );
 }

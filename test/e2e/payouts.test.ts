@@ -2,7 +2,9 @@
 // USDC address, the real control plane (`ark-cp serve`) paying from a payout wallet read from a 0600 key file, driven
 // only through HTTP, its CLI and the chain. A host earns through a metered job and is paid out; a renter withdraws;
 // a request over the review threshold waits unsigned until an admin with TOTP approves it; another is rejected and its
-// lock returns; review once a nonce is pinned answers 409; an API key on the admin routes answers 403.
+// lock returns; review once a nonce is pinned answers 409; an API key on the admin routes answers 403. Money goes out
+// by balance, not by sign-up role (issue 22): a renter-role account that hosts is paid its earnings, and a host-role
+// account withdraws what it deposited.
 import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -42,7 +44,7 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
   let renter = '';
   let renterEmail = '';
   let jobId = '';
-  let closeAgent = () => {};
+  const closeAgents: Array<() => void> = [];
   // The operator's alert receiver (ARK_ALERT_WEBHOOK_URL): a real HTTP server on loopback keeping what it is sent.
   let receiver: Server;
   const alerts: any[] = [];
@@ -114,11 +116,11 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     await cli(['ledger', 'credit', '--email', renterEmail, '--amount-micro', String(3_000n * USDC), '--reason', 'e2e funds']);
     const earned = await hostEarns(cp, { hostToken: host, renterToken: renter, runtimeMs: 3_000 });
     jobId = earned.jobId;
-    closeAgent = () => earned.agent.close();
+    closeAgents.push(() => earned.agent.close());
   }, 300_000);
 
   afterAll(async () => {
-    closeAgent();
+    for (const close of closeAgents) close();
     await cp?.process.stop('SIGKILL');
     await anvil?.stop();
     await database?.drop();
@@ -199,6 +201,47 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     const tooMuch = await withdraw(renter, 1_000_000n * USDC, addressId);
     expect(tooMuch.status).toBe(409);
     expect(tooMuch.body.error.code).toBe('INSUFFICIENT_BALANCE');
+  });
+
+  // Two sign-ups, an operator credit and an ark run are processes of their own: minutes on a loaded machine.
+  it('pays a renter-role account that hosts its earnings on chain exactly once, and a host-role account its deposit', {
+    timeout: 180_000,
+  }, async () => {
+    const tag = randomTag();
+    // A renter turns hosting on with its session (an enrollment token) and earns two USDC on its machine.
+    const renterHost = await steppedUpSession(cp, 'renter', `renter-host-${tag}@example.test`);
+    const earned = await hostEarns(cp, { hostToken: renterHost, renterToken: renter, runtimeMs: 2_000 });
+    closeAgents.push(() => earned.agent.close());
+    const payable = async () =>
+      BigInt((await call(cp, 'GET', '/api/v1/hosts/earnings', { token: renterHost })).body.payable_micro as string);
+    expect(await payable()).toBe(2n * USDC);
+    const to = randomAddress();
+    const addressId = await addWithdrawalAddress(cp, renterHost, to);
+    const body = { balance: 'payable', amount_micro: String(2n * USDC), withdrawal_address_id: addressId };
+    const requested = await call(cp, 'POST', '/api/v1/withdrawals', { token: renterHost, body });
+    expect(requested.status, JSON.stringify(requested.body)).toBe(202);
+    expect(requested.body).toMatchObject({ kind: 'payout', amount_micro: String(2n * USDC) });
+    const paid = await waitWithdrawal(cp, anvil, renterHost, requested.body.id, 'CONFIRMED');
+    await anvil.mine(3);
+    expect(await transfersOnChain(chain, wallet.address, to)).toEqual([{ to, value: 2n * USDC, txHash: paid.tx_hash }]);
+    expect(await payable()).toBe(0n);
+    // Its available balance was never touched, and nothing is payable twice.
+    const again = await call(cp, 'POST', '/api/v1/withdrawals', { token: renterHost, body });
+    expect(again.body.error.code).toBe('INSUFFICIENT_BALANCE');
+
+    // A host-role account withdraws what it put in from its available balance with `ark withdraw`: a withdrawal, not a
+    // payout. Given the password, ark steps up a short session of its own for the request (a key takes no password).
+    const hostEmail = `host-deposit-${tag}@example.test`;
+    const depositor = await steppedUpSession(cp, 'host', hostEmail);
+    await cli(['ledger', 'credit', '--email', hostEmail, '--amount-micro', String(4n * USDC), '--reason', 'e2e deposit']);
+    const back = randomAddress();
+    const env = { ARK_URL: cp.base, ARK_API_KEY: depositor, ARK_CONFIG_DIR: arkConfigDir(), ARK_PASSWORD: PASSWORD };
+    const run = expectExit(await ark(['withdraw', '--amount', '4', '--to', back, '--json'], { env }), 0);
+    expect(run.json).toMatchObject({ kind: 'withdrawal', amount_micro: String(4n * USDC), address: back.toLowerCase() });
+    const returned = await waitWithdrawal(cp, anvil, depositor, run.json.id, 'CONFIRMED');
+    await anvil.mine(3);
+    expect(await transfersOnChain(chain, wallet.address, back)).toEqual([{ to: back, value: 4n * USDC, txHash: returned.tx_hash }]);
+    expect((await call(cp, 'GET', '/api/v1/billing/balance', { token: depositor })).body.available_micro).toBe('0');
   });
 
   it('replaces a stuck transfer at the same nonce with a higher fee, and exactly one of the two is paid', async () => {
@@ -389,9 +432,9 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
   });
 
   it('operator commands list the queue and show the wallet; the ledger verifies', async () => {
-    // Seven paid: the six requests of the tests above and the host's payout with the ark CLI.
+    // Nine paid: the eight requests of the tests above and the host's payout with the ark CLI.
     const listed = await cli(['withdrawals', 'list', '--state', 'CONFIRMED']);
-    expect(listed.withdrawals.length).toBe(7);
+    expect(listed.withdrawals.length).toBe(9);
     const walletView = await cli(['payouts', 'wallet']);
     expect(walletView).toMatchObject({ address: wallet.address.toLowerCase(), network: 'base', pending_requests: '0', pending_micro: '0' });
     // The low-funds test left 5 USDC whatever was paid before it; the admissions test paid 2 of them.

@@ -55,7 +55,7 @@ export function registerAccountCommands(program: Command): void {
     .option('--api-key-stdin', 'read the API key from standard input')
     .option('--email <email>', 'sign in with email and password, and create an API key')
     .option('--password-stdin', 'read the password from standard input (with --email)')
-    .option('--scopes <list>', 'scopes of the key created with --email (renter,host); default: renter, plus host for a host account')
+    .option('--scopes <list>', 'scopes of the key created with --email (renter,host); default: renter, plus host once the account hosts')
     .option('--label <label>', 'label of the key created with --email', `ark CLI on ${hostname()}`)
     .action(
       action(async (ctx, options: { apiKeyStdin?: boolean; email?: string; passwordStdin?: boolean; scopes?: string; label: string }) => {
@@ -73,7 +73,11 @@ export function registerAccountCommands(program: Command): void {
           try {
             const account = await signedIn.get<Account>('/api/v1/account');
             const scopes =
-              options.scopes !== undefined ? parseScopes(options.scopes) : account.role === 'host' ? ['renter', 'host'] : ['renter'];
+              options.scopes !== undefined
+                ? parseScopes(options.scopes)
+                : account.role === 'host' || account.host_enabled
+                  ? ['renter', 'host']
+                  : ['renter'];
             await signedIn.post('/api/v1/account/step-up', { password });
             const created = await signedIn.post<{ secret: string }>(
               '/api/v1/account/api-keys',
@@ -151,14 +155,10 @@ export function registerAccountCommands(program: Command): void {
         if (options.expiresIn !== undefined) {
           body.expires_at = new Date(Date.now() + durationToSeconds(options.expiresIn, '--expires-in') * 1000).toISOString();
         }
-        const created = await withStepUp(ctx.api, options, ctx.env, () =>
-          ctx.api.post<{ api_key_id: string; secret: string; scopes: string[]; expires_at: string | null }>(
-            '/api/v1/account/api-keys',
-            body,
-            {
-              idempotent: true,
-            },
-          ),
+        const created = await withStepUp(ctx.api, options, ctx.env, (api) =>
+          api.post<{ api_key_id: string; secret: string; scopes: string[]; expires_at: string | null }>('/api/v1/account/api-keys', body, {
+            idempotent: true,
+          }),
         );
         ctx.out.result(created, () => {
           ctx.out.line(created.secret);

@@ -3,11 +3,10 @@ import { action } from '../action.js';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT, usageError } from '../exit-codes.js';
 import { durationToSeconds, formatGib, formatUsdc, usdcToMicro } from '../money.js';
-import { type StepUpOptions, STEP_UP_HELP, withStepUp } from '../step-up.js';
 import { positiveInteger } from './offers.js';
 
-// Hosts: their machines, offers (rate, quotas, window, maintenance), telemetry, network tests, earnings, payouts
-// and market statistics, over the host API (an API key with the host scope).
+// Hosts: their machines, offers (rate, quotas, window, maintenance), telemetry, network tests, earnings and market
+// statistics (payouts: money-out.ts), over the host API (an API key with the host scope).
 
 interface MaintenanceWindow {
   starts_at: string;
@@ -424,51 +423,6 @@ export function registerHostCommands(program: Command): void {
             );
           }
         });
-      }),
-    );
-
-  program
-    .command('payout')
-    .description(`Be paid out payable earnings in USDC to an address (needs a ${STEP_UP_HELP})`)
-    .requiredOption('--amount <usdc>', 'amount in USDC')
-    .requiredOption('--to <address>', 'an EVM address (registered as a withdrawal address if new) or a withdrawal address id')
-    .option('--network <network>', 'network of the payout (default: the primary one)')
-    .option('--totp <code>', 'TOTP code for the step-up')
-    .option('--password-stdin', 'read the password for the step-up from standard input')
-    .action(
-      action(async (ctx, options: { amount: string; to: string; network?: string } & StepUpOptions) => {
-        const amount = usdcToMicro(options.amount, '--amount');
-        const withdrawal = await withStepUp(ctx.api, options, ctx.env, async () => {
-          let addressId = options.to;
-          if (/^0x[0-9a-fA-F]{40}$/.test(options.to)) {
-            const known = await ctx.api.all<{ id: string; address: string }>('/api/v1/withdrawal-addresses');
-            const found = known.find((a) => a.address.toLowerCase() === options.to.toLowerCase());
-            addressId =
-              found?.id ??
-              (
-                await ctx.api.post<{ id: string }>(
-                  '/api/v1/withdrawal-addresses',
-                  { address: options.to, label: 'ark CLI payout' },
-                  { idempotent: true },
-                )
-              ).id;
-          }
-          return ctx.api.post<{ id: string; state: string; amount_micro: string; address: string; hold_reasons: string[] }>(
-            '/api/v1/withdrawals',
-            {
-              amount_micro: amount.toString(),
-              withdrawal_address_id: addressId,
-              ...(options.network === undefined ? {} : { network: options.network }),
-            },
-            { idempotent: true },
-          );
-        });
-        ctx.out.result(withdrawal, () =>
-          ctx.out.line(
-            `Payout ${withdrawal.id}: ${formatUsdc(withdrawal.amount_micro)} USDC to ${withdrawal.address}, ${withdrawal.state}` +
-              (withdrawal.hold_reasons.length > 0 ? ` (held for review: ${withdrawal.hold_reasons.join(', ')})` : ''),
-          ),
-        );
       }),
     );
 

@@ -337,6 +337,29 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     expect(after.body).toContain(`web console: ${address.toLowerCase()}`);
   });
 
+  it('lets a host withdraw its available balance from the balance page, as a withdrawal (issue 22)', async () => {
+    const host = await seedAccount(t.ctx, { role: 'host' });
+    await fund(t.ctx, host.accountId, 3_000_000n);
+    const browser = new Browser(t);
+    await browser.signIn(host);
+    expect((await browser.get('/console/balance')).body).toContain('<form id="withdraw"');
+    await browser.post('/console/balance/withdraw', { amount_usd: '3', address: `0x${'cd'.repeat(20)}`, step_up: host.password });
+    expect((await browser.get('/console/balance')).body).toMatch(/class="flash ok"[^>]*>Withdrawal of \$3\.00 requested/);
+    const listed = await t.app.inject({ method: 'GET', url: '/api/v1/withdrawals', headers: bearer(host.apiKey) });
+    expect(listed.json().items).toMatchObject([{ kind: 'withdrawal', amount_micro: '3000000' }]);
+  });
+
+  it('tells a renter who never hosted that the host pages need hosting, without an error page', async () => {
+    const newcomer = await seedAccount(t.ctx);
+    const browser = new Browser(t);
+    await browser.signIn(newcomer);
+    for (const path of ['/console/market', '/console/earnings', '/console/machines']) {
+      const res = await browser.get(path);
+      expect(res.statusCode, path).toBe(200);
+      expect(res.body, path).toMatch(/class="flash error"[^>]*>This operation needs the host scope\./);
+    }
+  });
+
   it('shows a renter its job with events and charges, and stops it from the form', async () => {
     const spender = await seedAccount(t.ctx);
     await fund(t.ctx, spender.accountId, 50_000_000n);

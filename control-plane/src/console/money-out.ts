@@ -10,14 +10,15 @@ export async function withdrawalAddresses(who: Signed): Promise<Array<{ id: stri
 }
 
 /**
- * Money out from a form: a renter withdraws from the available balance, a host is paid out its payable earnings
- * (the API decides which from the account). The proof of the account's step-up method comes in the same form; a
- * new address is registered first. Requests over the review threshold wait for an operator.
+ * Money out from a form: the balance page withdraws the available balance, the earnings page pays out payable
+ * earnings; any account may use both (the request names the balance, the API checks the session's scope). The proof
+ * of the account's step-up method comes in the same form; a new address is registered first. Requests over the
+ * review threshold wait for an operator.
  */
 export function registerMoneyOutActions(c: ConsoleScope): void {
-  for (const [path, back] of [
-    ['/earnings/payout', '/console/earnings'],
-    ['/balance/withdraw', '/console/balance'],
+  for (const [path, back, balance] of [
+    ['/earnings/payout', '/console/earnings', 'payable'],
+    ['/balance/withdraw', '/console/balance', 'available'],
   ] as const) {
     action(c, path, async (request, reply) => {
       const who = await signedIn(c, request, reply);
@@ -36,6 +37,7 @@ export function registerMoneyOutActions(c: ConsoleScope): void {
             ? chosen
             : (await who.api.post<{ id: string }>('/api/v1/withdrawal-addresses', { address: typed, label: 'web console' })).id;
         const made = await who.api.post<{ kind: string; state: string; hold_reasons: string[] }>('/api/v1/withdrawals', {
+          balance,
           amount_micro: amount.toString(),
           withdrawal_address_id: addressId,
         });

@@ -1,7 +1,7 @@
 import type { FastifyContextConfig, FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
 import type { Clock } from '../clock.js';
 import { DomainError } from '../errors.js';
-import type { Authenticator, Principal } from '../domain/accounts/principal.js';
+import type { Authenticator, Principal, Scope } from '../domain/accounts/principal.js';
 import { type OwnerLookups, ownerFirstRefusal } from './owner-first.js';
 import type { AuthRequirement } from './principal.js';
 import { routeOptionsOf } from './route-options.js';
@@ -94,9 +94,7 @@ export function enforce(principal: Principal, requirement: Exclude<AuthRequireme
   if (requirement.session && principal.authMethod !== 'session') {
     throw new DomainError('FORBIDDEN', 'This operation needs an interactive session, not an API key.');
   }
-  if (requirement.scope && !principal.scopes.has(requirement.scope)) {
-    throw new DomainError('SCOPE_REQUIRED', `This operation needs the ${requirement.scope} scope.`);
-  }
+  if (requirement.scope && !(requirement.orSession && principal.authMethod === 'session')) requireScope(principal, requirement.scope);
   if (requirement.verified && !principal.emailVerified && principal.accountKind !== 'agent') {
     throw new DomainError('EMAIL_NOT_VERIFIED');
   }
@@ -107,6 +105,14 @@ export function enforce(principal: Principal, requirement: Exclude<AuthRequireme
       throw new DomainError('STEP_UP_REQUIRED', requirement.stepUp === 'totp' ? 'A fresh TOTP step-up is required.' : undefined);
     }
   }
+}
+
+/**
+ * Refuses a credential without `scope`: what enforce() checks for a route's declared scope, and what a handler checks
+ * for a scope that depends on the body (`scopeInBody`). A scope never escalates: a step-up does not stand in for it.
+ */
+export function requireScope(principal: Principal, scope: Scope): void {
+  if (!principal.scopes.has(scope)) throw new DomainError('SCOPE_REQUIRED', `This operation needs the ${scope} scope.`);
 }
 
 /** The caller of a route that requires authentication (every route not declared 'public'). */

@@ -8,6 +8,12 @@
 //
 // The expected cells come from the table below, written from the contract, not from the routes' own config: a
 // route whose declared requirement drifts from it fails here. An operation missing from the table fails too.
+//
+// Money out (issue 22): a withdrawal needs the renter scope and a payout the host scope, checked on the balance the
+// body names, after the step-up; a person's API key is never stepped up (a password or TOTP code steps up sessions
+// only), so the stepped-up keys here are an agent's, stepped up by its sign-in wallet: renter only, host only, both.
+// A session carries the host scope only once its account hosts (renterB's session: never, until it takes an
+// enrollment token near the end), yet may take that token: the routes that start hosting take any session.
 import { randomBytes, randomUUID } from 'node:crypto';
 import { ErrorEnvelope } from '@ark/shared';
 import Ajv from 'ajv';
@@ -15,24 +21,28 @@ import addFormats from 'ajv-formats';
 import type { InjectOptions } from 'fastify';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../clock.js';
-import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../testing/app.js';
+import { bearer, createTestApp, type SeededAccount, seedAccount, seedAgent, type TestApp } from '../testing/app.js';
 import { enrollDirect, machinePublicKey, randomAddress, sampleManifest } from '../testing/hosting.js';
 import { agentHeartbeat, customImage, fund, reserveJob, sshPublicKey } from '../testing/renting.js';
 import { DIALECTS } from '../testing/stores.js';
 
 type Json = Record<string, any>;
 type Scope = 'renter' | 'host';
-type Account = 'renterA' | 'renterB' | 'hostA' | 'hostB' | 'admin';
+type Account = 'renterA' | 'renterB' | 'hostA' | 'hostB' | 'admin' | 'agent';
 const PRINCIPALS = [
   'anonymous',
   'renterA',
   'renterB',
+  'renterBSession',
   'hostA',
   'hostB',
   'adminSession',
   'adminKey',
   'renterKeyOfHostA',
   'hostKeyOfRenterA',
+  'agentRenterKey',
+  'agentHostKey',
+  'agentBothKey',
   'expiredKey',
   'revokedKey',
 ] as const;
@@ -45,21 +55,33 @@ interface Facts {
   /** An interactive admin session (an admin's API key is not one). */
   admin: boolean;
   scopes: Scope[];
-  /** A fresh step-up on this credential. */
+  /** A fresh step-up on this credential that counts (a person's key has none: only sessions and agents' wallets). */
   stepUp: boolean;
+  /** Hosting needs a verified email; an agent has none. */
+  emailVerified: boolean;
 }
 const BOTH: Scope[] = ['renter', 'host'];
+const person = { admin: false, emailVerified: true } as const;
+const agent = { account: 'agent', session: false, admin: false, stepUp: true, emailVerified: false } as const;
 const FACTS: Record<Who, Facts | null> = {
   anonymous: null,
-  renterA: { account: 'renterA', session: true, admin: false, scopes: BOTH, stepUp: true },
-  renterB: { account: 'renterB', session: false, admin: false, scopes: ['renter'], stepUp: true },
-  hostA: { account: 'hostA', session: false, admin: false, scopes: ['host'], stepUp: true },
-  hostB: { account: 'hostB', session: true, admin: false, scopes: BOTH, stepUp: true },
-  adminSession: { account: 'admin', session: true, admin: true, scopes: BOTH, stepUp: true },
-  adminKey: { account: 'admin', session: false, admin: false, scopes: BOTH, stepUp: true },
+  // Renter A turned hosting on (beforeAll): its session carries both scopes.
+  renterA: { ...person, account: 'renterA', session: true, scopes: BOTH, stepUp: true },
+  // People's keys: seeded with a password step-up, which a key's credential never counts.
+  renterB: { ...person, account: 'renterB', session: false, scopes: ['renter'], stepUp: false },
+  // Renter B never hosts (until the enrollment-token row, near the end): its session is renter only.
+  renterBSession: { ...person, account: 'renterB', session: true, scopes: ['renter'], stepUp: true },
+  hostA: { ...person, account: 'hostA', session: false, scopes: ['host'], stepUp: false },
+  hostB: { ...person, account: 'hostB', session: true, scopes: BOTH, stepUp: true },
+  adminSession: { account: 'admin', session: true, admin: true, scopes: BOTH, stepUp: true, emailVerified: true },
+  adminKey: { ...person, account: 'admin', session: false, scopes: BOTH, stepUp: false },
   // Keys made over the API: one scope, never stepped up.
-  renterKeyOfHostA: { account: 'hostA', session: false, admin: false, scopes: ['renter'], stepUp: false },
-  hostKeyOfRenterA: { account: 'renterA', session: false, admin: false, scopes: ['host'], stepUp: false },
+  renterKeyOfHostA: { ...person, account: 'hostA', session: false, scopes: ['renter'], stepUp: false },
+  hostKeyOfRenterA: { ...person, account: 'renterA', session: false, scopes: ['host'], stepUp: false },
+  // An agent's keys, each stepped up by its sign-in wallet.
+  agentRenterKey: { ...agent, scopes: ['renter'] },
+  agentHostKey: { ...agent, scopes: ['host'] },
+  agentBothKey: { ...agent, scopes: BOTH },
   expiredKey: null,
   revokedKey: null,
 };
@@ -76,7 +98,20 @@ interface Cell {
 type Request = Pick<InjectOptions, 'method' | 'url' | 'query' | 'payload' | 'headers'>;
 
 interface Rule {
-  need: 'public' | { scope?: Scope; admin?: true; session?: true; stepUp?: true };
+  need:
+    | 'public'
+    | {
+        scope?: Scope;
+        /** With scope: any session passes instead (the routes that start hosting). */
+        orSession?: true;
+        admin?: true;
+        session?: true;
+        stepUp?: true;
+        /** The scope the body's balance calls for, checked by the handler after the step-up. */
+        bodyScope?: Scope;
+        /** The hosting rules: a verified email (checked by the use case, after the scope). */
+        hosting?: true;
+      };
   /** The path resource's owner, and whether an admin session may act on it too. */
   owner?: { account: Account; admin: boolean; resource: 'machine' | 'job' | 'fresh' };
   /** For `fresh` resources: makes one owned by the owner for each cell. */
@@ -107,9 +142,11 @@ function expected(rule: Rule, who: Who): Expected {
   if (rule.need.session && !p.session) return refused(403, 'FORBIDDEN');
   // A machine's owner is judged before the key's scope: a stranger gets 404 whatever its scopes (http/owner-first.ts).
   const stranger = rule.owner !== undefined && p.account !== rule.owner.account && !p.admin;
-  if (rule.need.scope && !p.scopes.includes(rule.need.scope))
+  if (rule.need.scope && !p.scopes.includes(rule.need.scope) && !(rule.need.orSession && p.session))
     return rule.owner?.resource === 'machine' && stranger ? refused(404, 'NOT_FOUND') : refused(403, 'SCOPE_REQUIRED');
   if (rule.need.stepUp && !p.stepUp) return refused(403, 'STEP_UP_REQUIRED');
+  if (rule.need.bodyScope && !p.scopes.includes(rule.need.bodyScope)) return refused(403, 'SCOPE_REQUIRED');
+  if (rule.need.hosting && !p.emailVerified) return refused(403, 'EMAIL_NOT_VERIFIED');
   if (rule.owner && p.account !== rule.owner.account && !(rule.owner.admin && p.admin)) return refused(404, 'NOT_FOUND');
   return ALLOWED;
 }
@@ -170,13 +207,16 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
   const RULES: Record<string, Rule> = {
     'POST /api/v1/hosts/pairings': { need: 'public', request: () => ({ payload: {} }), ok: [201] },
     'POST /api/v1/hosts/pairings/lookup': { need: { session: true }, request: () => ({ payload: { user_code: 'ZZZZ-ZZZZ' } }), ok: [404] },
-    'POST /api/v1/hosts/pairings/approve': { need: { scope: 'host' }, request: () => ({ payload: { user_code: 'ZZZZ-ZZZZ' } }), ok: [404] },
+    'POST /api/v1/hosts/pairings/approve': {
+      need: { scope: 'host', orSession: true },
+      request: () => ({ payload: { user_code: 'ZZZZ-ZZZZ' } }),
+      ok: [404],
+    },
     'POST /api/v1/hosts/pairings/poll': {
       need: 'public',
       request: () => ({ payload: { pairing_id: randomUUID(), poll_secret: 'not-the-secret' } }),
       ok: [404],
     },
-    'POST /api/v1/hosts/enrollment-tokens': { need: { scope: 'host' }, request: () => ({}), ok: [201] },
     'POST /api/v1/agents/enroll': {
       need: 'public',
       request: () => ({
@@ -266,8 +306,8 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     },
     // An empty proof: refused by the schema once the caller is admitted, so no step-up is spent.
     'POST /api/v1/account/step-up': { need: {}, request: () => ({ payload: {} }), ok: [422] },
-    // Every seeded account is a person: none has a sign-in wallet to challenge.
-    'POST /api/v1/account/step-up/challenge': { need: {}, request: () => ({}), ok: [409] },
+    // A person has no sign-in wallet to challenge (409); the agent's wallet is challenged.
+    'POST /api/v1/account/step-up/challenge': { need: {}, request: () => ({}), ok: [200, 409] },
     // No primary network is configured here, so the wallet's EOA check cannot run: 503, before any challenge is stored.
     'POST /api/v1/agents/accounts/challenge': { need: 'public', request: () => ({ payload: { address: evmAddress() } }), ok: [503] },
     'POST /api/v1/agents/accounts': { need: 'public', request: () => ({ payload: {} }), ok: [422] },
@@ -287,8 +327,9 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       request: () => ({}),
       ok: [200],
     },
+    // The hub token pulls models for the account's rentals: renter business.
     'POST /api/v1/account/integrations/{provider}': {
-      need: { stepUp: true },
+      need: { scope: 'renter', stepUp: true },
       request: () => ({ url: '/api/v1/account/integrations/model-hub', payload: { token: 'hub-token-for-the-matrix' } }),
       ok: [201],
     },
@@ -320,10 +361,16 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       request: () => ({}),
       ok: [200],
     },
-    // No primary network is configured here: withdrawals answer 503 UNAVAILABLE (retryable) to whoever may ask.
+    // No primary network is configured here: withdrawals answer 503 UNAVAILABLE (retryable) to whoever may ask. The
+    // balance drawn names the scope: available (a withdrawal) renter, payable (a payout) host.
     'POST /api/v1/withdrawals': {
-      need: { stepUp: true },
-      request: () => ({ payload: { amount_micro: '1000000', withdrawal_address_id: randomUUID() } }),
+      need: { stepUp: true, bodyScope: 'renter' },
+      request: () => ({ payload: { balance: 'available', amount_micro: '1000000', withdrawal_address_id: randomUUID() } }),
+      ok: [503],
+    },
+    'POST /api/v1/withdrawals #payout': {
+      need: { stepUp: true, bodyScope: 'host' },
+      request: () => ({ payload: { balance: 'payable', amount_micro: '1000000', withdrawal_address_id: randomUUID() } }),
       ok: [503],
     },
     'GET /api/v1/withdrawals': { need: {}, request: () => ({}), ok: [200] },
@@ -482,6 +529,8 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
         },
       ]),
     ),
+    // Late: starts hosting for every caller allowed, renter B's session included (it gains the host scope after this).
+    'POST /api/v1/hosts/enrollment-tokens': { need: { scope: 'host', orSession: true, hosting: true }, request: () => ({}), ok: [201] },
     'POST /api/v1/account/deletion-request': { need: { stepUp: true }, request: () => ({}), ok: [202] },
     'DELETE /api/v1/auth/sessions/current': { need: { session: true }, request: () => ({}), ok: [204] },
   };
@@ -494,6 +543,9 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     seeded.hostA = await seedAccount(ctx, { role: 'host', scopes: ['host'], stepUp: true });
     seeded.hostB = await seedAccount(ctx, { role: 'host', stepUp: true });
     seeded.admin = await seedAccount(ctx, { role: 'admin', withTotp: true, stepUp: true });
+    const agentKeys = (await seedAgent(ctx, { keys: [['renter'], ['host'], ['renter', 'host']] })).apiKeys;
+    // Renter A hosts: its session takes an enrollment token, which turns hosting on (and the session's host scope).
+    await postAs(seeded.renterA.sessionToken, '/api/v1/hosts/enrollment-tokens', {});
 
     // Host A's machine, live with its seeded offer; renter A's job on it.
     const machineId = await enrollDirect(app, seeded.hostA);
@@ -524,12 +576,16 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       anonymous: null,
       renterA: seeded.renterA.sessionToken,
       renterB: seeded.renterB.apiKey,
+      renterBSession: seeded.renterB.sessionToken,
       hostA: seeded.hostA.apiKey,
       hostB: seeded.hostB.sessionToken,
       adminSession: seeded.admin.sessionToken,
       adminKey: seeded.admin.apiKey,
       renterKeyOfHostA,
       hostKeyOfRenterA,
+      agentRenterKey: agentKeys[0]!,
+      agentHostKey: agentKeys[1]!,
+      agentBothKey: agentKeys[2]!,
       expiredKey: expiring,
       revokedKey: revoked.secret,
     } satisfies Record<Who, string | null>);
@@ -546,14 +602,23 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
         .filter(([method]) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
         .map(([method, op]) => ({ key: `${method.toUpperCase()} ${path}`, method: method.toUpperCase(), path, op })),
     );
-    const order = Object.keys(RULES);
-    return documented.sort((a, b) => order.indexOf(a.key) - order.indexOf(b.key));
+    // A rule `KEY #variant` is one more row for the operation KEY (a requirement that depends on the body).
+    return Object.keys(RULES).flatMap((ruleKey) => {
+      const found = documented.find((o) => o.key === operationOf(ruleKey));
+      return found ? [{ ...found, ruleKey }] : [];
+    });
   };
+  const operationOf = (ruleKey: string) => ruleKey.split(' #')[0]!;
 
   it('has a row for every operation of the OpenAPI document, and the document states the same requirement', () => {
-    const documented = operations();
-    expect(documented.map((o) => o.key).sort()).toEqual(Object.keys(RULES).sort());
-    for (const { key, op } of documented) {
+    const documented = Object.entries<Json>(doc.paths).flatMap(([path, item]) =>
+      Object.keys(item)
+        .filter((method) => ['get', 'post', 'put', 'patch', 'delete'].includes(method))
+        .map((method) => `${method.toUpperCase()} ${path}`),
+    );
+    expect(documented.sort()).toEqual([...new Set(Object.keys(RULES).map(operationOf))].sort());
+    for (const { key, ruleKey, op } of operations()) {
+      if (ruleKey !== key) continue;
       const need = RULES[key]?.need;
       if (need === 'public') {
         expect(op.security, key).toEqual([]);
@@ -564,6 +629,8 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       expect(Boolean(declared.admin), `${key} admin`).toBe(Boolean(need?.admin));
       expect(Boolean(declared.session), `${key} session`).toBe(Boolean(need?.session));
       expect(Boolean(declared.stepUp), `${key} step-up`).toBe(Boolean(need?.stepUp));
+      expect(Boolean(declared.orSession), `${key} or session`).toBe(Boolean(need?.orSession));
+      expect(Boolean(declared.scopeInBody), `${key} scope in body`).toBe(Boolean(need?.bodyScope));
     }
   });
 
@@ -586,12 +653,8 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       check(label, String(res.headers['cache-control']).includes('no-store'), 'cache-control');
     };
 
-    for (const { key, method, path, op } of operations()) {
-      const rule = RULES[key];
-      if (!rule) {
-        failures.push(`${key}: no row in the matrix; add one from the contract`);
-        continue;
-      }
+    for (const { ruleKey: key, method, path, op } of operations()) {
+      const rule = RULES[key]!;
       const idempotent = (op.parameters ?? []).some((p: Json) => p.in === 'header' && p.name === 'idempotency-key');
       for (const who of PRINCIPALS) {
         const want = expected(rule, who);

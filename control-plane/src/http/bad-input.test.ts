@@ -20,7 +20,7 @@ import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../clock.js';
 import type { Store } from '../store/db.js';
-import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../testing/app.js';
+import { bearer, createTestApp, type SeededAccount, seedAccount, seedAgent, type TestApp } from '../testing/app.js';
 import { pairMachine } from '../testing/hosting.js';
 import { DIALECTS } from '../testing/stores.js';
 import type { AuthRequirement } from './principal.js';
@@ -491,9 +491,12 @@ describe.each(DIALECTS)('bad input on every route on %s', (dialect) => {
     const renterOnly = await seedAccount(ctx, { role: 'host', scopes: ['renter'], withTotp: true, stepUp: true });
     const hostOnly = await seedAccount(ctx, { role: 'host', scopes: ['host'], withTotp: true, stepUp: true });
     const revoked = await seedAccount(ctx, { role: 'host' });
+    // A person's key takes no password step-up: the key admitted wherever a key may go is an agent's, stepped up by
+    // its sign-in wallet.
+    const agent = await seedAgent(ctx, { keys: [['renter', 'host']] });
     Object.assign(creds, {
       session: user.sessionToken,
-      key: user.apiKey,
+      key: agent.apiKeys[0],
       adminSession: admin.sessionToken,
       adminKey: admin.apiKey,
       noStepUp: noStepUp.sessionToken,

@@ -240,7 +240,8 @@ describe('the HTTP edge, over a real socket', () => {
           t.app.inject({
             method: 'POST',
             url,
-            headers: { ...bearer(host.apiKey), 'idempotency-key': randomUUID(), 'content-type': 'application/json' },
+            // The session: a step-up counts there (a person's key takes none), and the deletion request needs one.
+            headers: { ...bearer(host.sessionToken), 'idempotency-key': randomUUID(), 'content-type': 'application/json' },
             payload,
           });
         for (const [payload, code] of [

@@ -28,7 +28,7 @@ function plumbingCodes(op: Json, path: string): ErrorCode[] {
   const auth = op['x-ark-auth'] as Json | undefined;
   if (auth) {
     codes.push('UNAUTHENTICATED');
-    if (auth.scope) codes.push('SCOPE_REQUIRED');
+    if (auth.scope || auth.scopeInBody) codes.push('SCOPE_REQUIRED');
     if (auth.admin) codes.push('ADMIN_SESSION_REQUIRED');
     if (auth.session) codes.push('FORBIDDEN');
     if (auth.verified) codes.push('EMAIL_NOT_VERIFIED');
@@ -64,7 +64,8 @@ function requirementText(op: Json): string {
   const auth = op['x-ark-auth'] as Json | undefined;
   if (!auth) return 'No credential needed.';
   const parts = [auth.admin ? 'an interactive admin session' : auth.session ? 'an interactive session' : 'a bearer API key or session'];
-  if (auth.scope) parts.push(`with the ${auth.scope} scope`);
+  if (auth.scope) parts.push(auth.orSession ? `with the ${auth.scope} scope (any session passes)` : `with the ${auth.scope} scope`);
+  if (auth.scopeInBody) parts.push('with the scope the body calls for (see the description)');
   if (auth.verified) parts.push('of a verified (or wallet-created) account');
   if (auth.stepUp) parts.push(auth.stepUp === 'totp' ? 'with a fresh TOTP step-up' : 'with a fresh step-up');
   const text = `Needs ${parts.join(' ')}.`;

@@ -11,7 +11,7 @@ export const OPERATION_ERROR_CODES: Readonly<Record<string, readonly ErrorCode[]
   'POST /api/v1/accounts': ['EMAIL_TAKEN'],
   'POST /api/v1/account/email-verification': ['VERIFICATION_TOKEN_INVALID'],
   'POST /api/v1/auth/sessions': ['INVALID_CREDENTIALS'],
-  'POST /api/v1/account/step-up': ['STEP_UP_FAILED', 'STEP_UP_TOTP_REQUIRED', 'STEP_UP_WALLET_REQUIRED', 'TOTP_CODE_INVALID'],
+  'POST /api/v1/account/step-up': ['FORBIDDEN', 'STEP_UP_FAILED', 'STEP_UP_TOTP_REQUIRED', 'STEP_UP_WALLET_REQUIRED', 'TOTP_CODE_INVALID'],
   'POST /api/v1/account/step-up/challenge': ['STEP_UP_WALLET_NOT_LINKED', 'WALLET_CHECK_UNAVAILABLE'],
   'POST /api/v1/account/totp': ['TOTP_ALREADY_ENABLED'],
   'POST /api/v1/account/totp/confirm': ['TOTP_NOT_ENROLLED', 'TOTP_ALREADY_ENABLED', 'TOTP_CODE_INVALID'],

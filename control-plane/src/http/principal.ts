@@ -13,6 +13,15 @@ export type AuthRequirement =
        * an admin gets 404, never 403 (http/owner-first.ts). The route still checks ownership itself.
        */
       owner?: OwnedResource;
+       * With `scope`: any interactive session passes instead of the scope (the routes that turn hosting on: a session
+       * may start hosting; an API key needs the host scope).
+       */
+      orSession?: boolean;
+      /**
+       * The scope depends on the body (money out: the balance drawn names it), so the handler checks it with
+       * `requireScope` once the body is parsed; declared so the API reference says so.
+       */
+      scopeInBody?: boolean;
       /** Interactive admin session (API keys never qualify). */
       admin?: boolean;
       /** A fresh step-up on this credential; 'totp' demands the TOTP kind. */

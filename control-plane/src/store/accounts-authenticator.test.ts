@@ -5,6 +5,7 @@ import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js'
 import { insertAccount } from './accounts.js';
 import { createAccountAuthenticator } from './accounts-authenticator.js';
 import { issueApiKey, issueSession, recordStepUp, revokeApiKey, revokeSession } from './accounts-credentials.js';
+import { turnHostingOn } from './hosts.js';
 
 const T0 = new Date('2026-02-01T00:00:00.000Z');
 const later = (ms: number) => new Date(T0.getTime() + ms);
@@ -29,7 +30,7 @@ describe.each(DIALECTS)('account authenticator on %s', (dialect) => {
     await store.destroy();
   });
 
-  it('resolves a session with every non-admin scope until it expires or is revoked', async () => {
+  it('resolves a host’s session with both scopes until it expires or is revoked', async () => {
     const auth = createAccountAuthenticator(store);
     const { token, row } = await issueSession(store.db, accountId, T0, 60_000);
     const principal = await auth.authenticate(token, later(1));
@@ -74,11 +75,35 @@ describe.each(DIALECTS)('account authenticator on %s', (dialect) => {
     auth.close();
   });
 
+  it('gives a renter’s session the host scope only once its hosting is on (issue 22)', async () => {
+    const auth = createAccountAuthenticator(store);
+    const renter = await insertAccount(store.db, {
+      email: 'renter-auth@example.test',
+      passwordHash: null,
+      name: null,
+      role: 'renter',
+      emailVerified: true,
+      now: T0,
+    });
+    const { token } = await issueSession(store.db, renter.id, T0, 60_000);
+    expect([...(await auth.authenticate(token, later(1)))!.scopes]).toEqual(['renter']);
+    await turnHostingOn(store.db, renter.id, later(2));
+    expect([...(await auth.authenticate(token, later(3)))!.scopes].sort()).toEqual(['host', 'renter']);
+    auth.close();
+  });
+
   it('reports a step-up only while it is fresh, and sees revocation at once', async () => {
     const auth = createAccountAuthenticator(store);
+    const session = await issueSession(store.db, accountId, T0, 3_600_000);
+    await recordStepUp(store.db, { kind: 'session', id: session.row.id }, 'totp', later(10_000));
+    expect((await auth.authenticate(session.token, later(9_999)))?.stepUp).toEqual({ method: 'totp', until: later(10_000) });
+    expect((await auth.authenticate(session.token, later(10_000)))?.stepUp).toBeNull();
+    // A key's step-up counts only when a sign-in wallet signed it: a password or TOTP one is a person's, for sessions.
     const { secret, row } = await issueApiKey(store.db, { accountId, label: 'k2', scopes: ['renter', 'host'], expiresAt: null, now: T0 });
     await recordStepUp(store.db, { kind: 'api-key', id: row.id }, 'totp', later(10_000));
-    expect((await auth.authenticate(secret, later(9_999)))?.stepUp).toEqual({ method: 'totp', until: later(10_000) });
+    expect((await auth.authenticate(secret, later(5_000)))?.stepUp).toBeNull();
+    await recordStepUp(store.db, { kind: 'api-key', id: row.id }, 'wallet', later(10_000));
+    expect((await auth.authenticate(secret, later(9_999)))?.stepUp).toEqual({ method: 'wallet', until: later(10_000) });
     expect((await auth.authenticate(secret, later(10_000)))?.stepUp).toBeNull();
     expect(await revokeApiKey(store.db, accountId, row.id, later(1))).toBe(true);
     expect(await auth.authenticate(secret, later(2))).toBeNull();

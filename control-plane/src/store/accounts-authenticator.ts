@@ -1,4 +1,11 @@
-import type { Authenticator, CredentialKind, Principal, Scope, StepUpKind } from '../domain/accounts/principal.js';
+import {
+  type Authenticator,
+  type CredentialKind,
+  type Principal,
+  type Scope,
+  type StepUpKind,
+  stepUpCounts,
+} from '../domain/accounts/principal.js';
 import { hashToken, tokenKind } from '../domain/accounts/tokens.js';
 import type { AccountRow } from './accounts.js';
 import { touchApiKey } from './accounts-credentials.js';
@@ -44,9 +51,10 @@ export function createAccountAuthenticator(
     const nowMs = now.getTime();
     if (!found || found.revoked || found.expiresAtMs <= nowMs) return null;
     const { row, scopes, stepUpUntilMs, lastUsedMs } = found;
+    const stepUpMethod = row.credential_step_up_method as StepUpKind;
     const stepUp =
-      stepUpUntilMs !== null && stepUpUntilMs > nowMs
-        ? { until: new Date(stepUpUntilMs), method: row.credential_step_up_method as StepUpKind }
+      stepUpUntilMs !== null && stepUpUntilMs > nowMs && stepUpCounts(kind, stepUpMethod)
+        ? { until: new Date(stepUpUntilMs), method: stepUpMethod }
         : null;
     const principal = principalFrom(row, kind, scopes, stepUp);
     if (kind === 'session' || (lastUsedMs !== null && lastUsedMs + LAST_USED_GRANULARITY_MS > nowMs)) return principal;

@@ -112,8 +112,8 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
   it('still compares expiry and step-up freshness with the time of each request', async () => {
     const auth = createAccountAuthenticator(store);
     const { secret, row } = await freshKey('clock');
-    await recordStepUp(store.db, { kind: 'api-key', id: row.id }, 'totp', later(5_000));
-    expect((await auth.authenticate(secret, later(4_999)))?.stepUp).toEqual({ method: 'totp', until: later(5_000) });
+    await recordStepUp(store.db, { kind: 'api-key', id: row.id }, 'wallet', later(5_000));
+    expect((await auth.authenticate(secret, later(4_999)))?.stepUp).toEqual({ method: 'wallet', until: later(5_000) });
     expect((await auth.authenticate(secret, later(5_000)))?.stepUp).toBeNull();
     expect(await auth.authenticate(secret, later(3_599_999))).not.toBeNull();
     expect(await auth.authenticate(secret, later(3_600_000))).toBeNull();

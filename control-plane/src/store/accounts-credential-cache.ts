@@ -2,14 +2,12 @@ import SqliteDatabase from 'better-sqlite3';
 import { closeSync, openSync, readSync } from 'node:fs';
 import { CompiledQuery, sql } from 'kysely';
 import { decodeScopes } from '../domain/accounts/account.js';
-import type { CredentialKind, Scope, StepUpKind } from '../domain/accounts/principal.js';
+import { type CredentialKind, type Scope, type StepUpKind, sessionScopes } from '../domain/accounts/principal.js';
 import type { AccountRow } from './accounts.js';
-import { type Store, sqliteConnectionOf, sqliteWritesTo } from './db.js';
+import { type Store, sqliteConnectionOf, sqliteWritesTo, toBool } from './db.js';
 
 // The authenticator's read path: one credential row joined with its account, by the hash of its secret. On SQLite
 // it has a connection of its own and a cache; on Postgres it runs SQL compiled once.
-
-const SESSION_SCOPES: ReadonlySet<Scope> = new Set<Scope>(['renter', 'host']);
 
 /** The tables a credential row is read from: only writes to these can change a cached entry. */
 export const CREDENTIAL_TABLES = ['accounts', 'api_keys', 'sessions'] as const;
@@ -94,7 +92,10 @@ function credentialQueries(db: Store['db']) {
 
 const decoded = (kind: CredentialKind, row: CredentialRow, nowMs: number): CachedCredential => ({
   row,
-  scopes: kind === 'session' ? SESSION_SCOPES : new Set<Scope>(decodeScopes(row.credential_scopes ?? '')),
+  scopes:
+    kind === 'session'
+      ? sessionScopes({ role: row.role, hostEnabled: toBool(row.host_enabled) })
+      : new Set<Scope>(decodeScopes(row.credential_scopes ?? '')),
   revoked: row.credential_revoked_at !== null,
   expiresAtMs: row.credential_expires_at === null ? Number.POSITIVE_INFINITY : Date.parse(row.credential_expires_at),
   stepUpUntilMs:

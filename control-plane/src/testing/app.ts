@@ -15,7 +15,9 @@ import type { Role } from '../domain/accounts/principal.js';
 import { MemoryRateLimiter } from '../http/rate-limit.js';
 import type { TypedApp } from '../http/typed-app.js';
 import type { MailMessage, Mailer } from '../mail.js';
+import { agentPlaceholderEmail } from '../services/accounts/agent-registration.js';
 import { insertAccount } from '../store/accounts.js';
+import { insertWallet } from '../store/agent-wallets.js';
 import { createAccountAuthenticator } from '../store/accounts-authenticator.js';
 import { issueApiKey, issueSession, recordStepUp } from '../store/accounts-credentials.js';
 import type { Dialect } from '../store/db.js';
@@ -105,7 +107,10 @@ export interface SeedOptions {
   verified?: boolean;
   /** Enroll TOTP (the seed is returned so the test can compute codes). */
   withTotp?: boolean;
-  /** Record a fresh step-up (method: totp when withTotp, else password) on both the session and the key. */
+  /**
+   * Record a fresh step-up (method: totp when withTotp, else password) on the session. Not on the key: a key's
+   * password or TOTP step-up never counts (stepUpCounts); seedAgent gives keys a wallet step-up.
+   */
   stepUp?: boolean;
   email?: string;
   password?: string;
@@ -158,7 +163,6 @@ export async function seedAccount(ctx: AppContext, options: SeedOptions = {}): P
       const until = new Date(now.getTime() + ctx.config.stepUpTtlMs);
       const method = totpSecret ? 'totp' : 'password';
       await recordStepUp(trx, { kind: 'session', id: session.row.id }, method, until);
-      await recordStepUp(trx, { kind: 'api-key', id: key.row.id }, method, until);
     }
     return {
       accountId: account.id,
@@ -170,6 +174,60 @@ export async function seedAccount(ctx: AppContext, options: SeedOptions = {}): P
       apiKeyId: key.row.id,
       totpSecret,
     };
+  });
+}
+
+export interface SeededAgent {
+  accountId: string;
+  /** The sign-in wallet's address. */
+  walletAddress: string;
+  /** One key per scope set asked for, in order. */
+  apiKeys: string[];
+}
+
+export interface SeedAgentOptions {
+  /** The scopes of each key (default one renter key, as registration issues). */
+  keys?: ApiKeyScope[][];
+  /** The sign-in wallet (default a random address, whose key nobody has). */
+  walletAddress?: string;
+  /** Record a fresh wallet step-up on every key, as a signed step-up challenge would (default true). */
+  stepUp?: boolean;
+}
+
+/**
+ * An agent account as wallet registration makes it (no password, a placeholder email, role renter, a sign-in
+ * wallet), straight into the store, with its keys.
+ */
+export async function seedAgent(ctx: AppContext, options: SeedAgentOptions = {}): Promise<SeededAgent> {
+  const now = ctx.clock.now();
+  const id = randomUUID();
+  const walletAddress = options.walletAddress ?? `0x${randomBytes(20).toString('hex')}`;
+  return ctx.store.db.transaction().execute(async (trx) => {
+    await insertAccount(trx, {
+      id,
+      email: agentPlaceholderEmail(id),
+      passwordHash: null,
+      name: 'seeded agent',
+      role: 'renter',
+      accountKind: 'agent',
+      emailVerified: false,
+      now,
+    });
+    await insertWallet(trx, {
+      accountId: id,
+      address: walletAddress,
+      profile: { name: 'seeded agent', vendor: 'test', model: 'test' },
+      now,
+    });
+    const apiKeys: string[] = [];
+    for (const scopes of options.keys ?? [['renter']]) {
+      const key = await issueApiKey(trx, { accountId: id, label: 'seed', scopes, expiresAt: null, now });
+      if (options.stepUp ?? true) {
+        await recordStepUp(trx, { kind: 'api-key', id: key.row.id }, 'wallet', new Date(now.getTime() + ctx.config.stepUpTtlMs));
+      }
+      apiKeys.push(key.secret);
+    }
+    return { accountId: id, walletAddress, apiKeys };
   });
 }
 

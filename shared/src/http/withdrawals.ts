@@ -21,8 +21,17 @@ export type WithdrawalState = Static<typeof WithdrawalState>;
 export const WithdrawalKind = Type.Union([Type.Literal('withdrawal'), Type.Literal('payout')]);
 export type WithdrawalKind = Static<typeof WithdrawalKind>;
 
+/** Which balance a request draws: `available` (deposits, top-ups, refunds) or `payable` (matured host earnings). */
+export const WithdrawalBalance = Type.Union([Type.Literal('available'), Type.Literal('payable')], {
+  description:
+    'The balance to draw: available leaves as a withdrawal (renter scope), payable as a payout (host scope). Any account may hold ' +
+    'both. Omitted (older clients): payable for a host-role account, available for any other.',
+});
+export type WithdrawalBalance = Static<typeof WithdrawalBalance>;
+
 export const WithdrawalCreateRequest = Type.Object(
   {
+    balance: Type.Optional(WithdrawalBalance),
     amount_micro: MicroAmount,
     withdrawal_address_id: Uuid,
     network: Type.Optional(Type.String({ pattern: '^[a-z0-9][a-z0-9-]{0,31}$' })),
@@ -34,7 +43,7 @@ export type WithdrawalCreateRequest = Static<typeof WithdrawalCreateRequest>;
 export const Withdrawal = Type.Object(
   {
     id: Uuid,
-    /** withdrawal: a renter's available balance; payout: a host's payable earnings. */
+    /** withdrawal: from the available balance; payout: from payable earnings (the request's `balance`). */
     kind: WithdrawalKind,
     state: WithdrawalState,
     amount_micro: MicroAmount,

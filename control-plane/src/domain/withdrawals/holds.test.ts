@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type HoldFacts, type HoldPolicy, holdReasons, replacementFees } from './holds.js';
-import { reviewable, withdrawalKindFor } from './states.js';
+import { defaultWithdrawalBalance, reviewable, scopeForWithdrawal, withdrawalKindOf } from './states.js';
 
 const policy: HoldPolicy = { reviewAboveMicro: 100n, newAddressHoldMs: 86_400_000, dailyLimitMicro: 500n, reviewFirst: true };
 const now = new Date('2026-11-24T12:00:00Z');
@@ -58,10 +58,18 @@ describe('withdrawal holds', () => {
     expect(tipHeavy.maxFeePerGas).toBeGreaterThanOrEqual(tipHeavy.maxPriorityFeePerGas);
   });
 
-  it('reviews only what is not pinned yet, and pays hosts out of payable', () => {
+  it('reviews only what is not pinned yet', () => {
     expect(['INTENT', 'UNSIGNED'].every((s) => reviewable(s as never))).toBe(true);
     expect(['SIGNED', 'BROADCAST', 'CONFIRMED', 'FAILED'].some((s) => reviewable(s as never))).toBe(false);
-    expect(withdrawalKindFor('host')).toBe('payout');
-    expect(withdrawalKindFor('renter')).toBe('withdrawal');
+  });
+
+  it('takes the kind from the balance drawn, not the role; the role only picks the default of a request naming none', () => {
+    expect(withdrawalKindOf('payable')).toBe('payout');
+    expect(withdrawalKindOf('available')).toBe('withdrawal');
+    expect(scopeForWithdrawal('payout')).toBe('host');
+    expect(scopeForWithdrawal('withdrawal')).toBe('renter');
+    expect(defaultWithdrawalBalance('host')).toBe('payable');
+    expect(defaultWithdrawalBalance('renter')).toBe('available');
+    expect(defaultWithdrawalBalance('admin')).toBe('available');
   });
 });

@@ -1,2 +1,3 @@
 export * from './holds.js';
 export * from './states.js';
+export * from './addresses.js';

@@ -1,3 +1,5 @@
+import type { Role, Scope } from '../accounts/principal.js';
+
 // Withdrawal and payout requests (contract part 3, "Withdrawal review"). Pure: states, holds and fee bumps.
 //
 // INTENT     requested (or approved): the payer re-runs every correctness check, then pays or holds it
@@ -11,7 +13,7 @@ export const WITHDRAWAL_STATES = ['INTENT', 'UNSIGNED', 'SIGNED', 'BROADCAST', '
 export type WithdrawalState = (typeof WITHDRAWAL_STATES)[number];
 
 export const WITHDRAWAL_KINDS = ['withdrawal', 'payout'] as const;
-/** `withdrawal`: a renter's available balance leaves; `payout`: a host's payable does. */
+/** `withdrawal`: the available balance leaves; `payout`: payable host earnings do. Any account may make both. */
 export type WithdrawalKind = (typeof WITHDRAWAL_KINDS)[number];
 
 /**
@@ -20,6 +22,9 @@ export type WithdrawalKind = (typeof WITHDRAWAL_KINDS)[number];
  */
 export const PAID_KINDS = [...WITHDRAWAL_KINDS, 'refund'] as const;
 export type PaidKind = (typeof PAID_KINDS)[number];
+/** The balance a request draws: an account holds both, whatever role it signed up with (DESIGN: money has a way home). */
+export const WITHDRAWAL_BALANCES = ['available', 'payable'] as const;
+export type WithdrawalBalance = (typeof WITHDRAWAL_BALANCES)[number];
 
 /** Why the automatic path held a request for review (or, for `address_changed`, will never pay it by itself). */
 export const HOLD_REASONS = ['amount_over_review_threshold', 'address_new', 'daily_limit', 'first_withdrawal', 'address_changed'] as const;
@@ -33,7 +38,20 @@ export function reviewable(state: WithdrawalState): boolean {
 /** States that still hold a nonce-less request's money locked and may still be paid. */
 export const OPEN_STATES: readonly WithdrawalState[] = ['INTENT', 'UNSIGNED', 'SIGNED', 'BROADCAST'];
 
-/** The kind of request an account makes: hosts are paid out of payable, everyone else withdraws from available. */
-export function withdrawalKindFor(role: 'renter' | 'host' | 'admin'): WithdrawalKind {
-  return role === 'host' ? 'payout' : 'withdrawal';
+/** The balance names the kind: available leaves as a withdrawal, payable as a payout. */
+export function withdrawalKindOf(balance: WithdrawalBalance): WithdrawalKind {
+  return balance === 'payable' ? 'payout' : 'withdrawal';
+}
+
+/** The key scope each kind needs: a withdrawal spends what a renter key spends, a payout is host business. */
+export function scopeForWithdrawal(kind: WithdrawalKind): Scope {
+  return kind === 'payout' ? 'host' : 'renter';
+}
+
+/**
+ * The balance of a request that names none, for clients older than the `balance` field only: by sign-up role, as
+ * every request was chosen before (host -> payable, anyone else -> available). New clients name the balance.
+ */
+export function defaultWithdrawalBalance(role: Role): WithdrawalBalance {
+  return role === 'host' ? 'payable' : 'available';
 }

@@ -6,7 +6,7 @@ import type { ManualClock } from '../../clock.js';
 import { SecretBox, integrationContext } from '../../domain/accounts/secret-box.js';
 import { totpCodeAt } from '../../domain/accounts/totp.js';
 import { recordStepUp } from '../../store/accounts-credentials.js';
-import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
+import { bearer, createTestApp, type SeededAccount, seedAccount, seedAgent, type TestApp } from '../../testing/app.js';
 import { DIALECTS } from '../../testing/stores.js';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -274,31 +274,35 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
       );
     });
 
-    it('steps up an API key with the password too (no key-based bypass: the proof is still needed)', async () => {
+    it('never steps a person’s API key up with the password (issue 22: a key never escalates with what a person types)', async () => {
       const account = await seedAccount(t.ctx);
       expectError(
         await post('/api/v1/account/api-keys', { label: 'k', scopes: ['renter'] }, account.apiKey, idem()),
         403,
         'STEP_UP_REQUIRED',
       );
-      await stepUpWithPassword(account, account.apiKey);
-      expect((await post('/api/v1/account/api-keys', { label: 'k', scopes: ['renter'] }, account.apiKey, idem())).statusCode).toBe(201);
+      expectError(await post('/api/v1/account/step-up', { password: account.password }, account.apiKey), 403, 'FORBIDDEN');
+      const key = await t.store.db.selectFrom('api_keys').selectAll().where('id', '=', account.apiKeyId).executeTakeFirstOrThrow();
+      expect(key.step_up_until).toBeNull();
+      expectError(
+        await post('/api/v1/account/api-keys', { label: 'k', scopes: ['renter'] }, account.apiKey, idem()),
+        403,
+        'STEP_UP_REQUIRED',
+      );
     });
 
     it('lets a key create keys only within its own scopes (no escalation); a session may create any', async () => {
+      // A key with a step-up that counts: an agent's, stepped up by its sign-in wallet.
+      const agent = await seedAgent(t.ctx);
+      const agentKey = agent.apiKeys[0]!;
+      expectError(
+        await post('/api/v1/account/api-keys', { label: 'wider', scopes: ['renter', 'host'] }, agentKey, idem()),
+        403,
+        'SCOPE_REQUIRED',
+      );
+      expectError(await post('/api/v1/account/api-keys', { label: 'other', scopes: ['host'] }, agentKey, idem()), 403, 'SCOPE_REQUIRED');
+      expect((await post('/api/v1/account/api-keys', { label: 'same', scopes: ['renter'] }, agentKey, idem())).statusCode).toBe(201);
       const account = await seedAccount(t.ctx, { scopes: ['renter'] });
-      await stepUpWithPassword(account, account.apiKey);
-      expectError(
-        await post('/api/v1/account/api-keys', { label: 'wider', scopes: ['renter', 'host'] }, account.apiKey, idem()),
-        403,
-        'SCOPE_REQUIRED',
-      );
-      expectError(
-        await post('/api/v1/account/api-keys', { label: 'other', scopes: ['host'] }, account.apiKey, idem()),
-        403,
-        'SCOPE_REQUIRED',
-      );
-      expect((await post('/api/v1/account/api-keys', { label: 'same', scopes: ['renter'] }, account.apiKey, idem())).statusCode).toBe(201);
       await stepUpWithPassword(account, account.sessionToken);
       expect(
         (await post('/api/v1/account/api-keys', { label: 'by session', scopes: ['renter', 'host'] }, account.sessionToken, idem()))
@@ -325,7 +329,6 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
       expectError(await post('/api/v1/account/totp', undefined, account.sessionToken), 403, 'STEP_UP_REQUIRED');
       expectError(await post('/api/v1/account/totp/confirm', { totp_code: '123456' }, account.sessionToken), 409, 'TOTP_NOT_ENROLLED');
       await stepUpWithPassword(account, account.sessionToken);
-      await stepUpWithPassword(account, account.apiKey);
       expectError(await post('/api/v1/account/totp', undefined, account.apiKey), 403, 'FORBIDDEN');
 
       const enroll = await post('/api/v1/account/totp', undefined, account.sessionToken);
@@ -362,7 +365,14 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
       const stepUp = await post('/api/v1/account/step-up', { totp_code: next }, account.sessionToken);
       expect(stepUp.statusCode, stepUp.body).toBe(200);
       expect(stepUp.json().method).toBe('totp');
-      expectError(await post('/api/v1/account/step-up', { totp_code: next }, account.apiKey), 401, 'STEP_UP_FAILED');
+      expectError(await post('/api/v1/account/step-up', { totp_code: next }, account.sessionToken), 401, 'STEP_UP_FAILED');
+      // A TOTP code steps up sessions only.
+      t.clock.advance(30_000);
+      expectError(
+        await post('/api/v1/account/step-up', { totp_code: totpCodeAt(secret, t.clock.now()) }, account.apiKey),
+        403,
+        'FORBIDDEN',
+      );
     });
   });
 

@@ -213,6 +213,9 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       schema: {
         summary:
           'Step up this credential with the password, a TOTP code once two-factor is enabled, or (agent accounts) a signed wallet step-up challenge',
+        description:
+          'A password or TOTP code steps up an interactive session only; an API key answers 403 FORBIDDEN to them (a key never ' +
+          "escalates with what a person types) and is stepped up only by its account's sign-in wallet. A step-up never adds a scope.",
         tags: ['account'],
         body: StepUpRequest,
         response: withErrors({ 200: StepUpResponse }, 403, 409, 503),
@@ -335,9 +338,10 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/account/integrations/:provider',
     {
-      config: { auth: { stepUp: 'any' }, idempotent: true },
+      config: { auth: { scope: 'renter', stepUp: 'any' }, idempotent: true },
       schema: {
         summary: 'Store a third-party token (encrypted at rest, never shown again)',
+        description: "Renter scope and a step-up: the token is used to pull models for the account's own rentals.",
         tags: ['account'],
         headers: IdempotencyHeaders,
         params: IntegrationParams,
@@ -360,6 +364,9 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       config: { auth: { stepUp: 'any' }, idempotent: true },
       schema: {
         summary: 'Ask for the account to be deleted (ledger evidence required by policy is preserved)',
+        description:
+          "Any scope and a step-up: the step-up is the account holder's own proof (a session's password or TOTP, or an agent's " +
+          'sign-in wallet), which no key can make for itself.',
         tags: ['account'],
         headers: IdempotencyHeaders,
         response: withErrors({ 202: DeletionRequest }, 403, 409),

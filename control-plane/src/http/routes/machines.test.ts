@@ -142,7 +142,8 @@ describe.each(DIALECTS)('machines on %s', (dialect) => {
 
   it('answers 404 to anyone but the owner; an admin may read', async () => {
     const machineId = await enrollDirect(t.app, owner);
-    const stranger = await seedAccount(t.ctx);
+    // Another host (a renter who never hosted has no host scope: 403 SCOPE_REQUIRED before any machine is looked at).
+    const stranger = await seedAccount(t.ctx, { role: 'host' });
     expect((await get(`/api/v1/hosts/machines/${machineId}`, stranger.sessionToken)).statusCode).toBe(404);
     expect((await get(`/api/v1/hosts/machines/${randomUUID()}`)).statusCode).toBe(404);
     const admin = await seedAccount(t.ctx, { role: 'admin' });

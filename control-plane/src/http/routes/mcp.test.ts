@@ -16,7 +16,10 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
-import { type SeededAccount, seedAccount, type TestApp, createTestApp } from '../../testing/app.js';
+import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import { paymentsConfigFrom } from '../../config-payments.js';
+import { createTestApp, type SeededAccount, seedAccount, seedAgent, type TestApp, testConfig } from '../../testing/app.js';
+import { writeChainsFile } from '../../testing/deposits.js';
 import { customImage, fund, type LiveMachine, liveMachine, runJob, sshPublicKey } from '../../testing/renting.js';
 import { DIALECTS } from '../../testing/stores.js';
 
@@ -190,6 +193,57 @@ describe.each(DIALECTS)('MCP over streamable HTTP on %s', (dialect) => {
     const get = await fetch(new URL('/mcp', rig.baseUrl), { headers: { accept: 'text/event-stream' } });
     expect(get.status).toBe(405);
     expect(get.headers.get('allow')).toBe('POST');
+  });
+});
+
+describe.each(DIALECTS)('MCP money out for an agent on %s', (dialect) => {
+  let t: TestApp<ManualClock>;
+  let client: Client;
+  const wallet = privateKeyToAccount(generatePrivateKey());
+
+  beforeAll(async () => {
+    // Withdrawals on a chain nothing is sent to here (no payer runs): a request stays INTENT.
+    const payments = paymentsConfigFrom({ ARK_CHAINS: writeChainsFile() }, (m) => new Error(m));
+    t = await createTestApp(dialect, { configOverrides: { payments: { ...testConfig().payments, ...payments } } });
+    await t.app.listen({ host: '127.0.0.1', port: 0 });
+    const address = t.app.server.address();
+    if (address === null || typeof address === 'string') throw new Error('no port');
+    const agent = await seedAgent(t.ctx, { walletAddress: wallet.address, stepUp: false });
+    await fund(t.ctx, agent.accountId, 5_000_000n);
+    client = new Client({ name: 'ark-agent-test', version: '1.0.0' });
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL('/mcp', `http://127.0.0.1:${address.port}`), {
+        requestInit: { headers: { authorization: `Bearer ${agent.apiKeys[0]}` } },
+      }),
+    );
+  });
+  afterAll(async () => {
+    await client?.close();
+    await t?.destroy();
+  });
+
+  const refusal = async (name: string, args: Json) => {
+    const result = (await client.callTool({ name, arguments: args })) as CallToolResult;
+    expect(result.isError, name).toBe(true);
+    return JSON.stringify(result.content);
+  };
+
+  it('steps its key up with its wallet, registers an address and withdraws its available balance, never its payable', async () => {
+    const address = `0x${'5a'.repeat(20)}`;
+    expect(await refusal('add_withdrawal_address', { address })).toContain('STEP_UP_REQUIRED');
+    const challenge = await tool(client, 'wallet_step_up_challenge');
+    expect(challenge.wallet_address).toBe(wallet.address);
+    const signature = await wallet.signMessage({ message: challenge.message });
+    expect(await tool(client, 'wallet_step_up', { message: challenge.message, signature })).toMatchObject({ method: 'wallet' });
+
+    const added = await tool(client, 'add_withdrawal_address', { address, label: 'agent treasury' });
+    expect((await tool(client, 'withdrawal_addresses')).items.map((a: Json) => a.id)).toEqual([added.id]);
+    // The registration key is renter only: payable earnings are host business.
+    const payout = { balance: 'payable', amount_micro: '1000000', withdrawal_address_id: added.id };
+    expect(await refusal('withdraw', payout)).toContain('SCOPE_REQUIRED');
+    const made = await tool(client, 'withdraw', { balance: 'available', amount_micro: '2000000', withdrawal_address_id: added.id });
+    expect(made).toMatchObject({ kind: 'withdrawal', state: 'INTENT', amount_micro: '2000000', address });
+    expect((await tool(client, 'balance')).available_micro).toBe('3000000');
   });
 });
 

@@ -90,12 +90,13 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/hosts/pairings/approve',
     {
-      config: { auth: { scope: 'host' }, idempotent: true },
+      config: { auth: { scope: 'host', orSession: true }, idempotent: true },
       schema: {
         summary: 'Approve a pairing code',
         description:
           'Verified session, or API key with host scope. Hosting rules: verified email, host scope, admin block, new-host cap. ' +
-          'First use turns hosting on. With go_live (default) the machine is listed, unverified, at its seeded offer on its first healthy heartbeat. Audited.',
+          "First use turns hosting on (and gives the account's sessions the host scope). With go_live (default) the machine is " +
+          'listed, unverified, at its seeded offer on its first healthy heartbeat. Audited.',
         headers: IdempotencyHeaders,
         body: PairingApproveRequest,
         response: withErrors({ 200: PairingApproveResponse }, 403, 404, 409),
@@ -133,11 +134,12 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/hosts/enrollment-tokens',
     {
-      config: { auth: { scope: 'host' }, idempotent: true },
+      config: { auth: { scope: 'host', orSession: true }, idempotent: true },
       schema: {
         summary: 'Create an enrollment token (hosts who skip pairing)',
         description:
-          'Host scope. Same hosting rules as pairing approval; first use turns hosting on. The token is single use and valid 10 minutes. ' +
+          'Verified session, or API key with host scope. Same hosting rules as pairing approval; first use turns hosting on (and gives ' +
+          "the account's sessions the host scope). The token is single use and valid 10 minutes. " +
           "Query go_live (default true) lists the seeded offer on the machine's first healthy heartbeat.",
         headers: IdempotencyHeaders,
         querystring: EnrollmentTokenQuery,

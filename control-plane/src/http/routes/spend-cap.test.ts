@@ -69,7 +69,8 @@ describe.each(DIALECTS)('spend-rate cap on %s', (dialect) => {
       headers: { ...bearer(token), 'idempotency-key': key },
       payload: cap !== null && typeof cap === 'object' ? cap : { cap_micro_per_hour: cap },
     });
-  const stepUp = async (account: SeededAccount, token = account.apiKey) => {
+  /** A person steps up a session (a key takes no password step-up). */
+  const stepUp = async (account: SeededAccount, token = account.sessionToken) => {
     const res = await t.app.inject({
       method: 'POST',
       url: '/api/v1/account/step-up',
@@ -145,26 +146,26 @@ describe.each(DIALECTS)('spend-rate cap on %s', (dialect) => {
     expect((await getCap(account)).cap_micro_per_hour).toBe('0');
 
     await stepUp(account);
-    const raised = await putCap(account, '1500000');
+    const raised = await putCap(account, '1500000', randomUUID(), account.sessionToken);
     expect(raised.statusCode, raised.body).toBe(200);
     expect(raised.json()).toMatchObject({ cap_micro_per_hour: '1500000', is_default: false });
-    const back = await putCap(account, null);
+    const back = await putCap(account, null, randomUUID(), account.sessionToken);
     expect(back.json()).toMatchObject({ cap_micro_per_hour: DEFAULT_CAP.toString(), is_default: true });
     // Null while already on the default changes nothing and needs nothing.
     expect((await putCap(account, null)).statusCode).toBe(200);
 
-    // The step-up is on the credential and expires: the session never stepped up, and the key's proof runs out.
-    expectError(await putCap(account, (DEFAULT_CAP + 1n).toString(), randomUUID(), account.sessionToken), 403, 'STEP_UP_REQUIRED');
-    t.clock.advance(t.ctx.config.stepUpTtlMs);
+    // The step-up is on the credential and expires: the key never stepped up, and the session's proof runs out.
     expectError(await putCap(account, (DEFAULT_CAP + 1n).toString()), 403, 'STEP_UP_REQUIRED');
+    t.clock.advance(t.ctx.config.stepUpTtlMs);
+    expectError(await putCap(account, (DEFAULT_CAP + 1n).toString(), randomUUID(), account.sessionToken), 403, 'STEP_UP_REQUIRED');
     expect((await putCap(account, '700000')).statusCode).toBe(200);
 
     const audit = await auditOf(account);
     expect(audit.map((row) => JSON.parse(row.detail))).toEqual([
       { from: null, to: '1000000', default: DEFAULT_CAP.toString(), raised: false, via: 'api-key' },
       { from: '1000000', to: '0', default: DEFAULT_CAP.toString(), raised: false, via: 'api-key' },
-      { from: '0', to: '1500000', default: DEFAULT_CAP.toString(), raised: true, via: 'api-key', step_up: 'password' },
-      { from: '1500000', to: null, default: DEFAULT_CAP.toString(), raised: true, via: 'api-key', step_up: 'password' },
+      { from: '0', to: '1500000', default: DEFAULT_CAP.toString(), raised: true, via: 'session', step_up: 'password' },
+      { from: '1500000', to: null, default: DEFAULT_CAP.toString(), raised: true, via: 'session', step_up: 'password' },
       { from: null, to: '700000', default: DEFAULT_CAP.toString(), raised: false, via: 'api-key' },
     ]);
   });
@@ -204,7 +205,7 @@ describe.each(DIALECTS)('spend-rate cap on %s', (dialect) => {
     );
 
     await stepUp(account);
-    expect((await putCap(account, (2n * jobRate).toString())).statusCode).toBe(200);
+    expect((await putCap(account, (2n * jobRate).toString(), randomUUID(), account.sessionToken)).statusCode).toBe(200);
     // The refusal is the key's answer for good (a non-retryable error replays); a new key reserves with the same quote.
     const replayed = await reserve(account, quoteId, key);
     expectError(replayed, 409, 'SPEND_RATE_CAP_EXCEEDED');

@@ -129,7 +129,7 @@ describe.each(DIALECTS)('telemetry on %s', (dialect) => {
 
   it('answers 404 to anyone but the owner or an admin', async () => {
     const machineId = await enrollDirect(t.app, owner);
-    const stranger = await seedAccount(t.ctx);
+    const stranger = await seedAccount(t.ctx, { role: 'host' });
     const res = await read(machineId, '', stranger.sessionToken);
     expect(res.statusCode).toBe(404);
     expect(res.json().error.code).toBe('NOT_FOUND');

@@ -83,6 +83,15 @@ describe.each(DIALECTS)('withdrawal address routes on %s', (dialect) => {
     }
   });
 
+  it('refuses the zero address, which nobody holds the key to', async () => {
+    const res = await add({ address: '0x0000000000000000000000000000000000000000' });
+    expect(res.statusCode).toBe(422);
+    expect(res.json().error).toMatchObject({ code: 'VALIDATION_FAILED', message: expect.stringContaining('the zero address') });
+    expect((await list()).json().items.map((a: { address: string }) => a.address)).not.toContain(
+      '0x0000000000000000000000000000000000000000',
+    );
+  });
+
   it('lists only the caller’s live addresses, page by page', async () => {
     t.clock.advance(1);
     await add({ address: '0x0000000000000000000000000000000000000001', network: 'bsc' });

@@ -35,6 +35,10 @@ export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext):
       config: { auth: { stepUp: 'any' }, idempotent: true },
       schema: {
         summary: 'Register a withdrawal address (step-up required)',
+        description:
+          'Any scope: an address receives both withdrawals (renter scope) and payouts (host scope), and a request to it still needs ' +
+          'the scope of the balance it draws. The step-up is the account holder’s proof (a session, or an agent key stepped up by ' +
+          'its sign-in wallet). The zero address is refused (422 VALIDATION_FAILED): nobody holds its key.',
         tags: ['billing'],
         headers: IdempotencyHeaders,
         body: WithdrawalAddressCreateRequest,

@@ -1,8 +1,8 @@
 import { HostEarnings, IdempotencyHeaders, IdParams, Page, PageQuery, toDecimal, Withdrawal, WithdrawalCreateRequest } from '@ark/shared';
-import { withdrawalKindFor } from '../../domain/withdrawals/states.js';
+import { defaultWithdrawalBalance, scopeForWithdrawal, withdrawalKindOf } from '../../domain/withdrawals/states.js';
 import { type EarningsItem, earningsPosition } from '../../services/withdrawals/index.js';
 import type { WithdrawalRow } from '../../store/withdrawals.js';
-import { principalOf } from '../auth.js';
+import { principalOf, requireScope } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
@@ -50,11 +50,15 @@ export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
   app.post(
     '/api/v1/withdrawals',
     {
-      config: { auth: { stepUp: 'any' }, idempotent: true },
+      config: { auth: { stepUp: 'any', scopeInBody: true }, idempotent: true },
       schema: {
-        summary: 'Withdraw (renter, from available) or be paid out (host, from payable) in USDC on the primary network; step-up required',
+        summary: 'Withdraw the available balance or be paid out payable earnings, in USDC on the primary network; step-up required',
         description:
-          'The amount is locked in the ledger in the same transaction. The request is then paid automatically, or held UNSIGNED for an ' +
+          'Any account may hold both balances; `balance` names the one drawn: `available` is a withdrawal and needs the renter scope, ' +
+          '`payable` a payout and needs the host scope (403 SCOPE_REQUIRED otherwise: a step-up never stands in for a scope). A request ' +
+          'naming no balance draws payable for a host-role account and available for any other (kept for older clients). An API key ' +
+          "is stepped up only by its account's sign-in wallet (agent accounts); people step up an interactive session. The amount is " +
+          'locked in the ledger in the same transaction. The request is then paid automatically, or held UNSIGNED for an ' +
           "admin's review (over the review threshold, a new address, over the daily limit, the account's first). While admissions are " +
           'paused, only a request presenting a valid acceptance authorization (header Ark-Acceptance-Authorization) is taken.',
         tags: ['billing'],
@@ -65,11 +69,14 @@ export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const principal = principalOf(request);
+      const kind = withdrawalKindOf(request.body.balance ?? defaultWithdrawalBalance(principal.role));
+      // Checked here, not at onRequest: the balance, and so the scope, is in the body.
+      requireScope(principal, scopeForWithdrawal(kind));
       const authorization = request.headers[ACCEPTANCE_AUTHORIZATION_HEADER];
       const row = await withdrawals.request(
         {
           accountId: principal.accountId,
-          kind: withdrawalKindFor(principal.role),
+          kind,
           amountMicro: BigInt(request.body.amount_micro),
           withdrawalAddressId: request.body.withdrawal_address_id,
           network: request.body.network ?? null,

@@ -1,6 +1,6 @@
 import { decideStepUp, type WalletProof } from '../../domain/accounts/account.js';
 import { verifyPassword } from '../../domain/accounts/password.js';
-import { credentialOf, type Principal, type StepUpKind } from '../../domain/accounts/principal.js';
+import { credentialOf, type Principal, type StepUpKind, stepUpCounts } from '../../domain/accounts/principal.js';
 import { totpContext } from '../../domain/accounts/secret-box.js';
 import { verifyTotp } from '../../domain/accounts/totp.js';
 import { DomainError } from '../../errors.js';
@@ -12,7 +12,8 @@ import { stepUpWithWallet } from './wallet-step-up.js';
 
 /**
  * Steps up the credential that made the request, with the password or (once enrolled, and then only) a TOTP code;
- * an agent account with a signed step-up challenge from its sign-in wallet (wallet-step-up.ts).
+ * an agent account with a signed step-up challenge from its sign-in wallet (wallet-step-up.ts). Only a session takes
+ * a password or TOTP code; an API key only a wallet's signature (stepUpCounts).
  * A TOTP code is used once: of two requests with the same code, one wins.
  */
 export async function stepUp(
@@ -26,6 +27,13 @@ export async function stepUp(
   if (!account) throw new DomainError('UNAUTHENTICATED');
   const decision = decideStepUp(accountFacts(account), proof);
   if ('refused' in decision) throw new DomainError(decision.refused);
+  if (!stepUpCounts(principal.authMethod, decision.method)) {
+    throw new DomainError(
+      'FORBIDDEN',
+      'A password or TOTP step-up is for interactive sessions: sign in, step the session up and act with it. An API key is ' +
+        "stepped up only by its account's sign-in wallet.",
+    );
+  }
   const expiresAt = new Date(now.getTime() + deps.settings.stepUpTtlMs);
   if (decision.method === 'wallet') {
     await stepUpWithWallet(deps, principal, decision.proof, expiresAt);

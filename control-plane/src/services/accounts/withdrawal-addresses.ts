@@ -1,3 +1,4 @@
+import { withdrawalAddressRefusal } from '../../domain/withdrawals/addresses.js';
 import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
 import type { KeysetPosition } from '../../store/keyset.js';
@@ -10,7 +11,10 @@ import {
 } from '../../store/withdrawal-addresses.js';
 import type { AccountDeps } from './deps.js';
 
-/** Registers a withdrawal address (WITHDRAWAL_ADDRESS_EXISTS when the account already has it); audited. */
+/**
+ * Registers a withdrawal address (WITHDRAWAL_ADDRESS_EXISTS when the account already has it; VALIDATION_FAILED for
+ * one nobody controls); audited.
+ */
 export function addWithdrawalAddress(
   deps: AccountDeps,
   input: { accountId: string; address: string; network: string; label: string | null },
@@ -18,6 +22,8 @@ export function addWithdrawalAddress(
 ): Promise<WithdrawalAddressRow> {
   const now = deps.clock.now();
   const { accountId, address } = input;
+  const refusal = withdrawalAddressRefusal(address);
+  if (refusal) throw new DomainError('VALIDATION_FAILED', refusal);
   return transact(
     deps.store,
     async (trx) => {
