@@ -13,6 +13,7 @@ export type AuthRequirement =
        * an admin gets 404, never 403 (http/owner-first.ts). The route still checks ownership itself.
        */
       owner?: OwnedResource;
+      /**
        * With `scope`: any interactive session passes instead of the scope (the routes that turn hosting on: a session
        * may start hosting; an API key needs the host scope).
        */
