@@ -10,6 +10,7 @@ import { type ReliabilityConfig, reliabilityConfigFrom } from './config-reliabil
 import { type WebhooksConfig, webhooksConfigFrom } from './config-webhooks.js';
 import { type X402Config, x402ConfigFrom } from './config-x402.js';
 import { type PayoutsConfig, payoutsConfigFrom } from './config-payouts.js';
+import { type TreasuryConfig, treasuryConfigFrom } from './config-treasury.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
 export interface Config {
@@ -98,6 +99,8 @@ export interface Config {
   webhooks: WebhooksConfig;
   /** Machine reliability: the floor, the window, the history a machine needs, the worker's period (config-reliability.ts). */
   reliability: ReliabilityConfig;
+  /** The treasury and its reconciliation with the ledger: address, Multicall3, the worker's period (config-treasury.ts). */
+  treasury: TreasuryConfig;
 }
 
 export class ConfigError extends Error {
@@ -243,5 +246,6 @@ export function loadConfig(env: Env = process.env): Config {
       (name, fallback, min, max) => int(env, name, fallback, min, max),
       (message) => new ConfigError(message),
     ),
+    treasury: treasuryConfigFrom(env, (message) => new ConfigError(message)),
   };
 }

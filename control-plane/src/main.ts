@@ -69,7 +69,11 @@ async function main(argv: string[]): Promise<number> {
         store: runtime.store,
         clock: runtime.clock,
         logger,
-        workers: [...defaultWorkers(runtime.services, config), ...chainWatch.workers, ...payouts.workers],
+        workers: [
+          ...defaultWorkers(runtime.services, config, { registry: runtime.metrics.registry, logger }),
+          ...chainWatch.workers,
+          ...payouts.workers,
+        ],
       });
       process.stdout.write(
         `ark control plane listening on ${address} (store: ${runtime.store.dialect}${runtime.store.dialect === 'sqlite' ? `, data dir ${config.dataDir}` : ''})\n`,

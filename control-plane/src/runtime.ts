@@ -2,6 +2,10 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import type { Logger } from 'pino';
 import type { AppContextInput } from './http/context.js';
+import { privateKeyToAccount } from 'viem/accounts';
+import { readPayoutKey } from './chain/payout-wallet.js';
+import type { ChainReader, Hex } from './chain/reader.js';
+import { ViemChainReader } from './chain/viem-reader.js';
 import { ViemWalletCodeReader } from './chain/wallet-code.js';
 import { systemClock, type Clock } from './clock.js';
 import type { Config } from './config.js';
@@ -12,6 +16,8 @@ import { readSettlementKey } from './config-x402.js';
 import { MemoryRateLimiter, RedisRateLimiter, type RateLimiter } from './http/rate-limit.js';
 import { logMailer, smtpMailer } from './mail.js';
 import { buildServices, type Services } from './services/index.js';
+import type { TreasuryChain } from './services/treasury/index.js';
+import type { ChainNetwork } from './domain/payments/chains.js';
 import { createAccountAuthenticator } from './store/accounts-authenticator.js';
 import { openStore, type Store } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
@@ -27,6 +33,35 @@ export async function openConfiguredStore(config: Config): Promise<Store> {
   });
   await migrateToLatest(store);
   return store;
+}
+
+/**
+ * The treasury's chain side: one reader per configured network (with Multicall3 for the holdings read), built once
+ * and reused, and the payout wallet's address from its key file (the key itself is dropped at once). Null without
+ * ARK_CHAINS. `ark-cp serve` and the `ark-cp treasury` commands both take it from here.
+ */
+export function treasuryChainOf(config: Config): TreasuryChain | null {
+  const networks = config.payments.chains?.networks ?? [];
+  if (networks.length === 0) return null;
+  const readers = new Map<string, ChainReader>();
+  const payoutWalletAddress = config.payouts.keyFile
+    ? (privateKeyToAccount(readPayoutKey(config.payouts.keyFile)).address.toLowerCase() as Hex)
+    : null;
+  return {
+    payoutWalletAddress,
+    readerFor(network: ChainNetwork): ChainReader {
+      let reader = readers.get(network.name);
+      if (!reader) {
+        reader = new ViemChainReader({
+          rpcUrl: network.rpcUrl,
+          multicallAddress: config.treasury.multicallAddress,
+          multicallBatchCalls: config.treasury.multicallBatchCalls,
+        });
+        readers.set(network.name, reader);
+      }
+      return reader;
+    },
+  };
 }
 
 /** What createRuntime builds: the real adapters, and the services built once over them. */
@@ -58,7 +93,7 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
   // Agent registration reads contract code on the primary network (the first of ARK_CHAINS); none without it.
   const primary = config.payments.chains?.networks[0];
   const walletCode = primary ? new ViemWalletCodeReader({ rpcUrl: primary.rpcUrl, chainId: primary.chainId }) : null;
-  const services = buildServices({ store, clock, config, mailer, logger, x402Chain, walletCode });
+  const services = buildServices({ store, clock, config, mailer, logger, x402Chain, walletCode, treasuryChain: treasuryChainOf(config) });
   return {
     config,
     store,

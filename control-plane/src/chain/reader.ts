@@ -1,7 +1,7 @@
 import type { PriceReading } from '../domain/payments/amounts.js';
 
-// What the deposit watcher needs from a chain, and nothing more: a narrow seam with a viem implementation
-// (viem-reader.ts) and whatever a test puts behind it.
+// What the deposit watcher and the treasury's reconciliation need from a chain, and nothing more: a narrow seam with
+// a viem implementation (viem-reader.ts) and whatever a test puts behind it.
 
 export type Hex = `0x${string}`;
 
@@ -35,6 +35,32 @@ export interface NativeTransfer {
   blockHash: Hex;
 }
 
+/** Balances of many owners at one block (the treasury's reconciliation and sweep plan). */
+export interface HoldingsQuery {
+  owners: readonly Hex[];
+  /** ERC-20 contracts whose `balanceOf` each owner is read for. */
+  tokens: readonly Hex[];
+  /** Whether the native coin's balance of each owner is read too. */
+  native: boolean;
+  /** Every balance is read at this block, so the figures add up. */
+  blockNumber: bigint;
+}
+
+export interface Holdings {
+  /** `tokenBalances[j][i]`: owner i's balance of token j, in the token's smallest unit. */
+  tokenBalances: bigint[][];
+  /** `nativeBalances[i]`: owner i's native balance (wei); null when not asked. */
+  nativeBalances: bigint[] | null;
+  /** Multicall3 calls (one eth_call each) the read took. */
+  multicalls: number;
+}
+
+/** The EIP-712 domain of a token that implements EIP-3009 `transferWithAuthorization` (USDC). */
+export interface AuthorizationDomain {
+  name: string;
+  version: string;
+}
+
 export interface ChainReader {
   /** The node's chain id (checked against the configuration before any read). */
   chainId(): Promise<number>;
@@ -55,5 +81,12 @@ export interface ChainReader {
   }): Promise<{ transfers: NativeTransfer[]; blocks: BlockRef[] }>;
   /** A Chainlink-style aggregator's latest round as of a block. */
   price(feed: Hex, blockNumber: bigint): Promise<PriceReading>;
+  /**
+   * Balances of `owners` at one block, through Multicall3 in batches: one eth_call per batch of owners, never one
+   * request per address. Throws when any balance cannot be read (a half-read would look like missing funds).
+   */
+  holdings(query: HoldingsQuery): Promise<Holdings>;
+  /** The token's EIP-712 name and version when it implements EIP-3009 (name, version, authorizationState), else null. */
+  authorizationDomain(token: Hex, blockNumber: bigint): Promise<AuthorizationDomain | null>;
   close?(): void;
 }

@@ -1,8 +1,18 @@
 import { createPublicClient, http, parseAbi, parseAbiItem, type PublicClient } from 'viem';
 import type { PriceReading } from '../domain/payments/amounts.js';
-import type { BlockRef, ChainReader, Hex, NativeTransfer, TokenTransfer } from './reader.js';
+import type { AuthorizationDomain, BlockRef, ChainReader, Hex, Holdings, HoldingsQuery, NativeTransfer, TokenTransfer } from './reader.js';
 
 const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
+const ERC20 = parseAbi(['function balanceOf(address owner) view returns (uint256)']);
+const EIP3009 = parseAbi([
+  'function name() view returns (string)',
+  'function version() view returns (string)',
+  'function authorizationState(address authorizer, bytes32 nonce) view returns (bool)',
+]);
+/** Multicall3's own helper for native balances (a call to the Multicall3 contract itself). */
+const MULTICALL3 = parseAbi(['function getEthBalance(address addr) view returns (uint256 balance)']);
+const ZERO_ADDRESS: Hex = '0x0000000000000000000000000000000000000000';
+const ZERO_NONCE: Hex = `0x${'0'.repeat(64)}`;
 const AGGREGATOR = parseAbi([
   'function decimals() view returns (uint8)',
   'function latestRoundData() view returns (uint80 roundId, int256 answer, uint256 startedAt, uint256 updatedAt, uint80 answeredInRound)',
@@ -14,18 +24,30 @@ export interface ViemChainReaderOptions {
   timeoutMs?: number;
   /** Blocks fetched at once while scanning for native transfers (JSON-RPC batched). */
   blockConcurrency?: number;
+  /** The network's Multicall3 contract; absent: holdings and authorizationDomain refuse (never one call per address). */
+  multicallAddress?: Hex | null;
+  /** Balance reads in one Multicall3 call (its eth_call's gas and size grow with it). */
+  multicallBatchCalls?: number;
+  /** Multicall3 calls in flight at once. */
+  multicallConcurrency?: number;
 }
 
 /** The ChainReader over a viem public client on one RPC URL (JSON-RPC batching on, bounded retries). */
 export class ViemChainReader implements ChainReader {
   readonly #client: PublicClient;
   readonly #blockConcurrency: number;
+  readonly #multicallAddress: Hex | null;
+  readonly #batchCalls: number;
+  readonly #multicallConcurrency: number;
 
   constructor(options: ViemChainReaderOptions) {
     this.#client = createPublicClient({
       transport: http(options.rpcUrl, { timeout: options.timeoutMs ?? 10_000, retryCount: 2, batch: { batchSize: 100, wait: 0 } }),
     });
     this.#blockConcurrency = Math.max(1, Math.min(options.blockConcurrency ?? 50, 200));
+    this.#multicallAddress = options.multicallAddress ?? null;
+    this.#batchCalls = Math.max(1, Math.min(options.multicallBatchCalls ?? 500, 5_000));
+    this.#multicallConcurrency = Math.max(1, Math.min(options.multicallConcurrency ?? 4, 32));
   }
 
   async chainId(): Promise<number> {
@@ -125,6 +147,69 @@ export class ViemChainReader implements ChainReader {
       this.#client.readContract({ address: feed, abi: AGGREGATOR, functionName: 'latestRoundData', blockNumber }),
     ]);
     return { answer: round[1], feedDecimals: Number(decimals), updatedAtS: round[3] };
+  }
+
+  async holdings(query: HoldingsQuery): Promise<Holdings> {
+    const multicallAddress = this.#requireMulticall();
+    const perOwner = query.tokens.length + (query.native ? 1 : 0);
+    const tokenBalances = query.tokens.map(() => new Array<bigint>(query.owners.length));
+    const nativeBalances = query.native ? new Array<bigint>(query.owners.length) : null;
+    if (perOwner === 0 || query.owners.length === 0) return { tokenBalances, nativeBalances, multicalls: 0 };
+    // A batch holds whole owners, so each owner's balances come from one call.
+    const ownersPerBatch = Math.max(1, Math.floor(this.#batchCalls / perOwner));
+    const starts: number[] = [];
+    for (let start = 0; start < query.owners.length; start += ownersPerBatch) starts.push(start);
+    let next = 0;
+    const worker = async () => {
+      while (next < starts.length) {
+        const start = starts[next++] as number;
+        const owners = query.owners.slice(start, start + ownersPerBatch);
+        const contracts = owners.flatMap((owner) => [
+          ...query.tokens.map((token) => ({ address: token, abi: ERC20, functionName: 'balanceOf' as const, args: [owner] as const })),
+          ...(query.native
+            ? [{ address: multicallAddress, abi: MULTICALL3, functionName: 'getEthBalance' as const, args: [owner] as const }]
+            : []),
+        ]);
+        // batchSize 0: the batch is this one call, never split further by viem.
+        const results = (await this.#client.multicall({
+          contracts,
+          multicallAddress,
+          blockNumber: query.blockNumber,
+          allowFailure: false,
+          batchSize: 0,
+        })) as bigint[];
+        owners.forEach((_, k) => {
+          query.tokens.forEach((_, j) => {
+            (tokenBalances[j] as bigint[])[start + k] = results[k * perOwner + j] as bigint;
+          });
+          if (nativeBalances) nativeBalances[start + k] = results[k * perOwner + query.tokens.length] as bigint;
+        });
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.#multicallConcurrency, starts.length) }, worker));
+    return { tokenBalances, nativeBalances, multicalls: starts.length };
+  }
+
+  async authorizationDomain(token: Hex, blockNumber: bigint): Promise<AuthorizationDomain | null> {
+    const multicallAddress = this.#requireMulticall();
+    const [name, version, state] = await this.#client.multicall({
+      contracts: [
+        { address: token, abi: EIP3009, functionName: 'name' },
+        { address: token, abi: EIP3009, functionName: 'version' },
+        { address: token, abi: EIP3009, functionName: 'authorizationState', args: [ZERO_ADDRESS, ZERO_NONCE] },
+      ],
+      multicallAddress,
+      blockNumber,
+      allowFailure: true,
+      batchSize: 0,
+    });
+    if (name.status !== 'success' || version.status !== 'success' || state.status !== 'success') return null;
+    return { name: name.result, version: version.result };
+  }
+
+  #requireMulticall(): Hex {
+    if (this.#multicallAddress === null) throw new Error('no Multicall3 address is configured for this network (ARK_MULTICALL_ADDRESS)');
+    return this.#multicallAddress;
   }
 }
 

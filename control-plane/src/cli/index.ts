@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import { type Clock, systemClock } from '../clock.js';
 import type { Config } from '../config.js';
 import { logMailer } from '../mail.js';
-import { openConfiguredStore } from '../runtime.js';
+import { openConfiguredStore, treasuryChainOf } from '../runtime.js';
 import { buildServices } from '../services/index.js';
 import { accountCommands } from './accounts.js';
 import { admissionCommands } from './admissions.js';
@@ -14,6 +14,7 @@ import { hostCommands } from './hosts.js';
 import { jobCommands } from './jobs.js';
 import { ledgerCommands } from './ledger.js';
 import { templateCommands } from './templates.js';
+import { treasuryCommands } from './treasury.js';
 import { withdrawalCommands } from './withdrawals.js';
 
 export { type CliCommand, type CliContext, CliRefusal } from './context.js';
@@ -52,6 +53,7 @@ const COMMANDS: readonly CliCommand[] = [
   ...chainCommands,
   ...depositCommands,
   ...withdrawalCommands,
+  ...treasuryCommands,
 ];
 
 function usage(): string {
@@ -98,7 +100,15 @@ async function runOverStore(
   const clock = env.clock ?? systemClock;
   const store = await openConfiguredStore(config);
   // Operator commands send no mail of their own; anything that would goes to the log.
-  const services = buildServices({ store, clock, config, mailer: logMailer((line) => logger.info(line)), logger });
+  // The chain side of the treasury comes from the composition root's builder, as `ark-cp serve` gets it.
+  const services = buildServices({
+    store,
+    clock,
+    config,
+    mailer: logMailer((line) => logger.info(line)),
+    logger,
+    treasuryChain: treasuryChainOf(config),
+  });
   const ctx: CliContext = { config, logger, clock, store, services, out: env.out, err: env.err };
   try {
     return await command.run(values, ctx);

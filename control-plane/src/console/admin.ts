@@ -1,5 +1,6 @@
 import { FormError, type ConsoleScope, action, field, page, perform, render, signedIn, stepUpWith } from './session.js';
 import type { FastifyReply } from 'fastify';
+import { units } from './format.js';
 
 const SUBSYSTEMS = ['mail', 'alerts', 'chain-access', 'auth-provider'] as const;
 
@@ -30,6 +31,9 @@ export function registerAdminPages(c: ConsoleScope): void {
       account: who.account,
       fleet: fleet.status === 200 ? fleet.body : null,
       fleetRefused: fleet.status === 200 ? null : fleet.body?.error?.message,
+      // The treasury's last reconciliation in this process rides on the fleet read (absent before the first run).
+      treasury: fleet.status === 200 ? (fleet.body.treasury ?? null) : null,
+      units,
       admissions,
       ledger: ledger.status === 200 ? ledger.body : null,
     });

@@ -19,6 +19,15 @@ export function usdToMicro(text: string): bigint | null {
   return BigInt(match[1] as string) * MICRO + BigInt((match[2] ?? '').padEnd(6, '0'));
 }
 
+/** A token amount in its smallest unit as whole units: ("40500000", 6) -> "40.5"; exact, no float. */
+export function units(raw: string | null | undefined, decimals: number): string {
+  if (raw === null || raw === undefined || raw === '') return '-';
+  const value = BigInt(raw);
+  const scale = 10n ** BigInt(decimals);
+  const fraction = (value % scale).toString().padStart(decimals, '0').replace(/0+$/, '');
+  return fraction === '' ? `${value / scale}` : `${value / scale}.${fraction}`;
+}
+
 /** Bytes as GiB with one decimal. */
 export function gib(bytes: string | number | null | undefined): string {
   if (bytes === null || bytes === undefined) return '-';

@@ -1,6 +1,6 @@
 import { createHash, randomUUID, timingSafeEqual } from 'node:crypto';
 import Fastify, { type FastifyInstance } from 'fastify';
-import { Counter, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import { DomainError } from '../errors.js';
 import { type EdgeOptions, edgeServerOptions, installEdge } from './edge.js';
 import { installErrorHandling } from './errors.js';
@@ -139,6 +139,54 @@ export function metricsRecorder(metrics: Metrics): RequestEndListener {
       metrics.httpRequests.inc({ method: request.method, route, status: String(statusCode) });
       metrics.httpDuration.observe({ method: request.method, route }, seconds);
     }
+  };
+}
+
+/** The treasury's reconciliation with the ledger (issue 22), set by workers/reconcile.ts after each run. */
+export interface TreasuryGauges {
+  /** Holdings less what the ledger owes, per ledger asset (USD): negative is a deficit. */
+  surplus: Gauge<'asset'>;
+  /** What the chain must hold: available + held + payable + locked, less transfers in flight. */
+  owed: Gauge<'asset'>;
+  /** Holdings per network, asset and place, in whole units of the asset (native coins included, information only). */
+  holdings: Gauge<'network' | 'asset' | 'place'>;
+  /** The finalized block each network was read at. */
+  block: Gauge<'network'>;
+  /** When the last reconciliation finished (unix seconds): an alert rule can catch one that stopped running. */
+  reconciledAt: Gauge;
+}
+
+export function treasuryGauges(registry: Registry): TreasuryGauges {
+  return {
+    surplus: new Gauge({
+      name: 'ark_treasury_surplus_micro',
+      help: 'Stablecoins held on chain less what the ledger owes, in micro-USD (negative: a deficit), per ledger asset',
+      labelNames: ['asset'],
+      registers: [registry],
+    }),
+    owed: new Gauge({
+      name: 'ark_treasury_owed_micro',
+      help: 'What the ledger owes (available + held + payable + locked, less transfers in flight), in micro-USD',
+      labelNames: ['asset'],
+      registers: [registry],
+    }),
+    holdings: new Gauge({
+      name: 'ark_treasury_holdings',
+      help: 'Holdings at the last reconciled block, in whole units of the asset, per network, asset and place',
+      labelNames: ['network', 'asset', 'place'],
+      registers: [registry],
+    }),
+    block: new Gauge({
+      name: 'ark_treasury_reconciled_block',
+      help: 'The finalized block the last reconciliation read, per network',
+      labelNames: ['network'],
+      registers: [registry],
+    }),
+    reconciledAt: new Gauge({
+      name: 'ark_treasury_reconciled_timestamp_seconds',
+      help: 'When the last reconciliation of the chain with the ledger finished',
+      registers: [registry],
+    }),
   };
 }
 

@@ -30,6 +30,7 @@ import { buildJobServices, type JobServices, jobSettingsOf } from './jobs/index.
 import { buildMarketServices, type MarketServices } from './market/index.js';
 import { buildReliabilityServices, type ReliabilityServices } from './reliability/index.js';
 import { buildTemplateServices, type TemplateServices } from './templates/index.js';
+import { buildTreasuryServices, type TreasuryChain, type TreasuryServices } from './treasury/index.js';
 import { buildTicketServices, type TicketServices } from './tickets/index.js';
 import { buildWebhookServices, type WebhookServices } from './webhooks/index.js';
 import { buildWithdrawalServices, type WithdrawalServices } from './withdrawals/index.js';
@@ -55,6 +56,8 @@ export interface ServiceDeps {
   x402Chain?: X402Chain | null;
   /** Contract code on the primary network, for agent registration (built by runtime.ts from ARK_CHAINS); absent: none. */
   walletCode?: WalletCodeReader | null;
+  /** The chain side of the treasury's reconciliation (built by runtime.ts from ARK_CHAINS); absent: none (it refuses). */
+  treasuryChain?: TreasuryChain | null;
   /** The sign-in providers; default: the ones configured in ARK_OAUTH_* (oauth/providers.ts). */
   oauthProviders?: Partial<Record<OAuthProviderName, OAuthProviderClient>>;
 }
@@ -90,6 +93,8 @@ export interface Services {
   market: MarketServices;
   /** Machine reliability: the worker's scoring step (issue 10). */
   reliability: ReliabilityServices;
+  /** The treasury against the ledger: reconciliation, its last run, the sweep plan (issue 22). */
+  treasury: TreasuryServices;
   /** Flushes what the services buffer (heartbeats): after the gateway closed, before the store closes. */
   close(): Promise<void>;
 }
@@ -102,6 +107,15 @@ export function buildServices(deps: ServiceDeps): Services {
   // Built once: Google's discovery document is cached in its client.
   const oauthProviders = deps.oauthProviders ?? buildOAuthProviders(config.oauth);
   const alerts = deps.alerts ?? webhookAlertSink({ url: config.operations.alertWebhookUrl, clock });
+  const treasury = buildTreasuryServices({
+    store,
+    clock,
+    networks: config.payments.chains?.networks ?? [],
+    settings: config.treasury,
+    chain: deps.treasuryChain ?? null,
+    alerts,
+    logger: deps.logger && 'warn' in deps.logger ? (deps.logger as { warn(obj: object, msg: string): void }) : undefined,
+  });
   const deposits = buildDepositServices({ store, clock, payments: config.payments, admissions: admissionGuard });
   const heartbeats = new HeartbeatBuffer(store, {
     onlineGraceMs: LIVENESS_GRACE_HEARTBEATS * config.heartbeatIntervalMs,
@@ -158,6 +172,7 @@ export function buildServices(deps: ServiceDeps): Services {
       clock,
       settings: { smtpUrl: config.smtp.url, networks: config.payments.chains?.networks ?? [] },
       heartbeatIntervalMs: config.heartbeatIntervalMs,
+      latestReconciliation: treasury.latest,
       oauthProviders,
       alerts,
       chainReaderFor: deps.chainReaderFor ?? ((network) => new ViemChainReader({ rpcUrl: network.rpcUrl, timeoutMs: 5_000 })),
@@ -177,6 +192,7 @@ export function buildServices(deps: ServiceDeps): Services {
       settings: config.reliability,
       onlineGraceMs: LIVENESS_GRACE_HEARTBEATS * config.heartbeatIntervalMs,
     }),
+    treasury,
     async close() {
       await hosting.close();
     },

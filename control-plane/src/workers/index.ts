@@ -1,3 +1,4 @@
+import type { Registry } from 'prom-client';
 import type { Config } from '../config.js';
 import type { Services } from '../services/index.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
@@ -5,6 +6,7 @@ import { purgePairings } from '../store/pairings.js';
 import type { Worker } from './runner.js';
 import { jobWorkers } from './jobs.js';
 import { marketWorker } from './market.js';
+import { reconcileWorker } from './reconcile.js';
 import { reliabilityWorker } from './reliability.js';
 import { telemetryRetentionWorker } from './telemetry-retention.js';
 import { x402Workers } from './x402.js';
@@ -14,7 +16,12 @@ export { startWorkers, type Worker, type WorkerLogger, type WorkerRunner } from 
 export { purgeTelemetry, telemetryRetentionWorker } from './telemetry-retention.js';
 
 /** Every background worker `ark-cp serve` runs, over the services the composition root built. Areas add theirs here. */
-export function defaultWorkers(services: Services, config: Config): Worker[] {
+export function defaultWorkers(
+  services: Services,
+  config: Config,
+  observers: { registry: Registry; logger: { warn(obj: object, msg: string): void } },
+): Worker[] {
+  const reconcile = reconcileWorker({ treasury: services.treasury, settings: config.treasury, ...observers });
   return [
     ...jobWorkers(services.jobs.sweeps, config),
     telemetryRetentionWorker,
@@ -24,5 +31,6 @@ export function defaultWorkers(services: Services, config: Config): Worker[] {
     ...webhookWorkers(services.webhooks),
     marketWorker(services.market),
     reliabilityWorker(services.reliability, config),
+    ...(reconcile ? [reconcile] : []),
   ];
 }

@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { MicroTotal, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
+import { EvmAddress, MicroTotal, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
 
 // Operator controls (issue 12): the admission switch, acceptance authorizations, subsystem tests and the platform's
 // books. The contract fixes the request bodies of admissions and settings tests and the test's answer; the rest is
@@ -182,6 +182,79 @@ export const FleetJobStates = Type.Object(
 );
 export type FleetJobStates = Static<typeof FleetJobStates>;
 
+/** A signed micro-USD figure (a surplus is positive, a deficit negative). */
+const SignedMicro = Type.String({ pattern: '^(0|-?[1-9][0-9]{0,18})$', description: 'micro-USD, signed: a base-10 integer string' });
+/** A token amount in its smallest unit (an 18-decimal token's exceed 64 bits). */
+const RawAmount = Type.String({ pattern: '^(0|[1-9][0-9]{0,77})$', description: "the asset's smallest unit: a base-10 integer string" });
+
+/** One asset's holdings on one network at the read block, per place. */
+export const TreasuryAssetHoldings = Type.Object(
+  {
+    symbol: Type.String(),
+    /** stablecoin: compared with the liabilities 1:1; native: information only. */
+    kind: Type.Union([Type.Literal('stablecoin'), Type.Literal('native')]),
+    token: Nullable(EvmAddress),
+    decimals: Type.Integer({ minimum: 0 }),
+    treasury_raw: RawAmount,
+    payout_wallet_raw: RawAmount,
+    deposit_addresses_raw: RawAmount,
+    total_raw: RawAmount,
+    /** The total in micro-USD: 1:1 for a stablecoin, at the oracle price for a native coin, null without a price. */
+    value_micro: Nullable(MicroTotal),
+  },
+  { additionalProperties: false },
+);
+export type TreasuryAssetHoldings = Static<typeof TreasuryAssetHoldings>;
+
+/**
+ * A reconciliation of the chain with the ledger (issue 22): per network the holdings at a finalized block, against
+ * what the ledger owes. `ark-cp treasury reconcile` prints it; GET /api/v1/admin/fleet carries this process's last one.
+ */
+export const TreasuryReconciliation = Type.Object(
+  {
+    at: Rfc3339Utc,
+    trigger: Type.Union([Type.Literal('worker'), Type.Literal('cli')]),
+    status: Type.Union([Type.Literal('balanced'), Type.Literal('surplus'), Type.Literal('deficit')]),
+    asset: Type.Literal('USD'),
+    liabilities: Type.Object(
+      {
+        available_micro: MicroTotal,
+        held_micro: MicroTotal,
+        payable_micro: MicroTotal,
+        locked_micro: MicroTotal,
+        /** Locks of withdrawals and payouts signed or broadcast: possibly already paid on chain. */
+        in_flight_micro: MicroTotal,
+        total_micro: MicroTotal,
+        /** total less in flight: what the chain must hold. */
+        owed_micro: MicroTotal,
+      },
+      { additionalProperties: false },
+    ),
+    stablecoins_micro: MicroTotal,
+    surplus_micro: SignedMicro,
+    deficit_micro: MicroTotal,
+    native_value_micro: Nullable(MicroTotal),
+    networks: Type.Array(
+      Type.Object(
+        {
+          network: Type.String(),
+          chain_id: Type.Integer({ minimum: 1 }),
+          block_number: Type.String({ pattern: '^(0|[1-9][0-9]{0,19})$' }),
+          block_hash: Type.String({ pattern: '^0x[0-9a-f]{64}$' }),
+          assets: Type.Array(TreasuryAssetHoldings),
+        },
+        { additionalProperties: false },
+      ),
+    ),
+    addresses: Type.Integer({ minimum: 0 }),
+    deposit_addresses: Type.Integer({ minimum: 0 }),
+    multicalls: Type.Integer({ minimum: 0 }),
+    duration_ms: Type.Integer({ minimum: 0 }),
+  },
+  { additionalProperties: false },
+);
+export type TreasuryReconciliation = Static<typeof TreasuryReconciliation>;
+
 /** GET /api/v1/admin/fleet: the fleet now, for operators (issue 13). The route's description defines each count. */
 export const Fleet = Type.Object(
   {
@@ -215,6 +288,8 @@ export const Fleet = Type.Object(
       },
       { additionalProperties: false },
     ),
+    /** This replica's last reconciliation of the chain with the ledger; absent before its first (or without a chain). */
+    treasury: Type.Optional(TreasuryReconciliation),
   },
   { additionalProperties: false },
 );

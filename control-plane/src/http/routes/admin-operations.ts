@@ -1,6 +1,7 @@
 import { Fleet, LedgerSummary, LedgerSummaryQuery, SettingsTestRequest, SettingsTestResult } from '@ark/shared';
 import type { FleetRecord, LedgerSummaryRecord } from '../../services/operations/index.js';
 import { DomainError } from '../../errors.js';
+import { reconciliationView } from '../../services/treasury/view.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { withErrors } from '../schemas.js';
@@ -40,6 +41,7 @@ export function fleetView(record: FleetRecord): Fleet {
     machines: { total: record.machines.total, online: record.machines.online, by_state: { ...record.machines.byState } },
     gpus: { ...record.gpus },
     jobs: { by_state: { ...record.jobs.byState }, active: record.jobs.active },
+    ...(record.treasury ? { treasury: reconciliationView(record.treasury) } : {}),
   };
 }
 
@@ -111,7 +113,10 @@ export function registerAdminOperationRoutes(app: TypedApp, ctx: AppContext): vo
           'it unavailable). gpus.allocated: the gpu_count of every job holding its ' +
           'machine’s devices (RESERVED, STARTING, RUNNING, STOPPING, RECONCILING), the occupancy reservations check. jobs.by_state: ' +
           'jobs per state, every job state present, zero included. jobs.active: jobs not in a final state (CLOSED, FAILED), so ' +
-          'STOPPED and CLEANING jobs count as active though they hold no GPU.',
+          'STOPPED and CLEANING jobs count as active though they hold no GPU. treasury: this replica’s last reconciliation of the ' +
+          'chain with the ledger (its worker runs every ARK_RECONCILE_INTERVAL_MS): stablecoins held at a finalized block by the ' +
+          'treasury, the payout wallet and every deposit address against available + held + payable + locked, the surplus or deficit, ' +
+          'native coins apart as information; absent before the first run or without ARK_CHAINS.',
         response: withErrors({ 200: Fleet }, 403),
       },
     },

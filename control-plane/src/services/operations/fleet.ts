@@ -5,6 +5,7 @@ import { FINAL_STATES, OCCUPYING_STATES } from '../../domain/jobs/states.js';
 import { LIVENESS_GRACE_HEARTBEATS } from '../../domain/machines/go-live.js';
 import type { Store } from '../../store/db.js';
 import { jobStateCounts, listedGpus, machineStateCounts } from '../../store/fleet.js';
+import type { ReconciliationRun } from '../treasury/reconcile.js';
 
 const MACHINE_LIVE_STATES: readonly MachineLiveState[] = ['waiting', 'live', 'failed', 'off'];
 
@@ -13,6 +14,8 @@ export interface FleetRecord {
   machines: { total: number; online: number; byState: Record<MachineLiveState, number> };
   gpus: { total: number; listed: number; allocated: number };
   jobs: { byState: Record<JobState, number>; active: number };
+  /** This process's last reconciliation of the chain with the ledger; null before the first (or without a chain). */
+  treasury: ReconciliationRun | null;
 }
 
 export interface FleetDeps {
@@ -20,6 +23,8 @@ export interface FleetDeps {
   clock: Clock;
   /** How often agents send heartbeats: a machine is online within LIVENESS_GRACE_HEARTBEATS of them. */
   heartbeatIntervalMs: number;
+  /** The treasury's last reconciliation run in this process (services/treasury). */
+  latestReconciliation: () => ReconciliationRun | null;
 }
 
 /**
@@ -62,5 +67,6 @@ export async function fleet(deps: FleetDeps): Promise<FleetRecord> {
     machines: { total: machinesTotal, online, byState: machinesByState },
     gpus: { total: gpusTotal, listed, allocated },
     jobs: { byState: jobsByState, active },
+    treasury: deps.latestReconciliation(),
   };
 }

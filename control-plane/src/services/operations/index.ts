@@ -1,7 +1,5 @@
 import type { SettingsTestRequest, SettingsTestResult } from '@ark/shared';
-import type { Clock } from '../../clock.js';
-import type { Store } from '../../store/db.js';
-import { type FleetRecord, fleet } from './fleet.js';
+import { type FleetDeps, type FleetRecord, fleet } from './fleet.js';
 import { type LedgerSummaryRecord, ledgerSummary } from './ledger-summary.js';
 import { type SettingsTestDeps, testSubsystem } from './settings-test.js';
 
@@ -16,9 +14,7 @@ export interface OperationsServices {
   fleet(): Promise<FleetRecord>;
 }
 
-export function buildOperationsServices(
-  deps: SettingsTestDeps & { store: Store; clock: Clock; heartbeatIntervalMs: number },
-): OperationsServices {
+export function buildOperationsServices(deps: SettingsTestDeps & FleetDeps): OperationsServices {
   return {
     testSubsystem: (adminAccountId, request) => testSubsystem(deps, adminAccountId, request),
     ledgerSummary: (query) => ledgerSummary(deps, query),
