@@ -1,8 +1,10 @@
 // A private anvil (from npm: @foundry-rs/anvil ships the binary in an optional platform package) on a free loopback
 // port, started as Base (--chain-id 8453) with one slot per epoch, so a block is final two blocks later. Stopped by
 // its own PID. The binary is run directly, not through the package's node wrapper, so the PID is anvil's.
+import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { freePort, type SpawnedProcess, spawnProcess, waitFor } from './processes.js';
 
 const require = createRequire(import.meta.url);
@@ -103,4 +105,40 @@ export async function startAnvil(options: AnvilOptions = {}): Promise<Anvil> {
       await child.stop('SIGTERM', { timeoutMs: 5_000 });
     },
   };
+}
+
+/** Multicall3's canonical address, where the control plane's holdings read calls it (ARK_MULTICALL_ADDRESS's default). */
+export const MULTICALL3_ADDRESS = '0xcA11bde05977b3631167028862bE2a173976CA11';
+
+let multicall3Code: `0x${string}` | undefined;
+
+/** TestMulticall3's runtime code (test/fixtures/contracts/TestMulticall3.sol), compiled with solc from npm once per process. */
+export function multicall3RuntimeCode(): `0x${string}` {
+  if (multicall3Code) return multicall3Code;
+  const solc = require('solc') as { compile(input: string): string };
+  const file = 'TestMulticall3.sol';
+  const content = readFileSync(fileURLToPath(new URL(`../fixtures/contracts/${file}`, import.meta.url)), 'utf8');
+  const output = JSON.parse(
+    solc.compile(
+      JSON.stringify({
+        language: 'Solidity',
+        sources: { [file]: { content } },
+        settings: { optimizer: { enabled: true, runs: 200 }, outputSelection: { '*': { '*': ['evm.deployedBytecode.object'] } } },
+      }),
+    ),
+  ) as {
+    errors?: Array<{ severity: string; formattedMessage: string }>;
+    contracts: Record<string, Record<string, { evm: { deployedBytecode: { object: string } } }>>;
+  };
+  const errors = (output.errors ?? []).filter((e) => e.severity === 'error');
+  if (errors.length > 0) throw new Error(`solc: ${errors.map((e) => e.formattedMessage).join('\n')}`);
+  const code = output.contracts[file]?.TestMulticall3?.evm.deployedBytecode.object;
+  if (!code) throw new Error('solc produced no TestMulticall3');
+  multicall3Code = `0x${code}`;
+  return multicall3Code;
+}
+
+/** Places Multicall3 (aggregate3, getEthBalance) at its canonical address on the node, as every public chain has it. */
+export async function installMulticall3(anvil: Pick<Anvil, 'rpc'>): Promise<void> {
+  await anvil.rpc('anvil_setCode', [MULTICALL3_ADDRESS, multicall3RuntimeCode()]);
 }

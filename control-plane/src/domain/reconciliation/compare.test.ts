@@ -66,12 +66,15 @@ describe('reconciliation of the chain with the ledger', () => {
     expect(report.surplusMicro).toBe(-300_000_000n);
     expect(report.status).toBe('deficit');
     expect(report.deficitMicro).toBe(300_000_000n);
-    // The alert says the native coins would cover it: a warning, not a page.
-    expect(deficitAlert(report)).toMatchObject({ name: 'treasury_deficit', severity: 'warning' });
-    // Without a price the value is unknown, and the same deficit is critical.
+    expect(deficitAlert(report)).toMatchObject({
+      name: 'treasury_deficit',
+      severity: 'critical',
+      details: { deficit_micro: '300000000', native_value_micro: '303000000' },
+    });
+    // Without a price the value is unknown; the stablecoin figures are the same.
     const unpriced = reconcile({ liabilities: liabilities({ availableMicro: 340_000_000n }), networks: [base({ nativePrice: null })] });
     expect(unpriced.nativeValueMicro).toBeNull();
-    expect(deficitAlert(unpriced)?.severity).toBe('critical');
+    expect(unpriced.deficitMicro).toBe(300_000_000n);
   });
 
   it('finds the deficit when treasury funds left behind the ledger’s back, and alerts critically', () => {

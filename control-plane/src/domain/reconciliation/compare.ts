@@ -135,30 +135,31 @@ export function reconcile(input: { liabilities: Liabilities; networks: NetworkHo
   };
 }
 
-/** The alert a deficit raises, or null when there is none. */
+/** The alert a deficit raises. */
 export interface DeficitAlert {
   name: 'treasury_deficit';
-  /** critical: the stablecoins fall short and native coins at the oracle price do not make it up (or have no price). */
-  severity: 'warning' | 'critical';
+  /** Always critical: native coins are not counted (they include the payout wallet's gas, and their price moves). */
+  severity: 'critical';
   summary: string;
   details: Record<string, string | null>;
 }
 
+/** The alert for a deficit, or null when there is none. */
 export function deficitAlert(report: Reconciliation): DeficitAlert | null {
   if (report.status !== 'deficit') return null;
-  const coveredByNative = report.nativeValueMicro !== null && report.nativeValueMicro >= report.deficitMicro;
   const usd = (micro: bigint) => `${micro / 1_000_000n}.${(micro % 1_000_000n).toString().padStart(6, '0')}`;
   return {
     name: 'treasury_deficit',
-    severity: coveredByNative ? 'warning' : 'critical',
+    severity: 'critical',
     summary:
       `The chain holds ${usd(report.stablecoinsMicro)} USD in stablecoins against ${usd(report.liabilities.owedMicro)} USD the ledger owes: ` +
-      `${usd(report.deficitMicro)} USD missing${coveredByNative ? ' (native coins at the oracle price would cover it)' : ''}.`,
+      `${usd(report.deficitMicro)} USD missing.`,
     details: {
       deficit_micro: report.deficitMicro.toString(),
       stablecoins_micro: report.stablecoinsMicro.toString(),
       owed_micro: report.liabilities.owedMicro.toString(),
       in_flight_micro: report.liabilities.inFlightMicro.toString(),
+      // Information only: what native coins would fetch at the oracle price.
       native_value_micro: report.nativeValueMicro?.toString() ?? null,
       blocks: report.networks.map((n) => `${n.network}@${n.blockNumber}`).join(','),
     },
