@@ -34,7 +34,7 @@ export function treasuryConfigFrom(env: Env, fail: (message: string) => Error): 
   return {
     address: address('ARK_TREASURY_ADDRESS'),
     multicallAddress: address('ARK_MULTICALL_ADDRESS') ?? CANONICAL_MULTICALL3,
-    multicallBatchCalls: int('ARK_MULTICALL_BATCH_CALLS', 500, 1, 5_000),
+    multicallBatchCalls: int('ARK_MULTICALL_BATCH_CALLS', 500, 1, 2_000),
     reconcileIntervalMs: int('ARK_RECONCILE_INTERVAL_MS', 300_000, 100, 86_400_000),
     alertRepeatMs: int('ARK_RECONCILE_ALERT_REPEAT_S', 3_600, 60, 7 * 86_400) * 1000,
   };

@@ -31,6 +31,8 @@ export interface BatchFigures {
   multicalls: number;
   ms: number;
   usPerAddress: number;
+  /** CPU time of this process (the service, viem, the store) in the run: what the node (anvil) does is the rest. */
+  cpuMs: number;
 }
 
 export interface ReconcileBenchFigures {
@@ -56,7 +58,7 @@ const ERC20 = parseAbi(['function balanceOf(address) view returns (uint256)']);
 export async function run(options: ReconcileBenchOptions = {}): Promise<ReconcileBenchFigures> {
   const count = Math.max(100, Math.min(options.addresses ?? 10_000, 100_000));
   const rounds = Math.max(1, Math.min(options.rounds ?? 3, 20));
-  const batchCalls = options.batchCalls ?? [100, 500, 2_000];
+  const batchCalls = options.batchCalls ?? [100, 250, 500, 1_000, 2_000];
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const loadAvgBefore = Math.round((loadavg()[0] as number) * 100) / 100;
   const anvil = await startAnvil();
@@ -107,19 +109,24 @@ export async function run(options: ReconcileBenchOptions = {}): Promise<Reconcil
         alerts: webhookAlertSink({ url: null, clock: systemClock }),
       });
       const times: number[] = [];
+      const cpu: number[] = [];
       let multicalls = 0;
       for (let r = 0; r < rounds; r++) {
         const started = performance.now();
+        const cpuBefore = process.cpuUsage();
         const result = await treasury.reconcile('cli');
         times.push(performance.now() - started);
+        const used = process.cpuUsage(cpuBefore);
+        cpu.push((used.user + used.system) / 1000);
         multicalls = result.multicalls;
         const usdc = result.report.networks[0]?.stablecoins.find((a) => a.symbol === 'USDC');
         if (result.depositAddresses !== count || usdc?.byPlace.deposit_addresses !== BigInt(count) * 1_000_000n)
           throw new Error(`the reconciliation read ${result.depositAddresses} addresses and ${usdc?.byPlace.deposit_addresses} USDC`);
       }
       const ms = Math.round(median(times));
-      batches.push({ batchCalls: calls, multicalls, ms, usPerAddress: Math.round((median(times) * 1000) / count) });
-      log(`reconcile bench: ${calls} calls a multicall: ${multicalls} multicalls, ${ms} ms`);
+      const cpuMs = Math.round(median(cpu));
+      batches.push({ batchCalls: calls, multicalls, ms, usPerAddress: Math.round((median(times) * 1000) / count), cpuMs });
+      log(`reconcile bench: ${calls} calls a multicall: ${multicalls} multicalls, ${ms} ms (${cpuMs} ms CPU here)`);
     }
 
     // The reference: one eth_call per balance (JSON-RPC batched by the transport, as the reader's client is).
