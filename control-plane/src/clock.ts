@@ -1,25 +1,7 @@
-// Every expiry, heartbeat, retention and meter decision reads a Clock, so tests advance time instead of sleeping.
-export interface Clock {
-  now(): Date;
-}
-
-export const systemClock: Clock = { now: () => new Date() };
-
-export class ManualClock implements Clock {
-  #ms: number;
-  constructor(start: Date | string = '2026-01-01T00:00:00.000Z') {
-    this.#ms = new Date(start).getTime();
-  }
-  now(): Date {
-    return new Date(this.#ms);
-  }
-  advance(ms: number): void {
-    this.#ms += ms;
-  }
-  set(at: Date | string): void {
-    this.#ms = new Date(at).getTime();
-  }
-}
+// Every expiry, heartbeat, retention, meter, timeout, poll and schedule reads a Clock, so tests advance time instead
+// of waiting for it. The clock itself is the agent's too (shared/src/clock/): wall time, a monotonic reading, timers
+// and sleep, and a ManualClock whose advance() fires what falls due. main.ts builds the system one, once.
+export { type Clock, type ClockTimer, ManualClock, sleepOn, systemClock } from '@ark/shared';
 
 /** ISO string with milliseconds, UTC: sorts lexicographically, which the store relies on. */
 export function iso(date: Date): string {

@@ -1,5 +1,5 @@
 import type { AgentJobs, JobMessagePort } from './agent.js';
-import type { Clock } from './clock/clock.js';
+import type { Clock } from '@ark/shared';
 import type { GpuInventorySource } from './collectors/index.js';
 import type { AgentConfig } from './config.js';
 import type { JobMessageBody } from './jobs/job-record.js';

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { pino } from 'pino';
 import { NvidiaSmiGpuCollector, RecordedGpuCollector, SystemInformationHostCollector } from './collectors/index.js';
 import { CliError, USAGE, isHelp, runAgentCli } from './cli/index.js';
-import { systemClock } from './clock/clock.js';
+import { systemClock } from '@ark/shared';
 import type { CliContext, CliLogger } from './cli/context.js';
 import { ConfigError, type AgentConfig, loadAgentConfig } from './config.js';
 import { readMachineFacts } from './manifest.js';

@@ -23,3 +23,4 @@ export * from './redact.js';
 export * from './http/withdrawals.js';
 export * from './http/market.js';
 export * from './http/spend-cap.js';
+export * from './clock/index.js';

@@ -116,7 +116,7 @@ async function measureDialect(
       running.push({ jobId, machineId: machine.machineId, start, next: 1 });
     }
     // Every prepared period has ended by now, so each receipt is judged on its own merits, not refused as early.
-    clock.advance(MAX_RECEIPTS_PER_JOB * PERIOD_MS + 60_000);
+    await clock.advance(MAX_RECEIPTS_PER_JOB * PERIOD_MS + 60_000);
     const setupSeconds = Math.round((performance.now() - setupStarted) / 100) / 10;
     log(`meter-receipts: ${dialect}: ${jobs} RUNNING jobs in ${setupSeconds} s`);
 

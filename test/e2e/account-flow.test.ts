@@ -170,7 +170,7 @@ describe.each(DIALECTS)('account flow over HTTP and SMTP on %s', (dialect) => {
       'STEP_UP_TOTP_REQUIRED',
     );
 
-    t.clock.advance(30_000);
+    await t.clock.advance(30_000);
     const totpStepUp = await call('POST', '/api/v1/account/step-up', {
       token: session,
       body: { totp_code: totp.generate({ timestamp: t.clock.now().getTime() }) },

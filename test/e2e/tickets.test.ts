@@ -145,7 +145,7 @@ describe.each(DIALECTS)('support tickets on %s', (dialect) => {
     expect(repeat.json()).toEqual(first.json());
     const opened = [first.json().ticket_id as string];
     for (let i = 0; i < 6; i++) {
-      t.clock.advance(1);
+      await t.clock.advance(1);
       opened.push((await open(owner, { category: 'account', text: `t${i}` })).ticket_id);
     }
     await open(stranger, { category: 'account', text: 'not in the list' });

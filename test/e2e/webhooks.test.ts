@@ -387,10 +387,10 @@ describe.each(['sqlite', 'postgres'] as const)('events emitted on %s', (dialect)
       const { jobId } = await reserveJob(t.app, renter, machine);
       const ready = await runJob(t, machine.machineId, jobId);
       // 60 % of the hour, then 90 %: the charges cross 50 % and then 80 % of the budget.
-      t.clock.advance((METERED_MS * 2) / 3);
+      await t.clock.advance((METERED_MS * 2) / 3);
       await deliverToAgent(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, ready, t.clock.now()));
       const mid = t.clock.now();
-      t.clock.advance(METERED_MS / 3);
+      await t.clock.advance(METERED_MS / 3);
       await deliverToAgent(t.ctx, machine.machineId, meterReceipt(jobId, 1, 2, mid, t.clock.now()));
       // The agent falls silent past three heartbeat intervals.
       expect(await t.ctx.services.webhooks.tellLivenessChanges()).toBe(1);

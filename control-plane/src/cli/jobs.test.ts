@@ -27,7 +27,7 @@ describe.each(DIALECTS)('ark-cp jobs sweep on %s', (dialect) => {
       payload: { reason: 'done' },
     });
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'stopped', t.clock.now()));
-    t.clock.advance(60_000);
+    await t.clock.advance(60_000);
     const report = await sweepCommand(t.ctx.services.jobs.sweeps, t.clock.now());
     expect(report).toEqual({ funding: 0, liveness: 0, start_timeout: 0, retrieval: 1, quotes: 0 });
     expect((await getJob(t.app, renter, jobId)).state).toBe('CLEANING');

@@ -84,7 +84,7 @@ describe.each(DIALECTS)('templates CLI on %s', (dialect) => {
     const first = await importTemplatesCommand(cli, examples);
     expect(first).toMatchObject({ total: 3, created: 3, updated: 0, unchanged: 0 });
     expect(first.templates.map((t) => t.template_id)).toEqual(examples.map((e) => e.template_id));
-    cli.clock.advance(1000);
+    await cli.clock.advance(1000);
     const again = await importTemplatesCommand(cli, examples);
     cli.clock.set(now);
     expect(again).toMatchObject({ total: 3, created: 0, updated: 0, unchanged: 3 });

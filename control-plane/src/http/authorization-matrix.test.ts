@@ -568,7 +568,7 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     expect(revokedRes.statusCode).toBe(200);
     // Both still work until they expire or are revoked (so the 401s below are about that, nothing else).
     expect((await app.inject({ method: 'GET', url: '/api/v1/account', headers: bearer(expiring) })).statusCode).toBe(200);
-    clock.advance(61_000);
+    await clock.advance(61_000);
     // The machine stays online across the minute.
     await agentHeartbeat(ctx, machineId);
 

@@ -426,7 +426,7 @@ describe.each(DIALECTS)('HTTP plumbing on %s', (dialect) => {
       expect(expectEnvelope(limited, 429, 'UNAVAILABLE').retryable).toBe(true);
       expect(limited.headers['retry-after']).toBeUndefined();
       // The next window (the clock is the app's ManualClock) opens again.
-      t.clock.advance(60_000);
+      await t.clock.advance(60_000);
       expect((await inject({ method: 'GET', url: '/test/plumbing/limited' })).statusCode).toBe(200);
     });
 

@@ -175,7 +175,7 @@ export async function runJob(
   access = readyAccess(),
 ): Promise<Date> {
   await deliver(t.ctx, machineId, jobStatus(jobId, 1, 'accepted', t.clock.now()));
-  t.clock.advance(2000);
+  await t.clock.advance(2000);
   const ready = t.clock.now();
   await deliver(t.ctx, machineId, jobStatus(jobId, 1, 'ready', ready, { access, evidence: { container_running: true } }));
   return ready;

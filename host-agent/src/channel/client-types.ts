@@ -1,5 +1,4 @@
-import type { CommandMessage, FrameSigner, HeartbeatMessage, RelayCancelMessage, RelayOpenMessage } from '@ark/shared';
-import type { Clock } from '../clock/clock.js';
+import type { Clock, CommandMessage, FrameSigner, HeartbeatMessage, RelayCancelMessage, RelayOpenMessage } from '@ark/shared';
 
 // The channel client's surface: what it is given (options, a logger) and what it reports (state, status).
 

@@ -2,16 +2,18 @@ import { EventEmitter } from 'node:events';
 import {
   CHANNEL_MAX_FRAME_BYTES,
   CHANNEL_PROTOCOL_VERSION,
+  type Clock,
+  type ClockTimer,
   type CommandMessage,
   type FrameSigner,
   type FrameVerifier,
   openFrame,
   type ServerMessage,
   signFrame,
+  systemClock,
   type WelcomeMessage,
 } from '@ark/shared';
 import WebSocket from 'ws';
-import { type Clock, type ClockTimer, systemClock } from '../clock/clock.js';
 import type { ChannelClientOptions, ChannelState, ChannelStatus, HeartbeatBody } from './client-types.js';
 import { PersistentQueue, type ReliableBody } from './queue.js';
 import { nodeSigner, pinnedVerifier } from './signer.js';

@@ -1,6 +1,5 @@
-import type { CommandMessage } from '@ark/shared';
+import type { Clock, CommandMessage } from '@ark/shared';
 import type { AgentChannel, AgentJobs, AgentLogger } from '../agent.js';
-import type { Clock } from '../clock/clock.js';
 import type { GpuCollector, GpuInventorySource, HostCollector } from '../collectors/index.js';
 import type { AgentConfig } from '../config.js';
 import type { JobRuntimeSettings } from '../job-runtime.js';

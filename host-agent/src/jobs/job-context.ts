@@ -3,7 +3,7 @@
 // a RecordedContainerRuntime and a ManualClock and drives a single part.
 import type { GpuInventorySource } from '../collectors/types.js';
 import type { AccessMode, JobSshServer } from '../access/job-ssh-server.js';
-import { type Clock, type ClockTimer, systemClock } from '../clock/clock.js';
+import { type Clock, type ClockTimer, systemClock } from '@ark/shared';
 import type { ContainerRuntime, NetworkMode } from '../runtime/container-runtime.js';
 import type { PortRange } from '../runtime/port-allocator.js';
 import type { JobChannelPort, JobRecord } from './job-record.js';

@@ -1,7 +1,7 @@
 // Messages and persistence: every state change is written to the job's record together with the
 // messages it causes (the outbox), and only then handed to the channel, in order, once. A channel
 // that refuses keeps the rest for a retry; a restart hands over what was recorded but not handed.
-import type { Clock, ClockTimer } from '../clock/clock.js';
+import type { Clock, ClockTimer } from '@ark/shared';
 import type { JobSupervisorLogger } from './job-context.js';
 import type { JobAccess, JobChannelPort, JobMessageBody, JobRecord, JobStatus, JobStatusBody } from './job-record.js';
 import type { JobStore } from './job-store.js';

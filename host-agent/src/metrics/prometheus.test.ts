@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../clock/manual-clock.js';
+import { ManualClock } from '@ark/shared';
 import { observePulls } from '../job-runtime.js';
 import { RecordedContainerRuntime } from '../runtime/testing/recorded-container-runtime.js';
 import { startMetricsServer } from './prometheus.js';

@@ -139,7 +139,7 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
     it('expires the link after 24 hours', async () => {
       await post('/api/v1/accounts', { email: 'slow-reader@example.test', password: 'a long enough password' });
       const token = tokenFromMail(t.outbox.at(-1)!.text);
-      t.clock.advance(24 * 3_600_000);
+      await t.clock.advance(24 * 3_600_000);
       expectError(await post('/api/v1/account/email-verification', { token }), 422, 'VERIFICATION_TOKEN_INVALID');
     });
 
@@ -180,7 +180,7 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
         .executeTakeFirst();
       expect(row?.account_id).toBe(account.accountId);
       expect((await get('/api/v1/account', body.session_token)).statusCode).toBe(200);
-      t.clock.advance(t.ctx.config.sessionTtlMs);
+      await t.clock.advance(t.ctx.config.sessionTtlMs);
       expectError(await get('/api/v1/account', body.session_token), 401, 'UNAUTHENTICATED');
     });
 
@@ -266,7 +266,7 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
         201,
       );
       // It lapses.
-      t.clock.advance(t.ctx.config.stepUpTtlMs);
+      await t.clock.advance(t.ctx.config.stepUpTtlMs);
       expectError(
         await post('/api/v1/account/api-keys', { label: 'k', scopes: ['renter'] }, account.sessionToken, idem()),
         403,
@@ -360,7 +360,7 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
       );
       // The confirming code's time step is spent.
       expectError(await post('/api/v1/account/step-up', { totp_code: code }, account.sessionToken), 401, 'STEP_UP_FAILED');
-      t.clock.advance(30_000);
+      await t.clock.advance(30_000);
       const next = totpCodeAt(secret, t.clock.now());
       const stepUp = await post('/api/v1/account/step-up', { totp_code: next }, account.sessionToken);
       expect(stepUp.statusCode, stepUp.body).toBe(200);
@@ -457,17 +457,17 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
       expect((await get('/api/v1/account', secret)).statusCode).toBe(200);
       const row = await t.store.db.selectFrom('api_keys').selectAll().where('id', '=', res.json().api_key_id).executeTakeFirstOrThrow();
       expect(row.last_used_at).toBe(t.clock.now().toISOString());
-      t.clock.advance(3_600_000);
+      await t.clock.advance(3_600_000);
       expectError(await get('/api/v1/account', secret), 401, 'UNAUTHENTICATED');
     });
 
     it('lists keys without secrets, newest first, page by page', async () => {
       const owner = await seedAccount(t.ctx, { stepUp: true });
-      t.clock.advance(1);
+      await t.clock.advance(1);
       const ids: string[] = [];
       for (const label of ['one', 'two', 'three']) {
         ids.push((await create({ label, scopes: ['renter'] }, idem(), owner.sessionToken)).json().api_key_id);
-        t.clock.advance(1);
+        await t.clock.advance(1);
       }
       const first = await inject({ method: 'GET', url: '/api/v1/account/api-keys?limit=2', headers: bearer(owner.sessionToken) });
       expect(first.statusCode).toBe(200);
@@ -639,7 +639,7 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
         429,
         'UNAVAILABLE',
       );
-      limited.clock.advance(60_000);
+      await limited.clock.advance(60_000);
       expect((await attempt('/api/v1/auth/sessions', { email: 'victim@example.test', password: 'x' }, '127.200.2.1')).statusCode).toBe(401);
     });
 

@@ -94,14 +94,15 @@ describe.each(DIALECTS)('agent registration routes on %s', (dialect) => {
     const issuedAt = h.clock.now().getTime();
     const { message, expiresAt, signature } = await signedChallenge(w);
     expect(Date.parse(expiresAt) - issuedAt).toBe(300_000);
-    h.clock.advance(300_000);
+    await h.clock.advance(300_000);
     const late = await register(message, signature);
     expect(late.statusCode).toBe(401);
     expect(late.json().error.code).toBe('SIWE_CHALLENGE_EXPIRED');
-    h.clock.advance(-1);
+    // One millisecond back: the wall clock steps (advance() only moves forward).
+    h.clock.set(h.clock.now().getTime() - 1);
     const justInTime = await register(message, signature);
     expect(justInTime.statusCode, justInTime.body).toBe(201);
-    h.clock.advance(1);
+    await h.clock.advance(1);
   });
 
   it('limits challenges per wallet whatever the source address, and per source address whatever the wallet', async () => {
@@ -116,7 +117,7 @@ describe.each(DIALECTS)('agent registration routes on %s', (dialect) => {
     for (let i = 0; i < 3; i++) expect((await challenge(wallet().address, ip)).statusCode).toBe(200);
     expect((await challenge(wallet().address, ip)).statusCode).toBe(429);
     // A minute later both budgets are back.
-    h.clock.advance(60_000);
+    await h.clock.advance(60_000);
     expect((await challenge(w.address)).statusCode).toBe(200);
     expect((await challenge(wallet().address, ip)).statusCode).toBe(200);
   });

@@ -79,7 +79,7 @@ describe.each(DIALECTS)('deposit address and deposit history on %s', (dialect) =
       fromAddress: null,
     }));
     for (const row of rows) {
-      t.clock.advance(1000);
+      await t.clock.advance(1000);
       await t.store.db.transaction().execute((trx) => upsertSeenDeposits(trx, [row], t.clock.now()));
     }
     const seen: string[] = [];

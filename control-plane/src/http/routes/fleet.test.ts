@@ -88,11 +88,11 @@ describe.each(DIALECTS)('the fleet on %s', (dialect) => {
 
     // 30 s on A and the failed machine beat again (A's plain heartbeat through the write-behind buffer); 20 s later B's
     // last heartbeat is past the 45 s grace and theirs are not.
-    t.clock.advance(30 * S);
+    await t.clock.advance(30 * S);
     await agentHeartbeat(t.ctx, a.machineId);
     await t.ctx.services.hosting.heartbeats.flush();
     await sendHeartbeat(t.ctx, failed, false, ['nvidia-smi failed']);
-    t.clock.advance(20 * S);
+    await t.clock.advance(20 * S);
 
     expect(await fleet()).toEqual({
       as_of: t.clock.now().toISOString(),

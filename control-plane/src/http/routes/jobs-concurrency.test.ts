@@ -28,7 +28,7 @@ describe.each(DIALECTS)('jobs under concurrency on %s', (dialect) => {
       const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000' });
       jobs.push({ jobId, machineId: machine.machineId, start: await runJob(t, machine.machineId, jobId) });
     }
-    t.clock.advance(10 * 30_000);
+    await t.clock.advance(10 * 30_000);
     const at = (start: Date, ms: number) => new Date(start.getTime() + ms);
     const work: Array<Promise<unknown>> = [];
     for (const [i, job] of jobs.entries()) {

@@ -78,7 +78,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     for (const pct of [0, 3, 5, 10, 12, 25, 100, 100])
       await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'pulling', t.clock.now(), { progress_pct: pct }));
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'starting', t.clock.now()));
-    t.clock.advance(1500);
+    await t.clock.advance(1500);
     const start = t.clock.now();
     await deliver(
       t.ctx,
@@ -95,7 +95,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     expect(running.funded_through).toBe(at(start, 3_600_000).toISOString());
 
     // seq 1: 30 s.
-    t.clock.advance(30_000);
+    await t.clock.advance(30_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 30_000)));
     let expected = chargesFor(RATE, 550_000n, 30_000n);
     expect(expected).toEqual({ cumulativeMicro: 4583n, hostMicro: 4166n, feeMicro: 417n });
@@ -114,7 +114,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 3, at(start, 30_000), at(start, 60_000)));
     expect((await getJob(t.app, renter, jobId)).accepted_runtime_ms).toBe('30000');
 
-    t.clock.advance(30_000);
+    await t.clock.advance(30_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 2, at(start, 30_000), at(start, 60_000)));
     expected = chargesFor(RATE, 550_000n, 60_000n);
     expect(await getJob(t.app, renter, jobId)).toMatchObject({
@@ -132,7 +132,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
       payload: { reason: 'done' },
     });
     expect(stopped.json().state).toBe('STOPPING');
-    t.clock.advance(10_000);
+    await t.clock.advance(10_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 3, at(start, 60_000), at(start, 70_000), 10_000, true));
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'stopped', t.clock.now(), { exit_code: 0 }));
     const final = chargesFor(RATE, 550_000n, 70_000n);
@@ -154,11 +154,11 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     expect(await moneyOf(renter)).toEqual(backAtStop);
 
     // The retrieval window (300 s) ends: CLEANING and clean_job; the agent's cleaned closes and releases the rest.
-    t.clock.advance(299_000);
+    await t.clock.advance(299_000);
     await agentHeartbeat(t.ctx, machine.machineId);
     await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('STOPPED');
-    t.clock.advance(1000);
+    await t.clock.advance(1000);
     await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('CLEANING');
     const commands = await queuedCommands(t.ctx, machine.machineId);
@@ -229,7 +229,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '5000' });
     const start = await runJob(t, machine.machineId, jobId);
-    t.clock.advance(60_000);
+    await t.clock.advance(60_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 60_000)));
     const job = await getJob(t.app, renter, jobId);
     expect(job).toMatchObject({
@@ -242,7 +242,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const commands = await queuedCommands(t.ctx, machine.machineId);
     expect(commands.map((c) => c.kind)).toEqual(['launch_job', 'stop_job']);
     expect((commands[1]?.body as Json | undefined)?.reason).toBe('budget_exhausted');
-    t.clock.advance(5000);
+    await t.clock.advance(5000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 2, at(start, 60_000), at(start, 65_000), 5000, true));
     expect(await getJob(t.app, renter, jobId)).toMatchObject({ cumulative_charge_micro: '5000', accepted_runtime_ms: '65000' });
     expect(await balanceOf(t.store.db, ledgerAccounts.hold(jobId, renter.accountId))).toBe(0n);
@@ -255,14 +255,14 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const { jobId } = await reserveJob(t.app, renter, machine, { duration_limit_s: 60, budget_micro: '1000000' });
     const start = await runJob(t, machine.machineId, jobId);
     expect((await getJob(t.app, renter, jobId)).funded_through).toBe(at(start, 60_000).toISOString());
-    t.clock.advance(59_000);
+    await t.clock.advance(59_000);
     await agentHeartbeat(t.ctx, machine.machineId);
     await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('RUNNING');
-    t.clock.advance(1000);
+    await t.clock.advance(1000);
     await sweep();
     expect(await getJob(t.app, renter, jobId)).toMatchObject({ state: 'STOPPING', close_reason: 'duration_limit' });
-    t.clock.advance(4000);
+    await t.clock.advance(4000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 64_000), 64_000, true));
     expect((await getJob(t.app, renter, jobId)).accepted_runtime_ms).toBe('60000');
     const partly = (await allEvents(renter, jobId)).find((e) => e.kind === 'receipt_partly_counted');
@@ -308,16 +308,16 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine);
     const start = await runJob(t, machine.machineId, jobId);
-    t.clock.advance(30_000);
+    await t.clock.advance(30_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 30_000)));
     await agentHeartbeat(t.ctx, machine.machineId);
     const lastHeartbeat = t.clock.now();
 
     // Silent for longer than the grace (3 heartbeat intervals = 45 s).
-    t.clock.advance(44_000);
+    await t.clock.advance(44_000);
     await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('RUNNING');
-    t.clock.advance(2000);
+    await t.clock.advance(2000);
     await sweep();
     const reconciling = await getJob(t.app, renter, jobId);
     expect(reconciling).toMatchObject({ state: 'RECONCILING', fence: '1' });
@@ -338,7 +338,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     expect(extension.json().error.code).toBe('JOB_NOT_EXTENDABLE');
 
     // The agent comes back listing the container as running under the job's fence.
-    t.clock.advance(20_000);
+    await t.clock.advance(20_000);
     const back = t.clock.now();
     await agentHeartbeat(t.ctx, machine.machineId, [{ job_id: jobId, fence: '1', container_state: 'running' }]);
     const returned = await getJob(t.app, renter, jobId);
@@ -352,7 +352,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
 
     // The old session's receipts are stale; the new one's first receipt counts only what ran after the return.
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 2, at(start, 30_000), at(start, 60_000)));
-    t.clock.advance(30_000);
+    await t.clock.advance(30_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 2, 1, at(start, 30_000), t.clock.now()));
     const after = await getJob(t.app, renter, jobId);
     expect(after.accepted_runtime_ms).toBe(String(30_000 + (t.clock.now().getTime() - back.getTime())));
@@ -372,7 +372,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine, {}, { env: { SECRET_VALUE: 'correct-horse-battery' } });
     await runJob(t, machine.machineId, jobId);
-    t.clock.advance(46_000);
+    await t.clock.advance(46_000);
     await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('RECONCILING');
     await agentHeartbeat(t.ctx, machine.machineId, [{ job_id: jobId, fence: '0', container_state: 'running' }]);
@@ -393,15 +393,15 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000' });
     const start = await runJob(t, machine.machineId, jobId);
-    t.clock.advance(30_000);
+    await t.clock.advance(30_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 30_000)));
-    t.clock.advance(46_000);
+    await t.clock.advance(46_000);
     await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('RECONCILING');
-    t.clock.advance(119_000);
+    await t.clock.advance(119_000);
     await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('RECONCILING');
-    t.clock.advance(2000);
+    await t.clock.advance(2000);
     await sweep();
     const failed = await getJob(t.app, renter, jobId);
     expect(failed).toMatchObject({ state: 'FAILED', close_reason: 'agent_lost', cumulative_charge_micro: '4583' });
@@ -424,10 +424,10 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
       headers: { ...bearer(renter.apiKey), 'idempotency-key': randomUUID() },
       payload: { reason: 'done' },
     });
-    t.clock.advance(162_000);
+    await t.clock.advance(162_000);
     await sweep();
     expect((await getJob(t.app, renter, waiting.jobId)).state).toBe('RESERVED');
-    t.clock.advance(5000);
+    await t.clock.advance(5000);
     await sweep();
     expect(await getJob(t.app, renter, waiting.jobId)).toMatchObject({ state: 'FAILED', close_reason: 'agent_lost' });
     expect(await getJob(t.app, renter, stopping.jobId)).toMatchObject({ state: 'CLOSED', close_reason: 'stopped_by_renter' });
@@ -440,12 +440,12 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const { jobId } = await reserveJob(t.app, renter, machine);
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'accepted', t.clock.now()));
     for (let i = 0; i < 20; i++) {
-      t.clock.advance(30_000);
+      await t.clock.advance(30_000);
       await agentHeartbeat(t.ctx, machine.machineId);
       await sweep();
     }
     expect((await getJob(t.app, renter, jobId)).state).toBe('STARTING');
-    t.clock.advance(1000);
+    await t.clock.advance(1000);
     await sweep();
     expect(await getJob(t.app, renter, jobId)).toMatchObject({ state: 'STOPPING', close_reason: 'start_timeout' });
     // Readiness that races the cancellation does not start the meter.
@@ -457,7 +457,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000' });
     const start = await runJob(t, machine.machineId, jobId);
-    t.clock.advance(30_000);
+    await t.clock.advance(30_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 30_000)));
     await deliver(
       t.ctx,

@@ -159,7 +159,7 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
       const quoteOf = async () =>
         (await postQuote(t.app, r, { offer_id: machine.offerId, gpu_count: 1, duration_limit_s: 600, image_digest: customImage() })).json();
       const expiring = await quoteOf();
-      t.clock.advance(60_000);
+      await t.clock.advance(60_000);
       expectError(await postJob(t.app, r, { quote_id: expiring.quote_id, ssh_public_keys: [sshPublicKey()] }), 409, 'QUOTE_EXPIRED');
       await agentHeartbeat(t.ctx, machine.machineId);
 
@@ -205,7 +205,7 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
     it("shows a job to its owner and admins only, and lists the caller's jobs newest first, paged", async () => {
       const { renter: r, machine } = await fresh();
       const first = await reserveJob(t.app, r, machine, { duration_limit_s: 60 });
-      t.clock.advance(1000);
+      await t.clock.advance(1000);
       await agentHeartbeat(t.ctx, machine.machineId);
       const second = await reserveJob(t.app, r, machine, { duration_limit_s: 60 });
       expect((await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${first.jobId}`, headers: bearer(stranger.apiKey) })).statusCode).toBe(
@@ -262,7 +262,7 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
 
       expect((await post(r, `/api/v1/jobs/${jobId}/stop`, { reason: 'done' })).json().state).toBe('STOPPING');
       expectError(await access(r), 403, 'JOB_ACCESS_UNAVAILABLE');
-      t.clock.advance(1000);
+      await t.clock.advance(1000);
       await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'stopped', t.clock.now()));
       const stoppedAt = t.clock.now();
       const retrieval = await access(r);
@@ -274,7 +274,7 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
         ssh_command: 'sftp -P 2222 root@127.0.0.1',
         expires_at: new Date(stoppedAt.getTime() + 600_000).toISOString(),
       });
-      t.clock.advance(600_000);
+      await t.clock.advance(600_000);
       expectError(await access(r), 403, 'JOB_ACCESS_UNAVAILABLE');
     });
 

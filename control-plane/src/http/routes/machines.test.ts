@@ -63,9 +63,9 @@ describe.each(DIALECTS)('machines on %s', (dialect) => {
     expect(res.json().offer).toMatchObject({ listed: true, readiness: 'ready' });
 
     // Liveness is computed at read time: 3 heartbeat intervals of grace.
-    t.clock.advance(45_000);
+    await t.clock.advance(45_000);
     expect((await get(`/api/v1/hosts/machines/${machineId}`)).json().liveness).toBe('online');
-    t.clock.advance(1);
+    await t.clock.advance(1);
     res = await get(`/api/v1/hosts/machines/${machineId}`);
     expect(res.json()).toMatchObject({ liveness: 'offline', live: 'live' });
     expect(res.json().offer.readiness).toBe('unavailable');
@@ -158,7 +158,7 @@ describe.each(DIALECTS)('machines on %s', (dialect) => {
     const ids: string[] = [];
     for (let i = 0; i < 3; i++) {
       ids.push(await enrollDirect(t.app, host));
-      t.clock.advance(1000);
+      await t.clock.advance(1000);
     }
     const first = await get('/api/v1/hosts/machines?limit=2', host.apiKey);
     expect(first.statusCode, first.body).toBe(200);

@@ -102,17 +102,17 @@ describe.each(DIALECTS)('host market on %s', (dialect) => {
     // First rentals 10, 20 and 40 minutes after listing, one GPU each, on three of the others' RTX machines.
     const offsets = [600_000, 600_000, 1_200_000];
     for (const [i, step] of offsets.entries()) {
-      t.clock.advance(step);
+      await t.clock.advance(step);
       await agentHeartbeat(t.ctx, (others[i] as LiveMachine).machineId);
       const { jobId } = await reserveJob(t.app, renter, others[i] as LiveMachine);
       jobIds.push(jobId);
     }
     ids.push(...jobIds);
-    t.clock.advance(60_000);
+    await t.clock.advance(60_000);
     snapshotAt = t.clock.now();
     // The worker's step (market-stats): the request below only reads what it stored.
     expect(await t.ctx.services.market.refresh()).toBeGreaterThan(0);
-    t.clock.advance(60_000);
+    await t.clock.advance(60_000);
     const res = await market('?window=30d');
     expect(res.statusCode, res.body).toBe(200);
     rendered = res.body;

@@ -88,7 +88,7 @@ describe.each(DIALECTS)('network test on %s', (dialect) => {
     expect((await machine(machineId)).network.download_mbps).toBe(940.5);
 
     // A failed measurement is shown as such.
-    t.clock.advance(60_000);
+    await t.clock.advance(60_000);
     await receive(machineId, nettestReceipt({ measured_at: t.clock.now().toISOString(), error: 'endpoint unreachable' }));
     const failed = await machine(machineId);
     expect(failed.network).toEqual({

@@ -263,7 +263,7 @@ describe.each(DIALECTS)('offers on %s', (dialect) => {
     });
 
     it('reports readiness from liveness at read time', async () => {
-      t.clock.advance(45_001);
+      await t.clock.advance(45_001);
       const res = await list('?region=list-region');
       expect(res.json().items.map((o: Json) => o.readiness)).toEqual(['unavailable', 'unavailable']);
       await sendHeartbeat(t.ctx, a, true);

@@ -102,7 +102,7 @@ describe.each(DIALECTS)('host pairing and enrollment on %s', (dialect) => {
     // The code is spent: looking it up again is a miss.
     expectError(await lookup(pairing.user_code, owner.sessionToken, nextAddress()), 404, 'PAIRING_CODE_INVALID');
 
-    t.clock.advance(5_000);
+    await t.clock.advance(5_000);
     status = await poll(pairing);
     const handed = status.json();
     expect(statusSchema.Check(handed)).toBe(true);
@@ -175,9 +175,9 @@ describe.each(DIALECTS)('host pairing and enrollment on %s', (dialect) => {
   it('expires a code after 15 minutes', async () => {
     const owner = await host();
     const pairing = await startPairing();
-    t.clock.advance(15 * 60_000 - 1);
+    await t.clock.advance(15 * 60_000 - 1);
     expect((await poll(pairing)).json().status).toBe('pending');
-    t.clock.advance(1);
+    await t.clock.advance(1);
     expect((await poll(pairing)).json()).toEqual({ status: 'expired', expires_at: pairing.expires_at, go_live: true, machine: null });
     expectError(await lookup(pairing.user_code, owner.sessionToken, nextAddress()), 404, 'PAIRING_CODE_INVALID');
     expectError(await approve(pairing.user_code, owner.sessionToken, nextAddress()), 404, 'PAIRING_CODE_INVALID');
@@ -193,7 +193,7 @@ describe.each(DIALECTS)('host pairing and enrollment on %s', (dialect) => {
     expect(limited.retryable).toBe(true);
     expectError(await approve(pairing.user_code, owner.sessionToken, nextAddress()), 429, 'UNAVAILABLE');
     // A sliding hour: the misses age out.
-    t.clock.advance(3_600_000);
+    await t.clock.advance(3_600_000);
     expect((await lookup(pairing.user_code, owner.sessionToken, nextAddress())).statusCode).toBe(404); // expired by now
   });
 
@@ -252,7 +252,7 @@ describe.each(DIALECTS)('host pairing and enrollment on %s', (dialect) => {
     expectError(await approve(fourth.user_code, owner.sessionToken), 403, 'NEW_HOST_MACHINE_CAP_REACHED');
     const token = await post('/api/v1/hosts/enrollment-tokens', undefined, { token: owner.apiKey, idempotent: true });
     expectError(token, 403, 'NEW_HOST_MACHINE_CAP_REACHED');
-    t.clock.advance(24 * 3_600_000);
+    await t.clock.advance(24 * 3_600_000);
     const later = await startPairing();
     // The seeded session expired meanwhile; the host's key approves.
     expect((await approve(later.user_code, owner.apiKey)).statusCode).toBe(200);
@@ -267,7 +267,7 @@ describe.each(DIALECTS)('host pairing and enrollment on %s', (dialect) => {
       403,
       'NEW_HOST_MACHINE_CAP_REACHED',
     );
-    t.clock.advance(10 * 60_000);
+    await t.clock.advance(10 * 60_000);
     expect((await post('/api/v1/hosts/enrollment-tokens', undefined, { token: owner.apiKey, idempotent: true })).statusCode).toBe(201);
   });
 
@@ -399,7 +399,7 @@ describe.each(DIALECTS)('host pairing and enrollment on %s', (dialect) => {
       const body = { enrollment_token: 'arkenr_nope', public_key: machinePublicKey(), manifest: sampleManifest() };
       expectError(await post('/api/v1/agents/enroll', body), 401, 'ENROLLMENT_TOKEN_INVALID');
       const token = (await createToken(owner)).json().enrollment_token;
-      t.clock.advance(10 * 60_000);
+      await t.clock.advance(10 * 60_000);
       expectError(await post('/api/v1/agents/enroll', { ...body, enrollment_token: token }), 401, 'ENROLLMENT_TOKEN_INVALID');
       const renterOnly = await host({ scopes: ['renter'] });
       expectError(await createToken(renterOnly), 403, 'SCOPE_REQUIRED');

@@ -191,7 +191,7 @@ describe.each(DIALECTS)('POST /api/v1/quotes on %s', (dialect) => {
   it('refuses a machine that is offline, and GPUs it does not have', async () => {
     const other = await liveMachine(t.ctx, t.app);
     expectError(await postQuote(t.app, renter, body({ offer_id: other.offerId, gpu_count: 3 })), 409, 'GPUS_NOT_AVAILABLE');
-    t.clock.advance(46_000);
+    await t.clock.advance(46_000);
     expectError(await postQuote(t.app, renter, body({ offer_id: other.offerId })), 409, 'MACHINE_NOT_AVAILABLE');
     await agentHeartbeat(t.ctx, other.machineId);
     expect((await postQuote(t.app, renter, body({ offer_id: other.offerId }))).statusCode).toBe(201);

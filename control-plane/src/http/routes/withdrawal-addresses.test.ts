@@ -93,7 +93,7 @@ describe.each(DIALECTS)('withdrawal address routes on %s', (dialect) => {
   });
 
   it('lists only the caller’s live addresses, page by page', async () => {
-    t.clock.advance(1);
+    await t.clock.advance(1);
     await add({ address: '0x0000000000000000000000000000000000000001', network: 'bsc' });
     const page1 = (await list(owner.sessionToken, '?limit=2')).json();
     expect(page1.items).toHaveLength(2);

@@ -104,7 +104,7 @@ describe.each(DIALECTS)('the paid-admission guard on %s', (dialect) => {
       }),
     ).rejects.toThrow(DomainError);
     expect((await findAcceptanceAuthorization(store.db, pass.id))?.consumed_at).toBeNull();
-    clock.advance(600_000);
+    await clock.advance(600_000);
     expect((await refusal({ accountId: ids.renter, kind: 'reservation', authorization: pass.id })).message).toContain('expired');
   });
 
@@ -113,7 +113,7 @@ describe.each(DIALECTS)('the paid-admission guard on %s', (dialect) => {
     const tryAdmit = () => store.db.transaction().execute((trx) => admissions.guard.tryAdmit(trx, credit));
     expect(await tryAdmit()).toBeNull();
     const first = await issue('funding_credit');
-    clock.advance(1_000);
+    await clock.advance(1_000);
     await issue('funding_credit');
     expect(await tryAdmit()).toEqual({ via: 'authorization', authorizationId: first.id });
     expect((await tryAdmit())?.via).toBe('authorization');

@@ -55,7 +55,7 @@ describe.each(DIALECTS)('heartbeat write-behind on %s', (dialect) => {
     // Four rounds of plain heartbeats from three machines: nothing written yet.
     transactions = 0;
     for (let round = 0; round < 4; round++) {
-      t.clock.advance(15_000);
+      await t.clock.advance(15_000);
       for (const id of machines) await beat(id);
     }
     const lastAt = t.clock.now().toISOString();
@@ -78,12 +78,12 @@ describe.each(DIALECTS)('heartbeat write-behind on %s', (dialect) => {
     const buffer = t.ctx.services.hosting.heartbeats;
     const id = await enrollDirect(t.app, owner);
     await beat(id);
-    t.clock.advance(15_000);
+    await t.clock.advance(15_000);
     await beat(id);
     expect(buffer.pendingAt(id)).toBe(t.clock.now().toISOString());
 
     // Health flips: written now, and the buffered (older) entry is dropped.
-    t.clock.advance(15_000);
+    await t.clock.advance(15_000);
     transactions = 0;
     await beat(id, false, ['gpu 0 fell off the bus']);
     expect(transactions).toBe(1);
@@ -96,10 +96,10 @@ describe.each(DIALECTS)('heartbeat write-behind on %s', (dialect) => {
     expect(await view(id)).toMatchObject({ healthy: false, problems: ['gpu 0 fell off the bus'] });
 
     // Same problems again: buffered. Problems change: at once.
-    t.clock.advance(15_000);
+    await t.clock.advance(15_000);
     await beat(id, false, ['gpu 0 fell off the bus']);
     expect(buffer.pendingAt(id)).toBe(t.clock.now().toISOString());
-    t.clock.advance(15_000);
+    await t.clock.advance(15_000);
     await beat(id, false, ['disk full']);
     expect(await stored(id)).toMatchObject({ last_heartbeat_at: t.clock.now().toISOString(), problems: '["disk full"]' });
 
@@ -113,7 +113,7 @@ describe.each(DIALECTS)('heartbeat write-behind on %s', (dialect) => {
       });
     expect((await goLive(false)).json()).toMatchObject({ live: 'off' });
     expect((await goLive(true)).json()).toMatchObject({ live: 'waiting' });
-    t.clock.advance(15_000);
+    await t.clock.advance(15_000);
     await beat(id, true);
     expect(await stored(id)).toMatchObject({ last_heartbeat_at: t.clock.now().toISOString(), healthy: 1n });
     expect(await view(id)).toMatchObject({ live: 'live' });

@@ -44,7 +44,7 @@ describe.each(DIALECTS)('qualifying a template by hand, on %s', (dialect) => {
     const templateId = imported?.template_id as string;
     const machineId = await enrollDirect(t.app, await seedAccount(t.ctx, { role: 'host' }));
     const actor = randomUUID();
-    t.clock.advance(3_600_000);
+    await t.clock.advance(3_600_000);
     const at = t.clock.now();
     const q = await templates.qualify({ templateId, machineId, actorAccountId: actor, reason: 'verified by hand', via: 'api' });
     expect(q).toEqual({ qualification: { templateId, machineId, source: 'admin', qualifiedAt: at.toISOString() }, published: true });

@@ -6,9 +6,8 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileChannelSchema, JobStatusMessage, type LaunchJobBody, MeterReceiptMessage } from '@ark/shared';
+import { compileChannelSchema, JobStatusMessage, type LaunchJobBody, ManualClock, MeterReceiptMessage } from '@ark/shared';
 import { generateHostKey } from '../../access/host-key.js';
-import { ManualClock } from '../../clock/manual-clock.js';
 import { RecordedContainerRuntime } from '../../runtime/testing/recorded-container-runtime.js';
 import { createJobContext, type JobContext, type JobSupervisorOptions, type LiveJob, liveJob } from '../job-context.js';
 import {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ManualClock } from '../../clock/manual-clock.js';
+import { ManualClock } from '@ark/shared';
 import { ContainerRuntimeError } from '../container-runtime.js';
 import { containerStateFromInspect } from '../docker-inspect.js';
 import { RecordedContainerRuntime, recordedDockerAnswers } from './recorded-container-runtime.js';

@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { mkdir, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
-import type { Clock } from '../../clock/clock.js';
+import type { Clock } from '@ark/shared';
 import {
   type ContainerRuntime,
   ContainerRuntimeError,

@@ -89,17 +89,35 @@ describe('ManualClock', () => {
     expect(clock.pendingTimers).toBe(0);
   });
 
-  it('steps the wall clock without firing timers, which keep their distance', async () => {
+  it('steps the wall clock without firing timers, which keep their distance, nor the monotonic reading', async () => {
     const clock = new ManualClock(10_000);
     let fired = false;
     clock.setTimeout(() => {
       fired = true;
     }, 100);
+    const mono = clock.monotonicMs();
     clock.set(5_000);
     expect(clock.now().getTime()).toBe(5_000);
+    expect(clock.monotonicMs()).toBe(mono);
     expect(clock.peek()).toBe(100);
     await clock.advance(100);
     expect(fired).toBe(true);
+    expect(clock.now().getTime()).toBe(5_100);
+    expect(clock.monotonicMs() - mono).toBe(100);
+    clock.set('2040-01-01T00:00:00.000Z');
+    await clock.advance(1);
+    expect(clock.now().toISOString()).toBe('2040-01-01T00:00:00.001Z');
+    expect(clock.monotonicMs() - mono).toBe(101);
+  });
+
+  it('starts at 2026-01-01 unless told otherwise', () => {
+    expect(new ManualClock().now().toISOString()).toBe('2026-01-01T00:00:00.000Z');
+  });
+
+  it('does not sleep at all on a signal that already aborted', async () => {
+    const clock = new ManualClock(0);
+    await clock.sleep(60_000, AbortSignal.abort());
+    expect(clock.pendingTimers).toBe(0);
   });
 
   it('rejects advance() with the error of a timer whose work failed', async () => {
@@ -121,5 +139,8 @@ describe('systemClock', () => {
     controller.abort();
     await long;
     expect(Math.abs(systemClock.now().getTime() - Date.now())).toBeLessThan(1_000);
+    const mono = systemClock.monotonicMs();
+    await systemClock.sleep(5);
+    expect(systemClock.monotonicMs()).toBeGreaterThan(mono);
   });
 });

@@ -1,7 +1,8 @@
 // A clock for tests that moves only when told to. advance() walks time forward timer by timer: each
 // timer that falls due on the way fires at its own due time, in due order, and its work (a promise
 // the callback returns) settles before the next one fires. So a test advances a meter by exactly one
-// tick and finds that tick's receipt already handed to the channel.
+// tick and finds that tick's receipt already handed to the channel, or a gateway past its idle timeout
+// and finds the connection closed, in milliseconds of real time.
 import { type Clock, type ClockTimer, sleepOn } from './clock.js';
 
 /** Node's own bounds: a delay below 1 ms, above 2^31-1 ms or not a number becomes 1 ms. */
@@ -27,19 +28,26 @@ class ManualTimer implements ClockTimer {
 }
 
 export class ManualClock implements Clock {
-  #nowMs: number;
+  /** Monotonic time: advance() moves it, set() does not. Timers are due on it. */
+  #monoMs = 0;
+  /** Wall time minus monotonic time: set() moves it. */
+  #wallOffsetMs: number;
   #nextId = 1;
   readonly #timers = new Map<number, ManualTimer>();
   /** Timers fired so far, for tests that count ticks. */
   fired = 0;
 
-  constructor(start: Date | string | number = '2030-01-01T00:00:00.000Z') {
-    this.#nowMs = new Date(start).getTime();
-    if (Number.isNaN(this.#nowMs)) throw new Error(`ManualClock: not a time: ${String(start)}`);
+  constructor(start: Date | string | number = '2026-01-01T00:00:00.000Z') {
+    this.#wallOffsetMs = new Date(start).getTime();
+    if (Number.isNaN(this.#wallOffsetMs)) throw new Error(`ManualClock: not a time: ${String(start)}`);
   }
 
   now(): Date {
-    return new Date(this.#nowMs);
+    return new Date(this.#monoMs + this.#wallOffsetMs);
+  }
+
+  monotonicMs(): number {
+    return this.#monoMs;
   }
 
   setTimeout(callback: () => unknown, delayMs: number): ClockTimer {
@@ -71,7 +79,7 @@ export class ManualClock implements Clock {
   /** Milliseconds until the next timer falls due; undefined when none waits. */
   peek(): number | undefined {
     const next = this.#next();
-    return next === undefined ? undefined : next.dueMs - this.#nowMs;
+    return next === undefined ? undefined : next.dueMs - this.#monoMs;
   }
 
   /**
@@ -81,14 +89,14 @@ export class ManualClock implements Clock {
    */
   async advance(ms: number): Promise<void> {
     if (!Number.isFinite(ms) || ms < 0) throw new Error(`ManualClock.advance: ${ms} is not a duration`);
-    const targetMs = this.#nowMs + ms;
+    const targetMs = this.#monoMs + ms;
     for (let fires = 0; ; fires += 1) {
       const next = this.#next();
       if (next === undefined || next.dueMs > targetMs) break;
       if (fires >= FIRES_PER_ADVANCE_MAX) throw new Error(`ManualClock.advance: more than ${FIRES_PER_ADVANCE_MAX} timers fired`);
       await this.#fire(next);
     }
-    this.#nowMs = targetMs;
+    this.#monoMs = targetMs;
   }
 
   /** Moves time to the next timer and fires it (and others due at that instant); returns the ms moved, undefined when none waits. */
@@ -103,14 +111,12 @@ export class ManualClock implements Clock {
   set(to: Date | string | number): void {
     const ms = new Date(to).getTime();
     if (Number.isNaN(ms)) throw new Error(`ManualClock.set: not a time: ${String(to)}`);
-    const shiftMs = ms - this.#nowMs;
-    // Timers measure durations, not wall time: they stay the same distance away.
-    for (const timer of this.#timers.values()) timer.dueMs += shiftMs;
-    this.#nowMs = ms;
+    // Timers measure durations, not wall time: they are due on the monotonic clock and stay the same distance away.
+    this.#wallOffsetMs = ms - this.#monoMs;
   }
 
   #arm(callback: () => unknown, delayMs: number, intervalMs: number | undefined): ManualTimer {
-    const timer = new ManualTimer(this.#nextId++, this.#nowMs + delayMs, callback, intervalMs);
+    const timer = new ManualTimer(this.#nextId++, this.#monoMs + delayMs, callback, intervalMs);
     this.#timers.set(timer.id, timer);
     return timer;
   }
@@ -125,7 +131,7 @@ export class ManualClock implements Clock {
   }
 
   async #fire(timer: ManualTimer): Promise<void> {
-    this.#nowMs = Math.max(this.#nowMs, timer.dueMs);
+    this.#monoMs = Math.max(this.#monoMs, timer.dueMs);
     if (timer.intervalMs === undefined) this.#timers.delete(timer.id);
     else timer.dueMs += timer.intervalMs;
     this.fired += 1;
