@@ -1,8 +1,9 @@
-import type { Clock } from '../clock.js';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { Store } from '../store/db.js';
 
 // A minimal interval runner: each worker's step runs, then waits its interval, then runs again. Steps never
-// overlap themselves; a failing step is logged and retried at the next interval.
+// overlap themselves; a failing step is logged and retried at the next interval. The waits are the injected
+// clock's timers: a test advances a ManualClock past an interval and finds the step done.
 
 export interface Worker {
   name: string;
@@ -30,16 +31,17 @@ export function startWorkers(input: {
   schedule?: boolean;
 }): WorkerRunner {
   const { store, clock, logger, workers } = input;
-  const timers = new Set<NodeJS.Timeout>();
+  const timers = new Set<ClockTimer>();
   const running = new Set<Promise<void>>();
   let stopped = false;
 
   const run = (worker: Worker): Promise<void> => {
-    const started = Date.now();
+    const started = clock.monotonicMs();
     const done = worker
       .step(store, clock.now())
       .then((result) => {
-        if (typeof result === 'number' && result > 0) logger.info({ worker: worker.name, result, ms: Date.now() - started }, 'worker step');
+        if (typeof result === 'number' && result > 0)
+          logger.info({ worker: worker.name, result, ms: Math.round(clock.monotonicMs() - started) }, 'worker step');
       })
       .catch((error: unknown) => logger.error({ err: error, worker: worker.name }, 'worker step failed'))
       .finally(() => running.delete(done));
@@ -49,9 +51,10 @@ export function startWorkers(input: {
 
   const schedule = (worker: Worker): void => {
     if (stopped) return;
-    const timer = setTimeout(() => {
+    const timer = clock.setTimeout(() => {
       timers.delete(timer);
-      void run(worker).then(() => schedule(worker));
+      // Returned so that a ManualClock's advance() waits for the step (the system clock ignores it).
+      return run(worker).then(() => schedule(worker));
     }, worker.intervalMs);
     // Workers never keep the process alive on their own.
     timer.unref();
@@ -66,7 +69,7 @@ export function startWorkers(input: {
     },
     async stop() {
       stopped = true;
-      for (const timer of timers) clearTimeout(timer);
+      for (const timer of timers) clock.clearTimeout(timer);
       timers.clear();
       await Promise.all([...running]);
     },
