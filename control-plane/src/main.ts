@@ -6,6 +6,7 @@ import { buildApp } from './app.js';
 import { runCli } from './cli/index.js';
 import { ConfigError, loadConfig } from './config.js';
 import { startMetricsListener } from './http/metrics.js';
+import { systemClock } from './clock.js';
 import { createRuntime } from './runtime.js';
 import { collectStartupGarbage } from './startup-heap.js';
 import { defaultWorkers, startWorkers } from './workers/index.js';
@@ -26,11 +27,14 @@ async function main(argv: string[]): Promise<number> {
     throw error;
   }
   const logger = pino({ level: config.logLevel });
+  // The one real clock: every timer and reading of the time below it is this one, handed down.
+  const clock = systemClock;
   return runCli(argv, {
     config,
     logger,
+    clock,
     serve: async () => {
-      const runtime = await createRuntime(config, logger);
+      const runtime = await createRuntime(config, logger, clock);
       const app = await buildApp(runtime, { logger });
       // Schemas are compiled when the app is ready; what compiling them left is collected before the first request
       // (startup-heap.ts: the request path's objects would otherwise get a hidden class each).

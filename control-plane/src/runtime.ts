@@ -7,7 +7,7 @@ import { readPayoutKey } from './chain/payout-wallet.js';
 import type { ChainReader, Hex } from './chain/reader.js';
 import { ViemChainReader } from './chain/viem-reader.js';
 import { ViemWalletCodeReader } from './chain/wallet-code.js';
-import { systemClock, type Clock } from './clock.js';
+import type { Clock } from './clock.js';
 import type { Config } from './config.js';
 import { type ControlPlaneIdentity, identityLoader } from './gateway/identity.js';
 import { createMetrics } from './http/metrics.js';
@@ -72,8 +72,11 @@ export type Runtime = AppContextInput & {
   close(): Promise<void>;
 };
 
-/** The real adapters behind every AppContext field, and the services every edge (routes, gateway, workers) shares. */
-export async function createRuntime(config: Config, logger: Logger, clock: Clock = systemClock): Promise<Runtime> {
+/**
+ * The real adapters behind every AppContext field, and the services every edge (routes, gateway, workers) shares,
+ * all on the one clock main.ts built.
+ */
+export async function createRuntime(config: Config, logger: Logger, clock: Clock): Promise<Runtime> {
   const store = await openConfiguredStore(config);
   const rateLimiter: RateLimiter = config.redisUrl
     ? new RedisRateLimiter(new Redis(config.redisUrl, { lazyConnect: false, maxRetriesPerRequest: 2 }))

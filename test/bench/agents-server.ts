@@ -12,7 +12,7 @@ import { buildApp } from '@ark/control-plane/app';
 import { loadConfig } from '@ark/control-plane/config';
 import type { MachineDirectory } from '@ark/control-plane/gateway/handlers';
 import { createRuntime } from '@ark/control-plane/runtime';
-import { CHANNEL_MAX_FRAME_BYTES, ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64 } from '@ark/shared';
+import { CHANNEL_MAX_FRAME_BYTES, ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64, systemClock } from '@ark/shared';
 import { type WebSocket, WebSocketServer } from 'ws';
 
 export interface BenchMachine {
@@ -60,7 +60,7 @@ async function serveApp(): Promise<void> {
   const config = loadConfig(process.env);
   // Quiet on purpose: the bench reads the gateway's close counters from /metrics instead of its logs.
   const silent = { info() {}, warn() {}, error() {}, debug() {} } as unknown as Parameters<typeof createRuntime>[1];
-  const runtime = await createRuntime(config, silent);
+  const runtime = await createRuntime(config, silent, systemClock);
   const app = await buildApp({
     ...runtime,
     gateway: { directory: benchDirectory(seed, process.env.ARK_BENCH_KEYS_FILE ?? ''), maxConnections: 100_000 },

@@ -253,6 +253,7 @@ async function serveControlPlane(
   const { buildApp } = await import('@ark/control-plane/app');
   const { loadConfig } = await import('@ark/control-plane/config');
   const { createRuntime } = await import('@ark/control-plane/runtime');
+  const { systemClock } = await import('@ark/control-plane/clock');
   const { ledgerAccounts } = await import('@ark/control-plane/domain/ledger/accounts');
   const { runTransfer, transfer } = await import('@ark/control-plane/store/ledger');
   const { transact } = await import('@ark/control-plane/store/transaction');
@@ -277,7 +278,7 @@ async function serveControlPlane(
   // Request logging (info) is off, as the bare route has none; errors would still be logged. The info variant writes
   // every line (two per request) synchronously to /dev/null: the formatting cost without a terminal's.
   const logger = infoLogging ? pino({ level: 'info' }, pino.destination('/dev/null')) : pino({ level: 'warn' });
-  const runtime = await createRuntime(config, logger);
+  const runtime = await createRuntime(config, logger, systemClock);
   const app = await buildApp(runtime, { logger });
 
   // The handler both POST routes run: one ledger transfer in its own transaction (lock both balance rows, check,

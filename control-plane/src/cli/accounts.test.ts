@@ -1,7 +1,7 @@
 import { dirname } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import type { ManualClock } from '../clock.js';
+import { type ManualClock, systemClock } from '../clock.js';
 import { verifyPassword } from '../domain/accounts/password.js';
 import { bearer, createTestApp, seedAccount, type TestApp, testConfig } from '../testing/app.js';
 import { DIALECTS } from '../testing/stores.js';
@@ -31,7 +31,7 @@ describe.each(DIALECTS)('operator CLI for accounts and keys on %s', (dialect) =>
         return true;
       });
       try {
-        const code = await runCli(argv, { config, logger, serve: async () => 0 });
+        const code = await runCli(argv, { config, logger, clock: systemClock, serve: async () => 0 });
         return { code, stdout, stderr };
       } finally {
         out.mockRestore();

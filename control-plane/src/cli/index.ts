@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
-import { type Clock, systemClock } from '../clock.js';
+import type { Clock } from '../clock.js';
 import type { Config } from '../config.js';
 import { logMailer } from '../mail.js';
 import { openConfiguredStore, treasuryChainOf } from '../runtime.js';
@@ -19,13 +19,14 @@ import { withdrawalCommands } from './withdrawals.js';
 
 export { type CliCommand, type CliContext, CliRefusal } from './context.js';
 
-/** What main.ts hands the CLI: the configuration, a logger and how to serve; the clock and output for tests. */
+/** What main.ts hands the CLI: the configuration, a logger, the clock and how to serve; output for tests. */
 export interface CliEnvironment {
   config: Config;
   logger: Logger;
   /** `ark-cp serve`: builds its own runtime and listens until a signal. */
   serve(): Promise<number>;
-  clock?: Clock;
+  /** The one clock main.ts built (a ManualClock in tests). */
+  clock: Clock;
   out?: (text: string) => void;
   err?: (text: string) => void;
 }
@@ -96,8 +97,7 @@ async function runOverStore(
   values: CliValues,
   env: CliEnvironment & Pick<CliContext, 'out' | 'err'>,
 ): Promise<number> {
-  const { config, logger } = env;
-  const clock = env.clock ?? systemClock;
+  const { config, logger, clock } = env;
   const store = await openConfiguredStore(config);
   // Operator commands send no mail of their own; anything that would goes to the log.
   // The chain side of the treasury comes from the composition root's builder, as `ark-cp serve` gets it.

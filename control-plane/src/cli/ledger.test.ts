@@ -6,6 +6,7 @@ import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { systemClock } from '../clock.js';
 import { loadConfig } from '../config.js';
 import { ledgerAccounts } from '../domain/ledger/accounts.js';
 import { openConfiguredStore } from '../runtime.js';
@@ -149,7 +150,7 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
       return true;
     });
     try {
-      const env = { config, logger: pino({ level: 'silent' }), serve: async () => 0 };
+      const env = { config, logger: pino({ level: 'silent' }), clock: systemClock, serve: async () => 0 };
       const run = (...argv: string[]) => runCli(argv, env);
       expect(await run('ledger', 'credit', '--email', renter.email, '--amount-micro', '1200', '--reason', 'test')).toBe(0);
       const printed = JSON.parse(writes.join(''));
