@@ -117,7 +117,7 @@ export function buildServices(deps: ServiceDeps): Services {
     logger: deps.logger && 'warn' in deps.logger ? (deps.logger as { warn(obj: object, msg: string): void }) : undefined,
   });
   const deposits = buildDepositServices({ store, clock, payments: config.payments, admissions: admissionGuard });
-  const heartbeats = new HeartbeatBuffer(store, {
+  const heartbeats = new HeartbeatBuffer(store, clock, {
     onlineGraceMs: LIVENESS_GRACE_HEARTBEATS * config.heartbeatIntervalMs,
     onError: (error) => deps.logger?.error({ err: error }, 'heartbeat flush failed'),
   });

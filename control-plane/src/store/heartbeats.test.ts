@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../clock.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import { insertAccount } from './accounts.js';
 import { HeartbeatBuffer } from './heartbeats.js';
@@ -14,12 +15,14 @@ const at = (s: number) => new Date(t0.getTime() + s * 1000);
 describe.each(DIALECTS)('heartbeat buffer on %s', (dialect) => {
   let store: TestStore;
   let buffer: HeartbeatBuffer;
+  let clock: ManualClock;
   let machines: string[];
 
   beforeEach(async () => {
     store = await createTestStore(dialect);
-    // Never flushed by its timer here: every write is the test's own flush.
-    buffer = new HeartbeatBuffer(store, { flushIntervalMs: 3_600_000, chunkRows: 2 });
+    // Flushed by its timer only when a test advances the clock; otherwise every write is the test's own flush.
+    clock = new ManualClock(t0);
+    buffer = new HeartbeatBuffer(store, clock, { flushIntervalMs: 1_000, chunkRows: 2 });
     const account = await insertAccount(store.db, {
       email: `host-${randomUUID()}@example.test`,
       passwordHash: null,
@@ -88,5 +91,26 @@ describe.each(DIALECTS)('heartbeat buffer on %s', (dialect) => {
     expect((await stored(id)).last_heartbeat_at).toBe(at(60).toISOString());
     buffer.forget(id);
     expect(buffer.pendingAt(id)).toBeUndefined();
+  });
+
+  it('writes what it holds once per interval of its clock, arms nothing while empty, and stops on close', async () => {
+    const [id] = machines as [string];
+    expect(clock.pendingTimers).toBe(0);
+    await buffer.add(id, at(15), 15n);
+    expect(clock.peek()).toBe(1_000);
+    await clock.advance(999);
+    expect((await stored(id)).last_heartbeat_at).toBeNull();
+    // advance() waits for the flush the timer started.
+    await clock.advance(1);
+    expect(buffer.size).toBe(0);
+    expect(await stored(id)).toEqual({ last_heartbeat_at: at(15).toISOString(), uptime_s: 15n });
+    await buffer.add(id, at(30), 30n);
+    await clock.advance(1_000);
+    expect((await stored(id)).last_heartbeat_at).toBe(at(30).toISOString());
+    await buffer.close();
+    expect(clock.pendingTimers).toBe(0);
+    // After close nothing waits for a timer: a late heartbeat is written at once.
+    await buffer.add(id, at(45), 45n);
+    expect((await stored(id)).last_heartbeat_at).toBe(at(45).toISOString());
   });
 });

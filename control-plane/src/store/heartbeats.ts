@@ -1,5 +1,5 @@
 import { sql } from 'kysely';
-import { iso } from '../clock.js';
+import { type Clock, type ClockTimer, iso } from '../clock.js';
 import type { Store } from './db.js';
 import { extendOnlineIntervals } from './reliability.js';
 
@@ -22,7 +22,7 @@ export interface PendingHeartbeat {
 }
 
 export interface HeartbeatBufferOptions {
-  /** How often buffered heartbeats are written. */
+  /** How often buffered heartbeats are written (on the clock the buffer is given). */
   flushIntervalMs?: number;
   /** Rows per UPDATE statement (3 bind parameters each). */
   chunkRows?: number;
@@ -48,6 +48,7 @@ const ONLINE_GRACE_MS = 45_000;
 
 export class HeartbeatBuffer implements HeartbeatReader {
   readonly #store: Store;
+  readonly #clock: Clock;
   readonly #flushIntervalMs: number;
   readonly #chunkRows: number;
   readonly #maxPending: number;
@@ -57,11 +58,12 @@ export class HeartbeatBuffer implements HeartbeatReader {
   /** The batch being written: still visible to readers until its transaction committed. */
   #writing = new Map<string, PendingHeartbeat>();
   #flushing: Promise<number> | null = null;
-  #timer: NodeJS.Timeout | null = null;
+  #timer: ClockTimer | null = null;
   #stopped = false;
 
-  constructor(store: Store, options: HeartbeatBufferOptions = {}) {
+  constructor(store: Store, clock: Clock, options: HeartbeatBufferOptions = {}) {
     this.#store = store;
+    this.#clock = clock;
     this.#flushIntervalMs = options.flushIntervalMs ?? HEARTBEAT_FLUSH_INTERVAL_MS;
     this.#chunkRows = options.chunkRows ?? CHUNK_ROWS;
     this.#maxPending = options.maxPending ?? MAX_PENDING;
@@ -125,16 +127,17 @@ export class HeartbeatBuffer implements HeartbeatReader {
   /** Stops the timer and writes what is left (a clean shutdown loses nothing). */
   async close(): Promise<void> {
     this.#stopped = true;
-    if (this.#timer) clearInterval(this.#timer);
+    this.#clock.clearInterval(this.#timer);
     this.#timer = null;
     await this.flush();
   }
 
   #startTimer(): void {
     if (this.#timer || this.#stopped) return;
-    this.#timer = setInterval(() => {
+    this.#timer = this.#clock.setInterval(() => {
       if (this.#pending.size === 0 || this.#flushing) return;
-      this.flush().catch(this.#onError);
+      // Returned so that a ManualClock's advance() waits for the write.
+      return this.flush().catch(this.#onError);
     }, this.#flushIntervalMs);
     this.#timer.unref();
   }
