@@ -20,9 +20,10 @@ import { insertIntent, intentByKey, type X402IntentRow } from '../../store/x402.
 import type { X402Deps } from './x402-deps.js';
 import { advanceIntent } from './x402-settlement.js';
 
-/** How long one request waits for its settlement to be mined before answering 202 SETTLING. */
-const MINE_WAIT_MS = 1_500;
-const MINE_POLL_MS = 100;
+/** How long one request waits for its settlement to be mined before answering 202 SETTLING (by the injected clock). */
+export const MINE_WAIT_MS = 1_500;
+/** How often it reads the receipt meanwhile. */
+export const MINE_POLL_MS = 100;
 
 export const TOP_UP_PATH = '/api/v1/billing/x402/top-up';
 
@@ -164,8 +165,12 @@ async function answer(
   let current: X402IntentRow;
   try {
     current = await advanceIntent(deps, chain, row);
-    for (let waited = 0; fresh && current.state === 'SETTLING' && waited < MINE_WAIT_MS; waited += MINE_POLL_MS) {
-      await new Promise((resolve) => setTimeout(resolve, MINE_POLL_MS));
+    // The wait is measured on the clock, not counted in polls: slow receipt reads do not stretch it.
+    const deadline = deps.clock.monotonicMs() + MINE_WAIT_MS;
+    while (fresh && current.state === 'SETTLING') {
+      const left = deadline - deps.clock.monotonicMs();
+      if (left <= 0) break;
+      await deps.clock.sleep(Math.min(MINE_POLL_MS, left));
       current = await advanceIntent(deps, chain, current);
     }
   } catch (error) {
