@@ -1,10 +1,13 @@
 import pg from 'pg';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { Store } from '../store/db.js';
 import type { GatewayLogger } from './logger.js';
 import { machinesWithPendingCommands, OUTBOX_NOTIFY_CHANNEL, outboxWakeups } from '../store/outbox.js';
 
 export interface OutboxWatchOptions {
   store: Store;
+  /** The poll's and the LISTEN reconnect's timers. */
+  clock: Clock;
   /** Postgres URL for a dedicated LISTEN connection; null on SQLite (one process: in-process wake-ups suffice). */
   listenUrl: string | null;
   /** The safety net: how often pending commands are scanned even without a wake-up. */
@@ -29,8 +32,8 @@ const RECONNECT_MAX_MS = 30_000;
 export class OutboxWatch {
   readonly #options: OutboxWatchOptions;
   #client: pg.Client | null = null;
-  #pollTimer: NodeJS.Timeout | null = null;
-  #reconnectTimer: NodeJS.Timeout | null = null;
+  #pollTimer: ClockTimer | null = null;
+  #reconnectTimer: ClockTimer | null = null;
   #reconnectDelayMs = RECONNECT_MIN_MS;
   #polling = false;
   #closed = false;
@@ -42,7 +45,7 @@ export class OutboxWatch {
 
   async start(): Promise<void> {
     outboxWakeups.on('enqueued', this.#onLocal);
-    this.#pollTimer = setInterval(() => void this.poll(), this.#options.pollIntervalMs);
+    this.#pollTimer = this.#options.clock.setInterval(() => this.poll(), this.#options.pollIntervalMs);
     this.#pollTimer.unref();
     if (this.#options.listenUrl) await this.#listen();
   }
@@ -64,8 +67,8 @@ export class OutboxWatch {
   async close(): Promise<void> {
     this.#closed = true;
     outboxWakeups.off('enqueued', this.#onLocal);
-    if (this.#pollTimer) clearInterval(this.#pollTimer);
-    if (this.#reconnectTimer) clearTimeout(this.#reconnectTimer);
+    this.#options.clock.clearInterval(this.#pollTimer);
+    this.#options.clock.clearTimeout(this.#reconnectTimer);
     const client = this.#client;
     this.#client = null;
     if (client) await client.end().catch(() => {});
@@ -101,9 +104,9 @@ export class OutboxWatch {
   #scheduleReconnect(): void {
     const delay = this.#reconnectDelayMs * (0.5 + Math.random() * 0.5);
     this.#reconnectDelayMs = Math.min(this.#reconnectDelayMs * 2, RECONNECT_MAX_MS);
-    this.#reconnectTimer = setTimeout(() => {
+    this.#reconnectTimer = this.#options.clock.setTimeout(() => {
       this.#reconnectTimer = null;
-      if (!this.#closed) void this.#listen();
+      if (!this.#closed) return this.#listen();
     }, delay);
     this.#reconnectTimer.unref();
   }

@@ -10,6 +10,7 @@ import {
   signFrame,
 } from '@ark/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { ManualClock } from '../clock.js';
 import { DIALECTS } from '../testing/stores.js';
 import { outboxWriter } from '../store/outbox.js';
 import { CLOSE_CODES } from './session.js';
@@ -449,17 +450,45 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
     expect(await again.next('command')).toMatchObject({ command_seq: 3 });
   });
 
-  it('closes a connection that does not finish the handshake, or goes quiet', async () => {
+  it('closes a connection that does not finish the handshake, or goes quiet, by its clock (advanced, never waited for)', async () => {
     await cp.close();
-    cp = await startGatewayApp(dialect, { settings: { handshakeTimeoutMs: 200, idleTimeoutMs: 300 } });
+    const clock = new ManualClock();
+    cp = await startGatewayApp(dialect, { clock, settings: { pollIntervalMs: 60_000 } });
     cp.directory.add(machine);
+    // The defaults: 10 s for the hello, three 15 s heartbeat intervals of quiet; swept every second.
+    const { handshakeTimeoutMs, idleTimeoutMs } = cp.gateway.settings;
+    expect([handshakeTimeoutMs, idleTimeoutMs]).toEqual([10_000, 45_000]);
+    const closes = (reason: string) => counterValue(cp.metrics, 'ark_channel_closes_total', { reason });
+    // The close follows the advance at once (loopback I/O only); on real timers it would take the whole timeout.
+    const closedPromptly = (agent: RawAgent) =>
+      Promise.race([
+        agent.closed,
+        new Promise<never>((_, reject) => setTimeout(() => reject(new Error('not closed when the clock passed the timeout')), 5_000)),
+      ]);
+
     const silent = await connect();
-    expect(await silent.closed).toEqual({ code: 4002, reason: 'handshake_timeout' });
+    await clock.advance(handshakeTimeoutMs);
+    expect(await closes('handshake_timeout')).toBe(0);
+    await clock.advance(1_000);
+    expect(await closedPromptly(silent)).toEqual({ code: 4002, reason: 'handshake_timeout' });
+
     const quiet = await connect();
     await quiet.handshake();
     quiet.heartbeat();
     await quiet.next('ack');
-    expect(await quiet.closed).toEqual({ code: 4002, reason: 'idle_timeout' });
+    // Quiet time is measured on the monotonic reading: a wall-clock step (NTP) an hour ahead closes nothing.
+    clock.set(clock.now().getTime() + 3_600_000);
+    await clock.advance(idleTimeoutMs - 5_000);
+    expect(await closes('idle_timeout')).toBe(0);
+    // A frame starts the quiet time again.
+    quiet.heartbeat();
+    await quiet.next('ack');
+    await clock.advance(idleTimeoutMs);
+    expect(await closes('idle_timeout')).toBe(0);
+    expect(cp.gateway.isConnected(machine.id)).toBe(true);
+    await clock.advance(1_000);
+    expect(await closedPromptly(quiet)).toEqual({ code: 4002, reason: 'idle_timeout' });
+    expect(await closes('idle_timeout')).toBe(1);
   });
 
   it('keeps the newest connection of a machine and closes the older one', async () => {

@@ -4,7 +4,7 @@ import type { Duplex } from 'node:stream';
 import { CHANNEL_MAX_FRAME_BYTES, CHANNEL_PATH, CHANNEL_PROTOCOL_VERSION, ERROR_CATALOG } from '@ark/shared';
 import type { Registry } from 'prom-client';
 import { type WebSocket, WebSocketServer } from 'ws';
-import type { Clock } from '../clock.js';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { Store } from '../store/db.js';
 import { GroupApplier } from './applier.js';
 import { OutboxWatch } from './delivery.js';
@@ -15,7 +15,7 @@ import type { ControlPlaneIdentity } from './identity.js';
 import type { GatewayLogger } from './logger.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
 
-/** Tunables, each with a default that suits production; tests shorten the timeouts. */
+/** Tunables, each with a default that suits production. Every timeout runs on the injected clock. */
 export interface GatewaySettings {
   /** Announced in welcome; the idle timeout is three of these by default. */
   heartbeatIntervalS?: number;
@@ -77,7 +77,7 @@ export class ChannelGateway {
   #sessionContext: SessionContext | null = null;
   #starting: Promise<void> | null = null;
   #watch: OutboxWatch | null = null;
-  #sweepTimer: NodeJS.Timeout | null = null;
+  #sweepTimer: ClockTimer | null = null;
   #closing = false;
   /** Applies reliable messages of every connection here, with group commit. */
   readonly applier: GroupApplier;
@@ -120,10 +120,11 @@ export class ChannelGateway {
         50,
         Math.min(1_000, Math.floor(Math.min(this.settings.handshakeTimeoutMs, this.settings.idleTimeoutMs) / 4)),
       );
-      this.#sweepTimer = setInterval(() => this.#sweep(), sweepMs);
+      this.#sweepTimer = this.#options.clock.setInterval(() => this.#sweep(), sweepMs);
       this.#sweepTimer.unref();
       this.#watch = new OutboxWatch({
         store: this.#options.store,
+        clock: this.#options.clock,
         listenUrl: this.settings.listenUrl,
         pollIntervalMs: this.settings.pollIntervalMs,
         logger: this.#options.logger,
@@ -197,15 +198,16 @@ export class ChannelGateway {
   /** Closes every connection (agents reconnect elsewhere) and stops the watch; waits for handlers in flight. */
   async close(): Promise<void> {
     this.#closing = true;
-    if (this.#sweepTimer) clearInterval(this.#sweepTimer);
+    const clock = this.#options.clock;
+    clock.clearInterval(this.#sweepTimer);
     await this.#starting?.catch(() => {});
     await this.#watch?.close();
     const sessions = [...this.#all];
     for (const session of sessions) session.close(CLOSE_CODES.goingAway, 'shutting_down', false);
-    await Promise.race([
-      Promise.allSettled(sessions.map((s) => s.settled())),
-      new Promise((resolve) => setTimeout(resolve, 5_000).unref()),
-    ]);
+    // Handlers in flight get 5 s to finish; the wait's timer is dropped as soon as they do.
+    const settledOrLate = new AbortController();
+    await Promise.race([Promise.allSettled(sessions.map((s) => s.settled())), clock.sleep(5_000, settledOrLate.signal)]);
+    settledOrLate.abort();
     for (const session of sessions) session.terminate();
     await this.applier.idle();
   }
@@ -264,7 +266,7 @@ export class ChannelGateway {
   }
 
   #sweep(): void {
-    const now = performance.now();
+    const now = this.#options.clock.monotonicMs();
     for (const session of this.#all) session.checkTimeouts(now);
   }
 }

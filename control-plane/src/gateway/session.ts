@@ -98,8 +98,9 @@ export class Session {
   #verify: FrameVerifier | null = null;
   #recvSeq = 0;
   #sendSeq = 0;
-  readonly #openedAt = performance.now();
-  #lastFrameAt = this.#openedAt;
+  /** On the clock's monotonic reading: the handshake and idle timeouts (checkTimeouts) compare against it. */
+  readonly #openedAt: number;
+  #lastFrameAt: number;
   // Received, not yet handled. Two arrays instead of an object per frame.
   readonly #inbox: Buffer[] = [];
   readonly #inboxAt: number[] = [];
@@ -113,6 +114,8 @@ export class Session {
   constructor(ctx: SessionContext, ws: WebSocket) {
     this.#ctx = ctx;
     this.#ws = ws;
+    this.#openedAt = ctx.clock.monotonicMs();
+    this.#lastFrameAt = this.#openedAt;
   }
 
   begin(): void {
@@ -132,6 +135,7 @@ export class Session {
     return this.#draining ?? Promise.resolve();
   }
 
+  /** `now` is the clock's monotonic reading (the gateway's sweep passes it). */
   checkTimeouts(now: number): void {
     if (this.#state === 'awaiting_hello' && now - this.#openedAt > this.#ctx.settings.handshakeTimeoutMs) {
       this.#fail(CLOSE_CODES.timeout, 'handshake_timeout');
@@ -148,7 +152,7 @@ export class Session {
     this.#inboxAt.length = 0;
     this.#ws.close(code, reason);
     // A peer that never answers the close frame must not keep the socket.
-    setTimeout(() => this.#ws.terminate(), 2_000).unref();
+    this.#ctx.clock.setTimeout(() => this.#ws.terminate(), 2_000).unref();
   }
 
   terminate(): void {
@@ -159,8 +163,9 @@ export class Session {
 
   #receive(data: Buffer, isBinary: boolean): void {
     if (this.#state === 'closed') return;
+    this.#lastFrameAt = this.#ctx.clock.monotonicMs();
+    // Handling latency is a measurement, not a decision: real time, whatever the clock.
     const at = performance.now();
-    this.#lastFrameAt = at;
     if (isBinary) {
       this.#violation('binary');
       return;

@@ -1,4 +1,5 @@
 import type { RELAY_ENGINE_PATHS } from '@ark/shared';
+import type { Clock, ClockTimer } from '../clock.js';
 import type { RelayConfig } from '../config-relay.js';
 import type { JobRecord } from '../domain/jobs/job.js';
 import { DomainError } from '../errors.js';
@@ -25,11 +26,14 @@ export interface RelayAnswer extends RelayResponse {
 export class JobRelay {
   readonly #tunnel: RelayTunnel;
   readonly #config: RelayConfig;
+  /** The stream's total and first-byte timeouts run on it. */
+  readonly #clock: Clock;
   readonly #open = new Map<string, number>();
 
-  constructor(tunnel: RelayTunnel, config: RelayConfig) {
+  constructor(tunnel: RelayTunnel, config: RelayConfig, clock: Clock) {
     this.#tunnel = tunnel;
     this.#config = config;
+    this.#clock = clock;
   }
 
   /** Only RUNNING jobs on model-kind templates answer (403 RELAY_NOT_MODEL_JOB, 409 RELAY_JOB_NOT_RUNNING). */
@@ -46,6 +50,7 @@ export class JobRelay {
   async call(call: RelayCall): Promise<RelayAnswer> {
     JobRelay.assertRelayable(call.job);
     const jobId = call.job.id;
+    const clock = this.#clock;
     const open = this.#open.get(jobId) ?? 0;
     if (open >= this.#config.maxStreamsPerJob) {
       throw new DomainError('UNAVAILABLE', `At most ${this.#config.maxStreamsPerJob} relay requests may be open on one job at once.`);
@@ -55,7 +60,7 @@ export class JobRelay {
     const release = () => {
       if (released) return;
       released = true;
-      clearTimeout(total);
+      clock.clearTimeout(total);
       const left = (this.#open.get(jobId) ?? 1) - 1;
       if (left <= 0) this.#open.delete(jobId);
       else this.#open.set(jobId, left);
@@ -69,12 +74,12 @@ export class JobRelay {
       first_byte_timeout_ms: this.#config.firstByteTimeoutMs,
       total_timeout_ms: this.#config.maxStreamMs,
     });
-    const total = setTimeout(cancel, this.#config.maxStreamMs);
+    const total = clock.setTimeout(cancel, this.#config.maxStreamMs);
     total.unref();
     // The agent times the first byte; this one covers an agent that never answers at all.
-    let firstByte: NodeJS.Timeout | undefined;
+    let firstByte: ClockTimer | undefined;
     const late = new Promise<never>((_, reject) => {
-      firstByte = setTimeout(
+      firstByte = clock.setTimeout(
         () => reject(new RelayStreamError('timeout', 'no answer from the machine')),
         this.#config.firstByteTimeoutMs + 5_000,
       );
@@ -89,7 +94,7 @@ export class JobRelay {
       release();
       throw relayError(error);
     } finally {
-      clearTimeout(firstByte);
+      clock.clearTimeout(firstByte);
     }
   }
 }

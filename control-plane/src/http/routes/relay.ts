@@ -80,7 +80,7 @@ export function registerRelayRoutes(
   /** Whether this replica holds the machine's channel now. */
   connectedHere: (machineId: string) => boolean,
 ): void {
-  const relay = new JobRelay(tunnel, ctx.config.relay);
+  const relay = new JobRelay(tunnel, ctx.config.relay, ctx.clock);
   const jobs = ctx.services.jobs;
   const replicas = ctx.services.hosting.replicas;
 

@@ -1,7 +1,7 @@
 import type { SettingsTestRequest, SettingsTestResult } from '@ark/shared';
 import nodemailer from 'nodemailer';
 import type { ChainReader } from '../../chain/reader.js';
-import type { Clock } from '../../clock.js';
+import type { Clock, ClockTimer } from '../../clock.js';
 import type { OAuthProviderName } from '../../config-oauth.js';
 import type { ChainNetwork } from '../../domain/payments/chains.js';
 import type { OAuthProviderClient } from '../../oauth/providers.js';
@@ -36,7 +36,7 @@ export async function testSubsystem(
 ): Promise<SettingsTestResult> {
   let result: SettingsTestResult;
   try {
-    result = await withTimeout(check(deps, adminAccountId, request), CHECK_TIMEOUT_MS + 2_000);
+    result = await withTimeout(deps.clock, check(deps, adminAccountId, request), CHECK_TIMEOUT_MS + 2_000);
   } catch (error) {
     result = { ok: false, detail: `the check failed: ${redact(error instanceof Error ? error.message : String(error))}` };
   }
@@ -170,16 +170,16 @@ function redact(text: string): string {
   return text.replace(/[a-z][a-z0-9+.-]*:\/\/\S+/gi, '<url>').slice(0, 500);
 }
 
-async function withTimeout<T>(work: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
+async function withTimeout<T>(clock: Clock, work: Promise<T>, ms: number): Promise<T> {
+  let timer: ClockTimer | undefined;
   try {
     return await Promise.race([
       work,
       new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+        timer = clock.setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
       }),
     ]);
   } finally {
-    clearTimeout(timer);
+    clock.clearTimeout(timer);
   }
 }
