@@ -56,6 +56,7 @@ export function rawErrorAnswer(code: ErrorCode, headers: Readonly<Record<string,
  */
 function answerAndClose(socket: Socket, answer: string): void {
   socket.end(answer);
+  // Socket hygiene below the app (no clock in reach, nothing decided): Node's timer, like its parser's own timeouts.
   setTimeout(() => socket.destroy(), 1000).unref();
 }
 

@@ -21,7 +21,8 @@ export async function inTransactionWithRetry<T>(store: Store, work: (trx: Tx) =>
       return await store.db.transaction().execute(work);
     } catch (error) {
       if (attempt >= maxAttempts || !isTransient(error)) throw error;
-      // Jittered, bounded backoff so retried peers do not collide again.
+      // Jittered, bounded backoff so retried peers do not collide again. Real milliseconds against a real database,
+      // not the injected clock: on a manual clock concurrent writers in a test would wait forever for each other.
       await new Promise((resolve) => setTimeout(resolve, Math.random() * Math.min(2 ** attempt, 50)));
     }
   }

@@ -46,6 +46,8 @@ export const httpWebhookSender: WebhookSender = ({ url, addresses, headers, body
         res.on('error', () => finish(res.statusCode ?? null, null));
       },
     );
+    // A deadline on a real socket, like fetch's AbortSignal.timeout: Node's timer, not the clock (a manual clock would
+    // stall the test instead of the receiver). When deliveries are due is the service's decision, on the clock.
     const timer = setTimeout(() => {
       req.destroy();
       finish(null, `no answer within ${timeoutMs} ms`);
