@@ -515,7 +515,7 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
   });
 
   it('shows held deposits to an operator, who credits one over the cap with a reason and a TOTP code', async () => {
-    t.clock.advance(90_000);
+    await t.clock.advance(90_000);
     const id = await recordSeen(t.store, seenUsdcDeposit(renter.accountId, 11_000_000n), t.clock.now());
     await t.store.db.transaction().execute((trx) =>
       finishDeposit(trx, id, 'SEEN', {

@@ -367,7 +367,7 @@ describe.each(DIALECTS)('account routes on %s', (dialect) => {
       expect(stepUp.json().method).toBe('totp');
       expectError(await post('/api/v1/account/step-up', { totp_code: next }, account.sessionToken), 401, 'STEP_UP_FAILED');
       // A TOTP code steps up sessions only.
-      t.clock.advance(30_000);
+      await t.clock.advance(30_000);
       expectError(
         await post('/api/v1/account/step-up', { totp_code: totpCodeAt(secret, t.clock.now()) }, account.apiKey),
         403,

@@ -230,7 +230,7 @@ describe.each(DIALECTS)('the differencing attack on the host market on %s', (dia
   };
   /** The worker's refresh a minute on, then the RTX bucket as the attacker reads it. */
   const snapshot = async () => {
-    t.clock.advance(60_000);
+    await t.clock.advance(60_000);
     await t.ctx.services.market.refresh();
     const res = await t.app.inject({
       method: 'GET',

@@ -156,7 +156,7 @@ describe.each(DIALECTS)('spend-rate cap on %s', (dialect) => {
 
     // The step-up is on the credential and expires: the key never stepped up, and the session's proof runs out.
     expectError(await putCap(account, (DEFAULT_CAP + 1n).toString()), 403, 'STEP_UP_REQUIRED');
-    t.clock.advance(t.ctx.config.stepUpTtlMs);
+    await t.clock.advance(t.ctx.config.stepUpTtlMs);
     expectError(await putCap(account, (DEFAULT_CAP + 1n).toString(), randomUUID(), account.sessionToken), 403, 'STEP_UP_REQUIRED');
     expect((await putCap(account, '700000')).statusCode).toBe(200);
 

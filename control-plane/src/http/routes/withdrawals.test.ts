@@ -51,7 +51,7 @@ describe.each(DIALECTS)('withdrawals and payouts by balance on %s', (dialect) =>
     await fund(t.ctx, renter.accountId, 100_000_000n);
     const { jobId } = await reserveJob(t.app, renter, { host: hostAccount, machineId, offerId: offer.id });
     const start = await runJob(t, machineId, jobId);
-    t.clock.advance(60_000);
+    await t.clock.advance(60_000);
     await deliver(t.ctx, machineId, meterReceipt(jobId, 1, 1, start, new Date(start.getTime() + 60_000)));
     return payable(hostAccount.accountId);
   }
