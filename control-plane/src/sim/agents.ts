@@ -57,11 +57,6 @@ export class SimAgent {
     this.#meterIntervalMs = meterIntervalS * 1000;
   }
 
-  /** Jobs the agent runs a container for now. */
-  runningJobs(): string[] {
-    return [...this.#jobs].filter(([, j]) => j.phase === 'running').map(([id]) => id);
-  }
-
   /**
    * One turn of the agent while present: send what waits, heartbeat, take new commands, meter. Away, it only lets
    * time pass (its containers keep running: it lost its connection, not its machine).

@@ -211,11 +211,6 @@ export class SimChain {
     }));
   }
 
-  /** Whether a deposit is waiting in the mempool or mined (final or not): the user's money is on its way. */
-  depositPending(hash: Hex): boolean {
-    return this.#mempool.some((t) => t.hash === hash);
-  }
-
   // ---- internals ----
 
   #canonical(number: bigint): Block | null {

@@ -6,7 +6,7 @@ import { DEFAULT_MAX_COMMANDS, simulate } from './simulate.js';
 // `pnpm sim`: more sequences than CI runs, or one failing case replayed.
 //   pnpm sim --seed 42 --runs 500 --store postgres
 //   pnpm sim --known-defects none               check every invariant, fixed or not (how the defects were found)
-//   pnpm sim --seed S --path P ...              replay the shrunk case a failure printed
+//   pnpm sim --seed S --path P --replay-path R ...   replay the shrunk case a failure printed (its last line)
 // Exits 1 when a sequence breaks an invariant (the report names it, with the shrunk sequence).
 
 const { values } = parseArgs({
@@ -17,6 +17,7 @@ const { values } = parseArgs({
     'max-commands': { type: 'string', default: String(DEFAULT_MAX_COMMANDS) },
     'known-defects': { type: 'string', default: 'all' },
     path: { type: 'string' },
+    'replay-path': { type: 'string' },
     verbose: { type: 'boolean', default: false },
   },
 });
@@ -34,6 +35,7 @@ for (const dialect of stores) {
     knownDefects: parseKnownDefects(values['known-defects'] ?? 'all'),
     ...(values.seed !== undefined ? { seed: Number(values.seed) } : {}),
     ...(values.path !== undefined ? { path: values.path } : {}),
+    ...(values['replay-path'] !== undefined ? { replayPath: values['replay-path'] } : {}),
     log: (line) => console.log(line),
     verbose: values.verbose,
   });

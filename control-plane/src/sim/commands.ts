@@ -298,7 +298,7 @@ export const COMMANDS = [
   arbitraries.offer,
   arbitraries.reorg,
   arbitraries.congest,
-  arbitraries.vanish,
+  ...times(2, arbitraries.vanish),
   ...times(2, arbitraries.comeBack),
   arbitraries.resend,
   ...times(2, arbitraries.withdraw),

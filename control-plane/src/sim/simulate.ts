@@ -27,6 +27,8 @@ export interface SimulationOptions {
   knownDefects?: ReadonlySet<DefectKey>;
   /** fast-check's replay path, printed with a failure: with the seed, runs that one case at once. */
   path?: string;
+  /** The commands' own replay path (which commands ran), printed with a failure beside `path`. */
+  replayPath?: string;
   /** Progress lines (one per hundred sequences) and the failure report. */
   log?: (line: string) => void;
   /** Log every passing sequence's trace too. */
@@ -90,7 +92,12 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   const coverage: Record<string, number> = {};
   let executed = 0;
   const started = performance.now();
-  const property = fc.asyncProperty(POPULATION, fc.commands(COMMANDS, { maxCommands, size: 'max' }), async (population, commands) => {
+  const generated = fc.commands(COMMANDS, {
+    maxCommands,
+    size: 'max',
+    ...(options.replayPath ? { replayPath: options.replayPath } : {}),
+  });
+  const property = fc.asyncProperty(POPULATION, generated, async (population, commands) => {
     executed++;
     if (executed % 100 === 0) options.log?.(`sim ${options.dialect}: ${executed} sequences`);
     await runSequence({
@@ -133,7 +140,9 @@ export async function simulate(options: SimulationOptions): Promise<SimulationRe
   if (failed) {
     const commands = details.counterexample?.[1];
     const trace = (commands && traces.get(commands as object)) ?? [];
-    result.report = report(options.dialect, details, known, maxCommands, trace);
+    // The commands' string ends with fast-check's own replay hint: which of them ran.
+    const replayPath = /replayPath="([^"]*)"/.exec(String(commands))?.[1] ?? null;
+    result.report = report(options.dialect, details, known, maxCommands, trace, replayPath);
     options.log?.(result.report);
   }
   return result;
@@ -145,6 +154,7 @@ function report(
   known: ReadonlySet<DefectKey>,
   maxCommands: number,
   trace: string[],
+  replayPath: string | null,
 ): string {
   const error = details.errorInstance;
   const knownFlag = [...known].join(',') || 'none';
@@ -156,7 +166,8 @@ function report(
     `known defects skipped: ${knownFlag}`,
     'shrunk sequence, one command a line (-> what came of it), then the drain:',
     ...compress(trace).map((line, i) => `  ${String(i + 1).padStart(3)}. ${line}`),
-    `replay: pnpm sim --store ${dialect} --seed ${details.seed} --path "${details.counterexamplePath}" --max-commands ${maxCommands} --known-defects ${knownFlag}`,
+    `replay: pnpm sim --store ${dialect} --seed ${details.seed} --path "${details.counterexamplePath}"` +
+      `${replayPath ? ` --replay-path "${replayPath}"` : ''} --max-commands ${maxCommands} --known-defects ${knownFlag}`,
   ].join('\n');
 }
 
