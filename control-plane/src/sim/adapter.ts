@@ -1,5 +1,5 @@
 import type { Role } from '../domain/accounts/principal.js';
-import { withdrawalKindFor } from '../domain/withdrawals/states.js';
+import { withdrawalKindOf } from '../domain/withdrawals/states.js';
 import type { WithdrawalRequestInput } from '../services/withdrawals/request.js';
 import type { DepositRow } from '../store/deposits.js';
 import type { World } from './world.js';
@@ -13,10 +13,8 @@ export type Balance = 'available' | 'payable';
 /**
  * The request `POST /api/v1/withdrawals` makes for an account that asks for its `balance`.
  *
- * Today the route ignores what is asked and decides by the sign-up role (`withdrawalKindFor(principal.role)`):
- * defect 1. WHEN THE FIX LANDS (the body names `balance: 'available' | 'payable'`), make this the route's new
- * mapping (available -> 'withdrawal', payable -> 'payout', or pass `balance` if the service takes it), and delete
- * 'payout-by-role' from known-defects.ts.
+ * The body names the balance drawn (`balance: 'available' | 'payable'`, defect 1's fix), and the route maps it to
+ * the kind with `withdrawalKindOf`, as here. (Before the fix the route chose by the sign-up role: defect 1.)
  */
 export function withdrawalRequest(
   account: { accountId: string; role: Role },
@@ -24,10 +22,9 @@ export function withdrawalRequest(
   amountMicro: bigint,
   withdrawalAddressId: string,
 ): WithdrawalRequestInput {
-  void balance; // what the account asks for; the route on this tree does not read it
   return {
     accountId: account.accountId,
-    kind: withdrawalKindFor(account.role),
+    kind: withdrawalKindOf(balance),
     amountMicro,
     withdrawalAddressId,
     network: null,

@@ -279,6 +279,7 @@ export class SimChain {
           if (transfer && wanted.has(transfer.to)) {
             out.push({
               token: BASE_USDC,
+              from: transfer.from,
               to: transfer.to,
               value: transfer.value,
               txHash: m.tx.hash,
@@ -291,6 +292,11 @@ export class SimChain {
       }
       return out;
     },
+    // Treasury reconciliation is not part of the simulation (test/e2e/treasury.test.ts covers it on anvil).
+    holdings: async () => {
+      throw new Error('the simulated chain does not serve holdings reads');
+    },
+    authorizationDomain: async () => null,
     nativeTransfers: async () => {
       throw new Error('the simulated network has no native coin');
     },
@@ -429,14 +435,14 @@ function refOf(block: Block): BlockRef {
 }
 
 /** The USDC Transfer log a mined transaction made, if any. */
-function transferOf(m: MinedTx, chain: SimChain): { to: Hex; value: bigint } | null {
+function transferOf(m: MinedTx, chain: SimChain): { from: Hex; to: Hex; value: bigint } | null {
   if (!m.success) return null;
   switch (m.tx.kind) {
     case 'deposit':
-      return { to: m.tx.to, value: m.tx.value };
+      return { from: m.tx.from, to: m.tx.to, value: m.tx.value };
     case 'payout':
-      return { to: m.tx.to, value: m.tx.amount };
+      return { from: chain.payoutWalletAddress, to: m.tx.to, value: m.tx.amount };
     case 'x402':
-      return { to: chain.treasury, value: m.tx.authorization.value };
+      return { from: m.tx.authorization.from.toLowerCase() as Hex, to: chain.treasury, value: m.tx.authorization.value };
   }
 }

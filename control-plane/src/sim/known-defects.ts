@@ -40,13 +40,10 @@ export const DEFECTS = {
 export type DefectKey = keyof typeof DEFECTS;
 
 /** Defects not fixed on this tree: their invariants are skipped. Delete a line when its fix lands. */
-export const KNOWN_DEFECTS: ReadonlySet<DefectKey> = new Set<DefectKey>([
-  'payout-by-role',
-  'deposit-blocked-by-held',
-  'deposit-below-minimum-sum',
-  'held-deposit-operator-path',
-  'hold-until-closed',
-]);
+// Defects 1, 3 (the queue and the sums) and 4 are fixed on this tree and checked on every run. The operator's path
+// for a HELD deposit exists (services/billing: credit with an override, refund through the payer) but the
+// simulator's hook in adapter.ts does not call it yet, so its invariant stays skipped until it does.
+export const KNOWN_DEFECTS: ReadonlySet<DefectKey> = new Set<DefectKey>(['held-deposit-operator-path']);
 
 /** Parses `--known-defects`: `none`, `all` (this file's list) or keys separated by commas. */
 export function parseKnownDefects(text: string): ReadonlySet<DefectKey> {
