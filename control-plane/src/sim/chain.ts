@@ -292,17 +292,17 @@ export class SimChain {
       }
       return out;
     },
-    // Treasury reconciliation is not part of the simulation (test/e2e/treasury.test.ts covers it on anvil).
-    holdings: async () => {
-      throw new Error('the simulated chain does not serve holdings reads');
-    },
-    authorizationDomain: async () => null,
     nativeTransfers: async () => {
       throw new Error('the simulated network has no native coin');
     },
     price: async () => {
       throw new Error('the simulated network has no price feed');
     },
+    // Reconciliation's reads: the simulation runs no treasury worker (what the chain holds is checked from the model).
+    holdings: async () => {
+      throw new Error('the simulated network answers no holdings read');
+    },
+    authorizationDomain: async () => ({ name: 'USD Coin', version: '2' }),
   };
 
   // ---- the payer's wallet ----
@@ -443,6 +443,6 @@ function transferOf(m: MinedTx, chain: SimChain): { from: Hex; to: Hex; value: b
     case 'payout':
       return { from: chain.payoutWalletAddress, to: m.tx.to, value: m.tx.amount };
     case 'x402':
-      return { from: m.tx.authorization.from.toLowerCase() as Hex, to: chain.treasury, value: m.tx.authorization.value };
+      return { from: m.tx.authorization.from, to: chain.treasury, value: m.tx.authorization.value };
   }
 }

@@ -181,13 +181,19 @@ async function operatorTurn(model: SimModel, world: World): Promise<number> {
   let acted = 0;
   if (held.length === 0) return 0;
   const everyone = await ownedByAccounts(world);
-  for (const [i, row] of held.entries()) {
+  for (const row of held) {
     const owned = everyone.get(row.account_id) ?? { available: 0n };
     if ((row.amount_micro ?? 0n) + owned.available <= SIM_LIMITS.balanceCapMicro) continue;
-    const action = i % 2 === 0 ? 'credit' : 'refund';
-    const done = await operatorResolvesHeldDeposit(world, { depositId: row.id, adminAccountId: model.adminAccountId, action });
-    if (done) acted++;
-    model.trace.push(`drain: operator ${action}s held deposit ${row.id.slice(0, 8)} -> ${done ? 'done' : 'no such action on this tree'}`);
+    // Refund some, credit others (by the amount's whole USDC, so a shrunk sequence keeps its choice).
+    const action = ((row.amount_micro ?? 0n) / 1_000_000n) % 2n === 1n ? 'refund' : 'credit';
+    const said = await attempt(async () =>
+      (await operatorResolvesHeldDeposit(world, { depositId: row.id, adminAccountId: model.adminAccountId, action }))
+        ? 'done'
+        : 'no such action on this tree',
+    );
+    if (said === 'done') acted++;
+    model.trace.push(`drain: operator ${action}s held deposit ${row.id.slice(0, 8)} -> ${said}`);
+    await checkStep(model, world);
   }
   return acted;
 }

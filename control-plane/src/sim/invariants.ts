@@ -238,6 +238,11 @@ async function depositsHaveAWayHome(model: SimModel, world: World, available: Ma
     .selectFrom('chain_deposits')
     .select(['id', 'tx_hash', 'log_index', 'account_id', 'amount_micro', 'state'])
     .execute();
+  const refunds = await world.store.db
+    .selectFrom('withdrawals')
+    .select(['withdrawal_address_id', 'state', 'address', 'amount_micro'])
+    .where('kind', '=', 'refund')
+    .execute();
   const cap = SIM_LIMITS.balanceCapMicro;
   for (const user of model.users) {
     if (!user.depositAddress) continue;
@@ -250,6 +255,16 @@ async function depositsHaveAWayHome(model: SimModel, world: World, available: Ma
       const standing = depositStanding(row);
       if (standing === 'seen') throw new InvariantViolation('a final deposit is decided', `${what} is still SEEN after finality`);
       if (standing === 'below_minimum') belowMinimum += t.value;
+      if (standing === 'refunding' || standing === 'refunded') {
+        // A refund goes back to the sender, once, and ends: the payer's request is the deposit's way home.
+        const paid = refunds.filter((r) => r.withdrawal_address_id === row.id && r.state === 'CONFIRMED');
+        if (standing !== 'refunded' || paid.length !== 1 || paid[0]?.address !== t.from || paid[0]?.amount_micro !== t.value)
+          throw new InvariantViolation(
+            'a refunded deposit goes back to its sender once',
+            `${what} is ${row.state} with ${paid.length} paid refund(s) (${paid.map((r) => `${r.amount_micro} to ${r.address}`).join(', ')})`,
+          );
+        continue;
+      }
       if (standing !== 'held') continue;
       const room = cap - (available.get(user.accountId) ?? 0n);
       if (t.value <= room && !model.knownDefects.has('deposit-blocked-by-held'))

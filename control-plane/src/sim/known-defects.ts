@@ -1,10 +1,10 @@
 // The one switch for defects the simulator finds that are not fixed yet (issue 22). While a defect is listed here,
 // the invariant it breaks is not checked (and only that one: every other invariant still is), so CI stays green on a
-// tree that still has it. When a fix lands, delete its line here (and, where the adapter says so, change
-// adapter.ts): the simulator then holds the fix to its invariant on every run.
+// tree that still has it. When its fix lands, its line goes: the simulator then holds the fix to its invariant on
+// every run, and its scenario (scenarios.ts) becomes the fix's regression test.
 //
-// `pnpm sim --known-defects none` checks everything whatever this list says: that is how each defect was found (see
-// control-plane/src/sim/README.md for the seeds and shrunk sequences).
+// `pnpm sim --known-defects <keys>` skips exactly those, whatever this list says: that is how each defect was found
+// (control-plane/src/sim/README.md has the seeds and shrunk sequences).
 
 export const DEFECTS = {
   /**
@@ -39,11 +39,11 @@ export const DEFECTS = {
 
 export type DefectKey = keyof typeof DEFECTS;
 
-/** Defects not fixed on this tree: their invariants are skipped. Delete a line when its fix lands. */
-// Defects 1, 3 (the queue and the sums) and 4 are fixed on this tree and checked on every run. The operator's path
-// for a HELD deposit exists (services/billing: credit with an override, refund through the payer) but the
-// simulator's hook in adapter.ts does not call it yet, so its invariant stays skipped until it does.
-export const KNOWN_DEFECTS: ReadonlySet<DefectKey> = new Set<DefectKey>(['held-deposit-operator-path']);
+/**
+ * Defects not fixed on this tree: their invariants are skipped. Empty: issue 22's fixes of defects 1, 3 and 4 are
+ * in. To watch the simulator find one again, undo its fix and add its key here (or run `--known-defects` without it).
+ */
+export const KNOWN_DEFECTS: ReadonlySet<DefectKey> = new Set<DefectKey>([]);
 
 /** Parses `--known-defects`: `none`, `all` (this file's list) or keys separated by commas. */
 export function parseKnownDefects(text: string): ReadonlySet<DefectKey> {

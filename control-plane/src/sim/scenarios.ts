@@ -3,8 +3,7 @@ import type { DefectKey } from './known-defects.js';
 
 // One short, hand-written sequence per defect the simulator was built to find (issue 22), shaped like the shrunk
 // sequences it printed. While a defect is listed in known-defects.ts its scenario must still break its invariant
-// (so the list never keeps a fixed defect); once its line is deleted the scenario must pass (a regression test of
-// the fix).
+// (so the list never keeps a fixed defect); once it is not, the scenario must pass (a regression test of the fix).
 
 const USDC = 1_000_000n;
 
@@ -30,10 +29,11 @@ export const DEFECT_SCENARIOS: Record<DefectKey, DefectScenario> = {
     population: NOBODY,
     commands: () => [command.signUp('renter'), command.deposit(0, 400_000n), command.deposit(0, 700_000n)],
   },
-  // A deposit over the cap: no operator can credit or refund it.
+  // Two deposits over the cap: no operator can credit or refund them (the drain's operator refunds one, by its odd
+  // amount, and credits the other).
   'held-deposit-operator-path': {
     population: NOBODY,
-    commands: () => [command.signUp('renter'), command.deposit(0, 101n * USDC)],
+    commands: () => [command.signUp('renter'), command.deposit(0, 101n * USDC), command.deposit(0, 120n * USDC)],
   },
   // A job runs a minute and is stopped: its unspent budget stays held until CLOSED, an hour later.
   'hold-until-closed': {

@@ -202,7 +202,7 @@ async function countCoverage(coverage: Record<string, number>, model: SimModel, 
   };
   const jobs = await db.selectFrom('jobs').select(['cumulative_charge_micro', 'fence']).execute();
   const requests = await db.selectFrom('withdrawals').select(['kind', 'state', 'failure_reason']).execute();
-  const deposits = await db.selectFrom('chain_deposits').select('state').execute();
+  const deposits = await db.selectFrom('chain_deposits').select(['state', 'reason']).execute();
   const topUps = await db.selectFrom('x402_intents').select('state').execute();
   count(
     'a job charged',
@@ -243,6 +243,14 @@ async function countCoverage(coverage: Record<string, number>, model: SimModel, 
   count(
     'a deposit below the minimum',
     deposits.some((d) => d.state === 'BELOW_MINIMUM'),
+  );
+  count(
+    'a held deposit refunded',
+    deposits.some((d) => d.state === 'REFUNDED'),
+  );
+  count(
+    'a held deposit credited by an operator',
+    deposits.some((d) => d.reason === 'operator_override'),
   );
   count(
     'a top-up credited',
