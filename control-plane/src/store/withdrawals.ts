@@ -14,6 +14,22 @@ import type { WithdrawalsTable, WithdrawalTransactionsTable } from './tables/wit
 export type PaidRow = Selectable<WithdrawalsTable>;
 /** An account's own request: a withdrawal or a payout. */
 export type WithdrawalRow = PaidRow & { kind: WithdrawalKind };
+
+/** The payer's columns of a request not yet signed: a new withdrawal, payout or refund starts with these. */
+export const NOT_YET_PAID = {
+  payer_address: null,
+  nonce: null,
+  raw_tx: null,
+  tx_hash: null,
+  max_fee_per_gas: null,
+  max_priority_fee_per_gas: null,
+  signed_at: null,
+  broadcast_at: null,
+  block_number: null,
+  fee_wei: null,
+  confirmed_at: null,
+  failure_reason: null,
+} as const;
 export type WithdrawalTransactionRow = Selectable<WithdrawalTransactionsTable>;
 
 function isPostgres(db: Executor): boolean {

@@ -7,7 +7,7 @@ import { appendAudit } from '../../store/audit.js';
 import { type DepositRow, lockDeposit, markRefunding } from '../../store/deposits.js';
 import { transfer } from '../../store/ledger.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
-import { findPaidRequest, insertWithdrawal, type PaidRow } from '../../store/withdrawals.js';
+import { findPaidRequest, insertWithdrawal, NOT_YET_PAID, type PaidRow } from '../../store/withdrawals.js';
 import { payoutRail } from '../withdrawals/deps.js';
 import { depositRef } from './deposit-credit.js';
 import type { DepositDeps } from './deposit-deps.js';
@@ -74,18 +74,7 @@ export function refundHeldDeposit(
         reviewed_by: input.adminAccountId,
         reviewed_at: iso(now),
         review_reason: input.reason,
-        payer_address: null,
-        nonce: null,
-        raw_tx: null,
-        tx_hash: null,
-        max_fee_per_gas: null,
-        max_priority_fee_per_gas: null,
-        signed_at: null,
-        broadcast_at: null,
-        block_number: null,
-        fee_wei: null,
-        confirmed_at: null,
-        failure_reason: null,
+        ...NOT_YET_PAID,
         created_at: iso(now),
         updated_at: iso(now),
       });

@@ -7,7 +7,7 @@ import { appendAudit } from '../../store/audit.js';
 import { transfer } from '../../store/ledger.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
 import { findLiveWithdrawalAddress } from '../../store/withdrawal-addresses.js';
-import { insertWithdrawal, type WithdrawalRow } from '../../store/withdrawals.js';
+import { insertWithdrawal, NOT_YET_PAID, type WithdrawalRow } from '../../store/withdrawals.js';
 import { payoutRail, type WithdrawalDeps } from './deps.js';
 import { emitWithdrawalStateChanged } from './state-events.js';
 
@@ -69,18 +69,7 @@ export function requestWithdrawal(
         reviewed_by: null,
         reviewed_at: null,
         review_reason: null,
-        payer_address: null,
-        nonce: null,
-        raw_tx: null,
-        tx_hash: null,
-        max_fee_per_gas: null,
-        max_priority_fee_per_gas: null,
-        signed_at: null,
-        broadcast_at: null,
-        block_number: null,
-        fee_wei: null,
-        confirmed_at: null,
-        failure_reason: null,
+        ...NOT_YET_PAID,
         created_at: iso(now),
         updated_at: iso(now),
       };
