@@ -4,7 +4,7 @@ import './startup-ticks.js';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { runCli } from './cli/index.js';
-import { ConfigError, loadConfig } from './config.js';
+import { ConfigError, loadConfig } from './config/index.js';
 import { startMetricsListener } from './http/metrics.js';
 import { systemClock } from './clock.js';
 import { createRuntime } from './runtime.js';

@@ -203,8 +203,10 @@ describe.skipIf(!isDockerAvailable())('the ark CLI over a real rental', () => {
       expect(telemetry.json).toMatchObject({ machine_id: site.machineId, window_s: 3600, bucket_s: 300 });
       const table = expectExit(await ark(['telemetry', site.machineId, '--window', '1h'], { env: host }), 0);
       expect(table.stdout).toMatch(/buckets of 300 s over 3600 s/);
-      // Telemetry is the host's: a renter key lacks the host scope (403, exit 3).
-      expectExit(await ark(['telemetry', site.machineId, '--json'], { env: renter }), 3);
+      // Telemetry is the host's: to a renter who does not own the machine it does not exist (404, exit 4, never 403:
+      // http/owner-first.ts), so which machine ids exist never leaks through the scope refusal.
+      const stranger = expectExit(await ark(['telemetry', site.machineId, '--json'], { env: renter }), 4);
+      expect(stranger.json.error.code).toBe('NOT_FOUND');
 
       const nettest = expectExit(await ark(['nettest', site.machineId, '--json'], { env: host }), 0);
       expect(nettest.json).toMatchObject({ machine_id: site.machineId, state: 'QUEUED' });

@@ -1,7 +1,7 @@
 import type { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { DomainError } from '../errors.js';
 import type { Services } from '../services/index.js';
 import type { Store } from '../store/db.js';

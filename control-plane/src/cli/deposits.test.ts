@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { paymentsConfigFrom } from '../config-payments.js';
+import { paymentsConfigFrom } from '../config/payments.js';
 import { insertAccount } from '../store/accounts.js';
 import { finishDeposit } from '../store/deposits.js';
 import { testConfig } from '../testing/app.js';

@@ -1,7 +1,7 @@
 import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { logMailer } from '../mail.js';
 import { openConfiguredStore, treasuryChainOf } from '../runtime.js';
 import { buildServices } from '../services/index.js';

@@ -7,7 +7,7 @@ import { promisify } from 'node:util';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { systemClock } from '../clock.js';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { ledgerAccounts } from '../domain/ledger/accounts.js';
 import { openConfiguredStore } from '../runtime.js';
 import { insertAccount } from '../store/accounts.js';

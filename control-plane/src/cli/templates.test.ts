@@ -6,7 +6,7 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadConfig } from '../config.js';
+import { loadConfig } from '../config/index.js';
 import { openConfiguredStore } from '../runtime.js';
 import { findTemplate, isTemplatePublished, listPublishedTemplates } from '../store/templates.js';
 import { insertAccount } from '../store/accounts.js';

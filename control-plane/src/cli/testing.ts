@@ -1,6 +1,6 @@
 import { pino } from 'pino';
 import { ManualClock } from '../clock.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { buildServices } from '../services/index.js';
 import type { Store } from '../store/db.js';
 import { testConfig } from '../testing/app.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../clock.js';
-import { paymentsConfigFrom } from '../config-payments.js';
+import { paymentsConfigFrom } from '../config/payments.js';
 import { finishDeposit } from '../store/deposits.js';
 import { recordSeen, seenUsdcDeposit, writeChainsFile } from '../testing/deposits.js';
 import { bearer, createTestApp, testConfig, type SeededAccount, seedAccount, type TestApp, totpCode } from '../testing/app.js';

@@ -1,7 +1,7 @@
 import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import type { Store } from '../store/db.js';
 import { machinesTableDirectory } from './directory.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import type { Authenticator } from '../domain/accounts/principal.js';
 import type { ChannelHandlers } from '../gateway/handlers.js';
 import type { ControlPlaneIdentity } from '../gateway/identity.js';

@@ -3,7 +3,7 @@ import { STATUS_CODES, type Server, type ServerOptions, type ServerResponse } fr
 import type { Socket } from 'node:net';
 import { ERROR_CATALOG, type ErrorCode } from '@ark/shared';
 import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, FastifyServerOptions } from 'fastify';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import { envelope } from './errors.js';
 import { installJsonBodyParser } from './json-body.js';
 import { installSecurityHeaders, securityHeaders } from './security-headers.js';

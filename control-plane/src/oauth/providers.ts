@@ -1,5 +1,5 @@
 import * as oidc from 'openid-client';
-import type { GithubOAuthConfig, GoogleOAuthConfig, OAuthConfig, OAuthProviderName } from '../config-oauth.js';
+import type { GithubOAuthConfig, GoogleOAuthConfig, OAuthConfig, OAuthProviderName } from '../config/oauth.js';
 
 // The sign-in providers behind one narrow interface, built on openid-client (authorization URLs with PKCE, the code
 // exchange with its state, issuer and PKCE checks, OpenID Connect discovery, ID token validation against the

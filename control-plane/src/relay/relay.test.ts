@@ -1,7 +1,7 @@
 import type { RelayAgentMessage } from '@ark/shared';
 import { describe, expect, it } from 'vitest';
 import { ManualClock } from '../clock.js';
-import type { RelayConfig } from '../config-relay.js';
+import type { RelayConfig } from '../config/relay.js';
 import type { JobRecord } from '../domain/jobs/job.js';
 import { JobRelay } from './relay.js';
 import { RelayTunnel } from './tunnel.js';

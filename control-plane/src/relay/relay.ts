@@ -1,6 +1,6 @@
 import type { RELAY_ENGINE_PATHS } from '@ark/shared';
 import type { Clock, ClockTimer } from '../clock.js';
-import type { RelayConfig } from '../config-relay.js';
+import type { RelayConfig } from '../config/relay.js';
 import type { JobRecord } from '../domain/jobs/job.js';
 import { DomainError } from '../errors.js';
 import { type RelayResponse, RelayStreamError, type RelayTunnel } from './tunnel.js';

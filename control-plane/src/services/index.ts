@@ -1,7 +1,7 @@
 import type { WalletCodeReader } from '../chain/wallet-code.js';
 import type { Clock } from '../clock.js';
-import type { Config } from '../config.js';
-import type { OAuthProviderName } from '../config-oauth.js';
+import type { Config } from '../config/index.js';
+import type { OAuthProviderName } from '../config/oauth.js';
 import { buildOAuthProviders, type OAuthProviderClient } from '../oauth/providers.js';
 import type { Mailer } from '../mail.js';
 import { JobSecrets } from '../domain/jobs/secrets.js';

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import type { HeartbeatMessage, ReliableAgentMessage } from '@ark/shared';
 import type { ChainWatcher } from '../services/billing/chain-watch.js';
 import { ManualClock } from '../clock.js';
-import { type Config, loadConfig } from '../config.js';
+import { type Config, loadConfig } from '../config/index.js';
 import type { ChainNetwork } from '../domain/payments/chains.js';
 import { GroupApplier } from '../gateway/applier.js';
 import { ChannelHandlers } from '../gateway/handlers.js';

@@ -4,7 +4,7 @@ import type { FastifyBaseLogger } from 'fastify';
 import { assembleApp } from '../app.js';
 import type { AppContext } from '../http/context.js';
 import { type Clock, ManualClock } from '../clock.js';
-import { type Config, loadConfig } from '../config.js';
+import { type Config, loadConfig } from '../config/index.js';
 import { normalizeEmail } from '../domain/accounts/account.js';
 import { hashPassword } from '../domain/accounts/password.js';
 import { SecretBox, totpContext } from '../domain/accounts/secret-box.js';

@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import type { ChainReader } from '../chain/reader.js';
-import type { PaymentsConfig } from '../config-payments.js';
+import type { PaymentsConfig } from '../config/payments.js';
 import type { ChainNetwork } from '../domain/payments/chains.js';
 import type { AlertSink } from '../services/alerts/sink.js';
 import type { DepositServices } from '../services/billing/deposits-index.js';

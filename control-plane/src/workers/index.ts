@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import type { Services } from '../services/index.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { purgePairings } from '../store/pairings.js';

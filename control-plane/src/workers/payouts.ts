@@ -1,6 +1,6 @@
 import { Gauge, type Registry } from 'prom-client';
 import { type PayoutWallet, readPayoutKey, ViemPayoutWallet } from '../chain/payout-wallet.js';
-import type { PayoutsConfig } from '../config-payouts.js';
+import type { PayoutsConfig } from '../config/payouts.js';
 import type { AlertSink } from '../services/alerts/sink.js';
 import type { WithdrawalServices } from '../services/withdrawals/index.js';
 import type { Worker } from './runner.js';

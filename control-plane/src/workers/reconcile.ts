@@ -1,5 +1,5 @@
 import type { Registry } from 'prom-client';
-import type { TreasuryConfig } from '../config-treasury.js';
+import type { TreasuryConfig } from '../config/treasury.js';
 import { type TreasuryGauges, treasuryGauges } from '../http/metrics.js';
 import type { ReconciliationRun, TreasuryServices } from '../services/treasury/index.js';
 import type { Worker } from './runner.js';

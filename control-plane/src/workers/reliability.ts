@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import type { ReliabilityServices } from '../services/reliability/index.js';
 import type { Worker } from './runner.js';
 

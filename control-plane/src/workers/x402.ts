@@ -1,4 +1,4 @@
-import type { Config } from '../config.js';
+import type { Config } from '../config/index.js';
 import type { X402Services } from '../services/billing/x402-index.js';
 import type { Worker } from './runner.js';
 

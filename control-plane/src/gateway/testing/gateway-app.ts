@@ -3,7 +3,7 @@ import { Writable } from 'node:stream';
 import { pino } from 'pino';
 import { assembleApp } from '../../app.js';
 import { type Clock, systemClock } from '../../clock.js';
-import { type Config, loadConfig } from '../../config.js';
+import { type Config, loadConfig } from '../../config/index.js';
 import { createMetrics, type Metrics } from '../../http/metrics.js';
 import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import type { TypedApp } from '../../http/typed-app.js';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
-import { paymentsConfigFrom } from '../../config-payments.js';
+import { paymentsConfigFrom } from '../../config/payments.js';
 import { finishDeposit } from '../../store/deposits.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp, testConfig } from '../../testing/app.js';
 import { recordSeen, seenUsdcDeposit, writeChainsFile } from '../../testing/deposits.js';

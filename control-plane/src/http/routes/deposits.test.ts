@@ -2,7 +2,7 @@ import { pbkdf2Sync } from 'node:crypto';
 import { HDKey } from '@scure/bip32';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
-import { paymentsConfigFrom } from '../../config-payments.js';
+import { paymentsConfigFrom } from '../../config/payments.js';
 import { upsertSeenDeposits } from '../../store/deposits.js';
 import { bearer, createTestApp, seedAccount, type TestApp, testConfig } from '../../testing/app.js';
 import { DIALECTS } from '../../testing/stores.js';

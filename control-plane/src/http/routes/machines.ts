@@ -11,7 +11,7 @@ import {
   PageQuery,
 } from '@ark/shared';
 import type { AppContext } from '../context.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
 import { totalRateMicroPerHour } from '../../domain/pricing.js';
 import { DomainError } from '../../errors.js';

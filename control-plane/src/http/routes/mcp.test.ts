@@ -17,7 +17,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
-import { paymentsConfigFrom } from '../../config-payments.js';
+import { paymentsConfigFrom } from '../../config/payments.js';
 import { createTestApp, type SeededAccount, seedAccount, seedAgent, type TestApp, testConfig } from '../../testing/app.js';
 import { writeChainsFile } from '../../testing/deposits.js';
 import { customImage, fund, type LiveMachine, liveMachine, runJob, sshPublicKey } from '../../testing/renting.js';

@@ -1,7 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
-import { paymentsConfigFrom } from '../../config-payments.js';
+import { paymentsConfigFrom } from '../../config/payments.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
 import { balanceOf, runTransfer } from '../../store/ledger.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, seedAgent, type TestApp, testConfig } from '../../testing/app.js';

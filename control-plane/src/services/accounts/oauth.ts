@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { OAuthProviderName } from '../../config-oauth.js';
+import type { OAuthProviderName } from '../../config/oauth.js';
 import { iso } from '../../clock.js';
 import { normalizeEmail } from '../../domain/accounts/account.js';
 import { decideProviderSignIn } from '../../domain/accounts/oauth.js';

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../clock.js';
-import { paymentsConfigFrom } from '../../config-payments.js';
+import { paymentsConfigFrom } from '../../config/payments.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
 import { chainCreditRef } from '../../domain/payments/deposits.js';
 import { balanceOf, postingByExternalRef, runTransfer, verifyLedger } from '../../store/ledger.js';

@@ -1,6 +1,6 @@
 import type { DepositAddressDeriver } from '../../chain/hd-addresses.js';
 import type { Clock } from '../../clock.js';
-import type { PaymentsConfig } from '../../config-payments.js';
+import type { PaymentsConfig } from '../../config/payments.js';
 import type { Store } from '../../store/db.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';
 

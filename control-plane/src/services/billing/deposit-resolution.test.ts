@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ManualClock } from '../../clock.js';
-import { paymentsConfigFrom } from '../../config-payments.js';
-import { payoutsConfigFrom } from '../../config-payouts.js';
+import { paymentsConfigFrom } from '../../config/payments.js';
+import { payoutsConfigFrom } from '../../config/payouts.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
 import { MAX_TRANSFER_MICRO } from '../../domain/ledger/postings.js';
 import { chainCreditRef } from '../../domain/payments/deposits.js';

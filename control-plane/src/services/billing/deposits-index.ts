@@ -1,7 +1,7 @@
 import { DepositAddressDeriver } from '../../chain/hd-addresses.js';
 import type { ChainReader } from '../../chain/reader.js';
 import type { Clock } from '../../clock.js';
-import type { PaymentsConfig } from '../../config-payments.js';
+import type { PaymentsConfig } from '../../config/payments.js';
 import type { ChainNetwork } from '../../domain/payments/chains.js';
 import type { Store } from '../../store/db.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';

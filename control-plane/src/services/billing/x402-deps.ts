@@ -1,7 +1,7 @@
 import type { X402Chain } from '../../chain/x402-chain.js';
 import type { Clock } from '../../clock.js';
-import type { PaymentsConfig } from '../../config-payments.js';
-import type { X402Config } from '../../config-x402.js';
+import type { PaymentsConfig } from '../../config/payments.js';
+import type { X402Config } from '../../config/x402.js';
 import type { Hex } from '../../domain/payments/x402.js';
 import type { Store, Tx } from '../../store/db.js';
 

@@ -2,7 +2,7 @@ import type { TopUp } from '@ark/shared';
 import { getAddress } from 'viem';
 import type { X402Chain } from '../../chain/x402-chain.js';
 import type { Clock } from '../../clock.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import type { Store } from '../../store/db.js';
 import { type IntentPosition, intentsOfAccount, type X402IntentRow } from '../../store/x402.js';
 import { type X402Deps, x402NetworkOf } from './x402-deps.js';

@@ -1,6 +1,6 @@
 import { LIVENESS_GRACE_HEARTBEATS } from '../../domain/machines/go-live.js';
 import type { Clock } from '../../clock.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import type { Store } from '../../store/db.js';
 import type { HeartbeatBuffer } from '../../store/heartbeats.js';
 import type { OutboxWriter } from '../../store/outbox.js';

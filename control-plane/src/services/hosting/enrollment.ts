@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MachineManifest } from '@ark/shared';
 import type { Clock } from '../../clock.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { credentialOf, type Principal } from '../../domain/accounts/principal.js';
 import { seedOfferTerms } from '../../domain/offers/offer.js';
 import { assertHostingAllowed } from '../../domain/pairing/hosting-rules.js';

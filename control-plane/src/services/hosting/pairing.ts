@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { MachineManifest, PairingStatus, PairingSummary } from '@ark/shared';
 import type { Clock } from '../../clock.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import { credentialOf, type Principal } from '../../domain/accounts/principal.js';
 import { assertHostingAllowed } from '../../domain/pairing/hosting-rules.js';
 import { PAIRING_MISS_LIMIT, PAIRING_POLL_INTERVAL_S, pairingStateAt, pairingSummary } from '../../domain/pairing/pairing.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.js';
-import type { Config } from '../../config.js';
+import type { Config } from '../../config/index.js';
 import type { JobSecrets } from '../../domain/jobs/secrets.js';
 import type { Store } from '../../store/db.js';
 import type { HeartbeatReader } from '../../store/heartbeats.js';

@@ -2,7 +2,7 @@ import type { SettingsTestRequest, SettingsTestResult } from '@ark/shared';
 import nodemailer from 'nodemailer';
 import type { ChainReader } from '../../chain/reader.js';
 import type { Clock, ClockTimer } from '../../clock.js';
-import type { OAuthProviderName } from '../../config-oauth.js';
+import type { OAuthProviderName } from '../../config/oauth.js';
 import type { ChainNetwork } from '../../domain/payments/chains.js';
 import type { OAuthProviderClient } from '../../oauth/providers.js';
 import { appendAudit } from '../../store/audit.js';

@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock.js';
 import { iso } from '../../clock.js';
-import type { ReliabilityConfig } from '../../config-reliability.js';
+import type { ReliabilityConfig } from '../../config/reliability.js';
 import {
   isHeld,
   publishedMaintenance,

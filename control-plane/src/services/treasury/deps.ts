@@ -1,6 +1,6 @@
 import type { ChainReader, Hex } from '../../chain/reader.js';
 import type { Clock } from '../../clock.js';
-import type { TreasuryConfig } from '../../config-treasury.js';
+import type { TreasuryConfig } from '../../config/treasury.js';
 import type { ChainNetwork } from '../../domain/payments/chains.js';
 import type { Store } from '../../store/db.js';
 import type { AlertSink } from '../alerts/sink.js';

@@ -1,5 +1,5 @@
 import type { Clock } from '../../clock.js';
-import type { WebhooksConfig } from '../../config-webhooks.js';
+import type { WebhooksConfig } from '../../config/webhooks.js';
 import type { SecretBox } from '../../domain/accounts/secret-box.js';
 import type { Store } from '../../store/db.js';
 

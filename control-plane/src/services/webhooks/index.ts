@@ -1,7 +1,7 @@
 import { lookup } from 'node:dns/promises';
 import type { WebhookEventType } from '@ark/shared';
 import type { Clock } from '../../clock.js';
-import type { WebhooksConfig } from '../../config-webhooks.js';
+import type { WebhooksConfig } from '../../config/webhooks.js';
 import { SecretBox } from '../../domain/accounts/secret-box.js';
 import type { Store } from '../../store/db.js';
 import type { KeysetPosition } from '../../store/keyset.js';

@@ -1,6 +1,6 @@
 import type { Clock } from '../../clock.js';
-import type { PaymentsConfig } from '../../config-payments.js';
-import type { PayoutsConfig } from '../../config-payouts.js';
+import type { PaymentsConfig } from '../../config/payments.js';
+import type { PayoutsConfig } from '../../config/payouts.js';
 import type { ChainAsset, ChainNetwork } from '../../domain/payments/chains.js';
 import type { Store, Tx } from '../../store/db.js';
 

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
-import { DepositAddressDeriver, DepositXpubError } from './chain/hd-addresses.js';
-import { type ChainsConfig, ChainsDocumentError, parseChainsDocument } from './domain/payments/chains.js';
+import { DepositAddressDeriver, DepositXpubError } from '../chain/hd-addresses.js';
+import { type ChainsConfig, ChainsDocumentError, parseChainsDocument } from '../domain/payments/chains.js';
 
 // The money-in part of the configuration (deposits; issue 8). Read once by loadConfig; a bad value stops the
 // server with exit code 2 and a message naming the variable and, for ARK_CHAINS, the field.

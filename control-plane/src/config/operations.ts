@@ -1,5 +1,5 @@
 // The operator-controls part of the configuration (issue 12): where alerts go and how often an admin may run
-// subsystem tests (the sign-in providers the auth-provider test checks are in config-oauth.ts). Read once by
+// subsystem tests (the sign-in providers the auth-provider test checks are in config/oauth.ts). Read once by
 // loadConfig; a bad value stops the server with exit code 2 and a message naming the variable.
 
 export interface OperationsConfig {

@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
-import { envReaders } from './config-payments.js';
-import type { ChainsConfig } from './domain/payments/chains.js';
+import { envReaders } from './payments.js';
+import type { ChainsConfig } from '../domain/payments/chains.js';
 
 // The x402 top-up part of the configuration (issue 8, item 3). Read once by loadConfig; a bad value stops the server
 // with exit code 2 and a message naming the variable. The settlement key itself is never kept here (nor logged): only

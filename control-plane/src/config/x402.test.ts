@@ -2,8 +2,8 @@ import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { readSettlementKey, x402ConfigFrom } from './config-x402.js';
-import type { ChainsConfig } from './domain/payments/chains.js';
+import { readSettlementKey, x402ConfigFrom } from './x402.js';
+import type { ChainsConfig } from '../domain/payments/chains.js';
 
 const KEY = `0x${'1f'.repeat(32)}`;
 const TREASURY = '0x1111111111111111111111111111111111111111';

@@ -1,4 +1,4 @@
-import { envReaders } from './config-payments.js';
+import { envReaders } from './payments.js';
 
 // The treasury part of the configuration (issue 22): where the platform keeps its money, and how often and how the
 // reconciliation reads the chain. Read once by loadConfig; a bad value stops the server with exit code 2.

@@ -1,4 +1,4 @@
-import { parseScore } from './domain/machines/reliability.js';
+import { parseScore } from '../domain/machines/reliability.js';
 
 // The machine reliability part of the configuration (issue 10 item 2). Read once by loadConfig; a bad value stops the
 // server with exit code 2 and a message naming the variable. Small windows are allowed so tests can use them.

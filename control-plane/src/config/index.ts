@@ -2,15 +2,15 @@ import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { MICRO_AMOUNT_MAX } from '@ark/shared';
-import { type PaymentsConfig, paymentsConfigFrom } from './config-payments.js';
-import { type OAuthConfig, oauthConfigFrom } from './config-oauth.js';
-import { type OperationsConfig, operationsConfigFrom } from './config-operations.js';
-import { type RelayConfig, relayConfigFrom } from './config-relay.js';
-import { type ReliabilityConfig, reliabilityConfigFrom } from './config-reliability.js';
-import { type WebhooksConfig, webhooksConfigFrom } from './config-webhooks.js';
-import { type X402Config, x402ConfigFrom } from './config-x402.js';
-import { type PayoutsConfig, payoutsConfigFrom } from './config-payouts.js';
-import { type TreasuryConfig, treasuryConfigFrom } from './config-treasury.js';
+import { type PaymentsConfig, paymentsConfigFrom } from './payments.js';
+import { type OAuthConfig, oauthConfigFrom } from './oauth.js';
+import { type OperationsConfig, operationsConfigFrom } from './operations.js';
+import { type RelayConfig, relayConfigFrom } from './relay.js';
+import { type ReliabilityConfig, reliabilityConfigFrom } from './reliability.js';
+import { type WebhooksConfig, webhooksConfigFrom } from './webhooks.js';
+import { type X402Config, x402ConfigFrom } from './x402.js';
+import { type PayoutsConfig, payoutsConfigFrom } from './payouts.js';
+import { type TreasuryConfig, treasuryConfigFrom } from './treasury.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
 export interface Config {
@@ -83,23 +83,23 @@ export interface Config {
   metricsPort: number | null;
   /** Metrics: the bearer token /metrics requires, wherever it is served; null: none. */
   metricsToken: string | null;
-  /** Money in: watched networks, deposit addresses, balance cap and minimum (config-payments.ts). */
+  /** Money in: watched networks, deposit addresses, balance cap and minimum (config/payments.ts). */
   payments: PaymentsConfig;
-  /** Operator controls: the alert webhook, subsystem test rate (config-operations.ts). */
+  /** Operator controls: the alert webhook, subsystem test rate (config/operations.ts). */
   operations: OperationsConfig;
-  /** Sign-in with GitHub and Google: clients, endpoints, how long a started sign-in lasts (config-oauth.ts). */
+  /** Sign-in with GitHub and Google: clients, endpoints, how long a started sign-in lasts (config/oauth.ts). */
   oauth: OAuthConfig;
-  /** The OpenAI-compatible relay's limits (config-relay.ts). */
+  /** The OpenAI-compatible relay's limits (config/relay.ts). */
   relay: RelayConfig;
-  /** Money in by x402 top-up: the switch, treasury, gas wallet key file and amount bounds (config-x402.ts). */
+  /** Money in by x402 top-up: the switch, treasury, gas wallet key file and amount bounds (config/x402.ts). */
   x402: X402Config;
-  /** Money out: the payout wallet and the withdrawal holds (config-payouts.ts). */
+  /** Money out: the payout wallet and the withdrawal holds (config/payouts.ts). */
   payouts: PayoutsConfig;
-  /** Signed webhooks: private endpoints, attempt timeout, when a failing endpoint is disabled (config-webhooks.ts). */
+  /** Signed webhooks: private endpoints, attempt timeout, when a failing endpoint is disabled (config/webhooks.ts). */
   webhooks: WebhooksConfig;
-  /** Machine reliability: the floor, the window, the history a machine needs, the worker's period (config-reliability.ts). */
+  /** Machine reliability: the floor, the window, the history a machine needs, the worker's period (config/reliability.ts). */
   reliability: ReliabilityConfig;
-  /** The treasury and its reconciliation with the ledger: address, Multicall3, the worker's period (config-treasury.ts). */
+  /** The treasury and its reconciliation with the ledger: address, Multicall3, the worker's period (config/treasury.ts). */
   treasury: TreasuryConfig;
 }
 
