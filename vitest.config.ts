@@ -10,6 +10,8 @@ export default defineConfig({
       'test/**/*.test.ts',
     ],
     exclude: ['**/node_modules/**', 'test/bench/**'],
+    // Builds the bundles the suites start as processes (ark-cp, ark, ark-agent) once, before any file runs.
+    globalSetup: ['test/harness/global-setup.ts'],
     pool: 'forks',
     // Two cores on CI: end-to-end files start real processes, so keep files from piling up.
     poolOptions: { forks: { maxForks: 2, minForks: 1 } },

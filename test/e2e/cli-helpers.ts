@@ -4,6 +4,7 @@ import { spawn } from 'node:child_process';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { arkBundle } from '../harness/bundles.js';
 import { repoRoot } from './host-side-helpers.js';
 
 export const arkBin = join(repoRoot, 'cli', 'bin', 'ark.mjs');
@@ -30,7 +31,7 @@ export function arkConfigDir(): string {
 export function ark(args: string[], options: ArkOptions = {}): Promise<ArkRun> {
   return new Promise((resolve, reject) => {
     const env: NodeJS.ProcessEnv = { ...process.env, ARK_API_KEY: '', ARK_PASSWORD: '', ARK_URL: '', ...options.env };
-    const child = spawn(process.execPath, [arkBin, ...args], { cwd: repoRoot, env, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn(process.execPath, [arkBundle, ...args], { cwd: repoRoot, env, stdio: ['pipe', 'pipe', 'pipe'] });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => {

@@ -12,6 +12,7 @@ import { spawnProcess, waitFor } from '../harness/processes.js';
 import { type DepositChain, randomDepositXpub, renterKey, setupDepositChain } from './deposit-helpers.js';
 import { api, type ControlPlane, controlPlaneCli, repoRoot, startControlPlane } from './host-side-helpers.js';
 import { adminSession, call, fundedPayoutWallet, PASSWORD, type PayoutWalletSetup, randomTag, transfersOnChain } from './payout-helpers.js';
+import { controlPlaneBundle } from '../harness/bundles.js';
 
 const USDC = 1_000_000n;
 
@@ -221,7 +222,7 @@ describe.each(['sqlite', 'postgres'] as const)('deposits on %s', (dialect) => {
       ]),
     );
     expect(refund).toMatchObject({ state: 'REFUNDING', refund_to: chain.funder.toLowerCase(), already: false });
-    const crashing = spawnProcess(process.execPath, ['--import', 'tsx', join(repoRoot, 'control-plane', 'src', 'main.ts'), 'serve'], {
+    const crashing = spawnProcess(process.execPath, [controlPlaneBundle, 'serve'], {
       cwd: repoRoot,
       env: { ...cp.env, ARK_FAULT_EXIT_AT: 'payout.pinned' },
       exitSignal: 'SIGKILL',

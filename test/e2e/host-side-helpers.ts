@@ -7,10 +7,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { freePort, runCommand, type SpawnedProcess, spawnProcess, waitFor } from '../harness/processes.js';
+import { controlPlaneBundle } from '../harness/bundles.js';
 
 export const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 export const agentBin = join(repoRoot, 'host-agent', 'bin', 'ark-agent.mjs');
-const controlPlaneMain = join(repoRoot, 'control-plane', 'src', 'main.ts');
 export const nvidiaSmiFixture = join(repoRoot, 'test', 'fixtures', 'nvidia-smi', 'l4-x2-driver-555.xml');
 
 export interface ControlPlaneOptions {
@@ -46,12 +46,12 @@ function controlPlaneEnv(
   };
 }
 
-/** Starts `ark-cp serve` (through tsx, in one process) and waits until it answers /healthz. */
+/** Starts `ark-cp serve` (its bundle, test/harness/bundles.ts) and waits until it answers /healthz. */
 export async function startControlPlane(options: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const port = options.port ?? (await freePort());
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), 'ark-e2e-cp-'));
   const env = controlPlaneEnv(port, dataDir, options.databaseUrl, options.env);
-  const child = spawnProcess(process.execPath, ['--import', 'tsx', controlPlaneMain, 'serve'], {
+  const child = spawnProcess(process.execPath, [controlPlaneBundle, 'serve'], {
     cwd: repoRoot,
     env,
     exitSignal: 'SIGKILL',
@@ -72,7 +72,7 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
 
 /** Runs an `ark-cp` CLI command against the same store. */
 export async function controlPlaneCli(cp: Pick<ControlPlane, 'env'>, args: string[]): Promise<string> {
-  const { stdout } = await runCommand(process.execPath, ['--import', 'tsx', controlPlaneMain, ...args], {
+  const { stdout } = await runCommand(process.execPath, [controlPlaneBundle, ...args], {
     cwd: repoRoot,
     env: cp.env,
     timeoutMs: 60_000,

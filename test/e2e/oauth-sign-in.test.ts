@@ -17,6 +17,7 @@ import {
   startOidcProvider,
 } from './oauth-helpers.js';
 import { PASSWORD } from './payout-helpers.js';
+import { controlPlaneBundle } from '../harness/bundles.js';
 
 const uniqueUser = (label: string, verified = true): ProviderUser => {
   const id = String(Math.floor(Math.random() * 1e9) + 1);
@@ -295,7 +296,7 @@ describe('sign-in with an unconfigured provider, and bad configuration', () => {
 
   it('exits 2 naming the variable when a client is half configured (every other refusal: config-oauth.test.ts)', () => {
     // A bad value stops the start before anything listens: the command ends on its own.
-    const run = spawnSync(process.execPath, ['--import', 'tsx', 'control-plane/src/main.ts', 'serve'], {
+    const run = spawnSync(process.execPath, [controlPlaneBundle, 'serve'], {
       cwd: repoRoot,
       env: { ...process.env, ...cp.env, PORT: '0', ARK_OAUTH_GITHUB_CLIENT_ID: 'abc' },
       timeout: 60_000,

@@ -27,6 +27,7 @@ import {
   USDC,
   waitWithdrawal,
 } from './payout-helpers.js';
+import { controlPlaneBundle } from '../harness/bundles.js';
 
 /** Trials per store: one process start and one SIGKILL each, alternating the two crash points. */
 const TRIALS = 10;
@@ -57,9 +58,7 @@ describe.each(['sqlite', 'postgres'] as const)('payouts across kill -9 on %s', (
     const refused = await runCommand(
       process.execPath,
       [
-        '--import',
-        'tsx',
-        join(repoRoot, 'control-plane', 'src', 'main.ts'),
+        controlPlaneBundle,
         'withdrawals',
         'review',
         '--id',
@@ -142,7 +141,7 @@ describe.each(['sqlite', 'postgres'] as const)('payouts across kill -9 on %s', (
     // the same stored bytes and dies before recording or confirming them.
     for (let trial = 0; trial < TRIALS; trial++) {
       const point = POINTS[trial % 2] as (typeof POINTS)[number];
-      const child = spawnProcess(process.execPath, ['--import', 'tsx', join(repoRoot, 'control-plane', 'src', 'main.ts'), 'serve'], {
+      const child = spawnProcess(process.execPath, [controlPlaneBundle, 'serve'], {
         cwd: repoRoot,
         env: { ...serveEnv, ARK_PAYOUT_KEY_FILE: wallet.keyFile, ARK_FAULT_EXIT_AT: point },
         exitSignal: 'SIGKILL',

@@ -20,8 +20,8 @@ import { waitFor } from '../harness/processes.js';
 import { type DepositChain, renterKey, setupDepositChain } from './deposit-helpers.js';
 import { api, type ControlPlane, controlPlaneCli, repoRoot, startControlPlane } from './host-side-helpers.js';
 import { fundedPayoutWallet, PASSWORD, randomAddress, USDC } from './payout-helpers.js';
+import { controlPlaneBundle } from '../harness/bundles.js';
 
-const controlPlaneMain = join(repoRoot, 'control-plane', 'src', 'main.ts');
 const TUSD = 10n ** 18n;
 const FINALITY_BLOCKS = 2;
 
@@ -30,7 +30,7 @@ function cpCommand(cp: ControlPlane, args: string[]): Promise<{ code: number; st
   return new Promise((resolve) => {
     execFile(
       process.execPath,
-      ['--import', 'tsx', controlPlaneMain, ...args],
+      [controlPlaneBundle, ...args],
       { cwd: repoRoot, env: { ...process.env, ...cp.env }, timeout: 60_000, encoding: 'utf8' },
       (error, stdout, stderr) => resolve({ code: error ? Number(error.code ?? 1) : 0, stdout, stderr }),
     );

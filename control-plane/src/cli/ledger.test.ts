@@ -192,15 +192,15 @@ describe('ark-cp ledger credit (a real process on SQLite)', () => {
     const store = await openConfiguredStore(config);
     const renter = await seedRenter(store);
     await store.close();
-    const tsx = join(root, 'node_modules', '.bin', 'tsx');
-    const main = join(root, 'control-plane', 'src', 'main.ts');
+    // ark-cp as operators run it: the compiled bundle test/harness/global-setup.ts builds before the run.
+    const main = join(root, 'control-plane', 'dist', 'main.mjs');
     const { stdout } = await run(
-      tsx,
+      process.execPath,
       [main, 'ledger', 'credit', '--email', renter.email, '--amount-micro', '42000000', '--reason', 'pilot credit'],
       { env, cwd: root },
     );
     expect(JSON.parse(stdout)).toEqual({ account_id: renter.id, posting_id: expect.any(String), available_micro: '42000000' });
-    const verified = await run(tsx, [main, 'ledger', 'verify'], { env, cwd: root });
+    const verified = await run(process.execPath, [main, 'ledger', 'verify'], { env, cwd: root });
     expect(JSON.parse(verified.stdout)).toEqual({ ok: true, accounts: '2', postings: '1', sum_micro: '0', discrepancies: [] });
   });
 });
