@@ -13,12 +13,16 @@ if (process.env.ARK_FROM_SOURCE !== '1') {
     const { ensureBundle } = await import(pathToFileURL(join(here, '..', '..', 'scripts', 'bundle.mjs')).href);
     entry = await ensureBundle('cli');
   } catch (error) {
-    process.stderr.write(`ark: no usable build (${error instanceof Error ? error.message.split('\n')[0] : error}); running the sources through tsx\n`);
+    process.stderr.write(
+      `ark: no usable build (${error instanceof Error ? error.message.split('\n')[0] : error}); running the sources through tsx\n`,
+    );
   }
 }
 if (entry === undefined) {
   const require = createRequire(import.meta.url);
-  const { register } = await import(pathToFileURL(join(dirname(require.resolve('tsx/package.json')), 'dist', 'esm', 'api', 'index.mjs')).href);
+  const { register } = await import(
+    pathToFileURL(join(dirname(require.resolve('tsx/package.json')), 'dist', 'esm', 'api', 'index.mjs')).href
+  );
   register();
   entry = join(here, '..', 'src', 'main.ts');
 }

@@ -3,7 +3,6 @@
 // driven only through HTTP, its CLI and the chain. A deposit over the balance cap never blocks a smaller one, and an
 // operator credits it over the cap or refunds it to its sender through the payout wallet, exactly once across kill -9.
 import { randomBytes, randomUUID } from 'node:crypto';
-import { join } from 'node:path';
 import type { Address, Hex } from 'viem';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Anvil, startAnvil } from '../harness/anvil.js';

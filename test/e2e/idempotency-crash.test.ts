@@ -17,7 +17,8 @@ import { waitFor } from '../harness/processes.js';
 import { type ControlPlane, controlPlaneCli, startControlPlane } from './host-side-helpers.js';
 import { DIALECTS, type Dialect, type DockerWorld, RentalSite, startDockerWorld } from './rental-helpers.js';
 
-const TRIALS = 10;
+/** Bursts per store, each cut by a kill -9. CI runs 4; `pnpm bench crash` runs 10 (ARK_CRASH_TRIALS). */
+const TRIALS = Number(process.env.ARK_CRASH_TRIALS ?? 4);
 const BURST_SIZE = 30;
 /** Two extensions carrying the same expected versions: only one of them can apply. */
 const EXTENSIONS_PER_BURST = 2;

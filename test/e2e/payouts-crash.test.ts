@@ -29,8 +29,11 @@ import {
 } from './payout-helpers.js';
 import { controlPlaneBundle } from '../harness/bundles.js';
 
-/** Trials per store: one process start and one SIGKILL each, alternating the two crash points. */
-const TRIALS = 10;
+/**
+ * Trials per store: one process start and one SIGKILL each, alternating the two crash points. CI runs 4 (each point
+ * twice); `pnpm bench crash` runs 10 (test/bench/crash-soak.bench.ts sets ARK_CRASH_TRIALS).
+ */
+const TRIALS = Number(process.env.ARK_CRASH_TRIALS ?? 4);
 const POINTS = ['payout.pinned', 'payout.broadcast'] as const;
 
 describe.each(['sqlite', 'postgres'] as const)('payouts across kill -9 on %s', (dialect) => {
