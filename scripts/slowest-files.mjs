@@ -16,5 +16,7 @@ const files = report.testResults
 const total = files.reduce((sum, f) => sum + f.seconds, 0);
 console.log(`slowest ${count} of ${files.length} files (${Math.round(total)} s of file time in all):`);
 for (const f of files.slice(0, Number(count))) {
-  console.log(`${f.seconds.toFixed(1).padStart(7)} s  ${String(f.tests).padStart(3)} tests  ${f.status === 'passed' ? '' : `${f.status}  `}${f.name}`);
+  console.log(
+    `${f.seconds.toFixed(1).padStart(7)} s  ${String(f.tests).padStart(3)} tests  ${f.status === 'passed' ? '' : `${f.status}  `}${f.name}`,
+  );
 }
