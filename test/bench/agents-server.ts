@@ -9,7 +9,7 @@ import { readFileSync } from 'node:fs';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { buildApp } from '@ark/control-plane/app';
-import { loadConfig } from '@ark/control-plane/config';
+import { loadConfig } from '@ark/control-plane/config/index';
 import type { MachineDirectory } from '@ark/control-plane/gateway/handlers';
 import { createRuntime } from '@ark/control-plane/runtime';
 import { CHANNEL_MAX_FRAME_BYTES, ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64, systemClock } from '@ark/shared';

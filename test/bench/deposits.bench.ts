@@ -15,7 +15,7 @@ import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
 import { ViemChainReader } from '@ark/control-plane/chain/viem-reader';
 import { systemClock } from '@ark/control-plane/clock';
-import { paymentsConfigFrom } from '@ark/control-plane/config-payments';
+import { paymentsConfigFrom } from '@ark/control-plane/config/payments';
 import { ledgerAccounts } from '@ark/control-plane/domain/ledger/accounts';
 import { paidAdmissionGuard } from '@ark/control-plane/services/admissions/guard';
 import { buildDepositServices } from '@ark/control-plane/services/billing/deposits-index';

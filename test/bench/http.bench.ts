@@ -251,7 +251,7 @@ async function serveControlPlane(
   if (keepTickMaps) await import('@ark/control-plane/startup/keep-tick-maps');
   const { randomBytes } = await import('node:crypto');
   const { buildApp } = await import('@ark/control-plane/app');
-  const { loadConfig } = await import('@ark/control-plane/config');
+  const { loadConfig } = await import('@ark/control-plane/config/index');
   const { createRuntime } = await import('@ark/control-plane/runtime');
   const { systemClock } = await import('@ark/control-plane/clock');
   const { ledgerAccounts } = await import('@ark/control-plane/domain/ledger/accounts');
