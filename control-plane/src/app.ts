@@ -49,7 +49,6 @@ import { registerWithdrawalRoutes } from './http/routes/withdrawals.js';
 import type { AppContext, AppContextInput } from './http/context.js';
 import type { TypedApp } from './http/typed-app.js';
 import { validatorCompiler } from './http/validation.js';
-import { buildServices } from './services/index.js';
 import { registerConsole } from './console/index.js';
 import { routeOptionsOf } from './http/route-options.js';
 
@@ -76,10 +75,8 @@ class CompletionLoggedByApp extends LogController {
 
 /** buildApp, answering also the context and the gateway it built. */
 export async function assembleApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<AssembledApp> {
-  const { gateway: gatewayInput, services: givenServices, ...contextInput } = input;
-  const services =
-    givenServices ??
-    buildServices({ store: input.store, clock: input.clock, config: input.config, mailer: input.mailer, logger: options.logger });
+  const { gateway: gatewayInput, claimLocks, listenConnector, ...contextInput } = input;
+  const { services } = input;
   const ctx: AppContext = {
     ...contextInput,
     paginator: input.paginator ?? new Paginator(input.config.secretKey),
@@ -161,9 +158,7 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   installAuth(app, ctx.authenticator, ctx.clock, {
     machine: async (id) => (await ctx.services.hosting.machines.find(id))?.owner_account_id ?? null,
   });
-  requestEndListeners.push(
-    installIdempotency(app, { store: ctx.store, clock: ctx.clock, secretKey: ctx.config.secretKey, databaseUrl: ctx.config.databaseUrl }),
-  );
+  requestEndListeners.push(installIdempotency(app, { store: ctx.store, clock: ctx.clock, secretKey: ctx.config.secretKey, claimLocks }));
 
   const gateway = installChannelGateway(
     app,
@@ -174,16 +169,11 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
       registry: ctx.metrics.registry,
       handlers: ctx.channel,
       identity: ctx.channelIdentity,
+      listenConnector,
     },
     // A refused upgrade gets the API's own answer: the envelope, a request id and the security headers.
     { refusalAnswer: (code) => rawErrorAnswer(code, edge.headers), ...gatewayInput },
   );
-  if (!givenServices) {
-    // onClose runs after the gateway's preClose has closed the agent connections: nothing is buffered after it.
-    app.addHook('onClose', async () => {
-      await services.close().catch((error: unknown) => app.log.error({ err: error }, 'heartbeat flush on close failed'));
-    });
-  }
   registerSystemRoutes(app, ctx);
   for (const register of routeModules) await register(app, ctx);
   // The relay reaches engines through the agent connections this gateway holds.

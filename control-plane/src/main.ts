@@ -1,6 +1,6 @@
 // First, before any other module loads: keeps Node's tick-object maps alive through the collections that loading
-// the control plane runs (startup-ticks.ts explains why).
-import './startup-ticks.js';
+// the control plane runs (startup/keep-tick-maps.ts explains why).
+import './startup/keep-tick-maps.js';
 import { pino } from 'pino';
 import { buildApp } from './app.js';
 import { runCli } from './cli/index.js';
@@ -8,13 +8,12 @@ import { ConfigError, loadConfig } from './config/index.js';
 import { startMetricsListener } from './http/metrics.js';
 import { systemClock } from './clock.js';
 import { createRuntime } from './runtime.js';
-import { collectStartupGarbage } from './startup-heap.js';
+import { collectStartupGarbage } from './startup/collect-garbage.js';
 import { defaultWorkers, startWorkers } from './workers/index.js';
-import { ViemChainReader } from './chain/viem-reader.js';
 import { chainWatchWorkers } from './workers/chain-watch.js';
-import { payoutWalletFromConfig, payoutWorker } from './workers/payouts.js';
+import { payoutWorker } from './workers/payouts.js';
 
-// The composition root: the only place that reads process.env and builds real adapters.
+// The composition root: the only place that reads process.env; runtime.ts builds every real adapter from what it read.
 async function main(argv: string[]): Promise<number> {
   let config: ReturnType<typeof loadConfig>;
   try {
@@ -37,7 +36,7 @@ async function main(argv: string[]): Promise<number> {
       const runtime = await createRuntime(config, logger, clock);
       const app = await buildApp(runtime, { logger });
       // Schemas are compiled when the app is ready; what compiling them left is collected before the first request
-      // (startup-heap.ts: the request path's objects would otherwise get a hidden class each).
+      // (startup/collect-garbage.ts: the request path's objects would otherwise get a hidden class each).
       await app.ready();
       collectStartupGarbage();
       const address = await app.listen({ host: config.host, port: config.port });
@@ -51,11 +50,11 @@ async function main(argv: string[]): Promise<number> {
               token: config.metricsToken,
               publicBaseUrl: config.publicBaseUrl,
             });
-      // One deposit watcher per network in ARK_CHAINS, over viem clients built here (the only place adapters are made).
+      // One deposit watcher per network in ARK_CHAINS, over the runtime's viem clients.
       const chainWatch = chainWatchWorkers({
         deposits: runtime.services.deposits,
         payments: config.payments,
-        readerFor: (network) => new ViemChainReader({ rpcUrl: network.rpcUrl }),
+        readerFor: runtime.depositReaderFor,
         alerts: runtime.services.alerts,
         registry: runtime.metrics.registry,
         logger,
@@ -63,18 +62,19 @@ async function main(argv: string[]): Promise<number> {
       // The payout wallet on the primary network (ARK_PAYOUT_KEY_FILE); without it requests wait, locked.
       const payouts = payoutWorker({
         withdrawals: runtime.services.withdrawals,
-        wallet: payoutWalletFromConfig(config.payouts, config.payments.chains?.networks[0]?.rpcUrl ?? null),
+        wallet: runtime.payoutWallet,
         payouts: config.payouts,
         registry: runtime.metrics.registry,
         logger,
         alerts: runtime.services.alerts,
+        faults: runtime.faults,
       });
       const workers = startWorkers({
         store: runtime.store,
         clock: runtime.clock,
         logger,
         workers: [
-          ...defaultWorkers(runtime.services, config, { registry: runtime.metrics.registry, logger }),
+          ...defaultWorkers(runtime.services, config, { registry: runtime.metrics.registry, logger, webhookSender: runtime.webhookSender }),
           ...chainWatch.workers,
           ...payouts.workers,
         ],

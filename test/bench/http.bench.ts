@@ -18,7 +18,7 @@
 // a budgeted ratio is the median of the ratios of adjacent slices: a burst of other work on a shared machine lands in
 // one or two slices and is left out, where it would move a ratio of totals. (The ratios of totals are reported too.)
 // Each side also reports the server's CPU time per request (from /proc). The control planes start as main.ts starts
-// one: schemas compiled, then one full collection before listening (control-plane/src/startup-heap.ts); one more
+// one: schemas compiled, then one full collection before listening (control-plane/src/startup/collect-garbage.ts); one more
 // control plane, started without that collection, is measured for reference. Answers with another status than expected
 // fail the bench, so an error path can never pass for throughput.
 //
@@ -87,12 +87,12 @@ export interface HttpFigures {
   accountWithInfoLogging: LoadFigures;
   /**
    * The account read on a control plane started without the one full collection main.ts runs before listening
-   * (startup-heap.ts), measured alongside the info-logging side: what the hidden-class table left full by schema
+   * (startup/collect-garbage.ts), measured alongside the info-logging side: what the hidden-class table left full by schema
    * compilation costs each request.
    */
   accountWithoutStartupCollection: LoadFigures;
   /**
-   * The account read on a control plane started without keeping one of Node's tick objects first (startup-ticks.ts),
+   * The account read on a control plane started without keeping one of Node's tick objects first (startup/keep-tick-maps.ts),
    * measured alongside the two above: what megamorphic `process.nextTick` caches cost each request.
    */
   accountWithoutTickMaps: LoadFigures;
@@ -247,8 +247,8 @@ async function serveControlPlane(
   collectGarbage = true,
   keepTickMaps = true,
 ): Promise<{ port: number; apiKey: string; close(): Promise<void> }> {
-  // As main.ts starts it: Node's tick-object maps kept before anything else loads (startup-ticks.ts).
-  if (keepTickMaps) await import('@ark/control-plane/startup-ticks');
+  // As main.ts starts it: Node's tick-object maps kept before anything else loads (startup/keep-tick-maps.ts).
+  if (keepTickMaps) await import('@ark/control-plane/startup/keep-tick-maps');
   const { randomBytes } = await import('node:crypto');
   const { buildApp } = await import('@ark/control-plane/app');
   const { loadConfig } = await import('@ark/control-plane/config/index');
@@ -265,7 +265,7 @@ async function serveControlPlane(
   const { Paginator } = await import('@ark/control-plane/http/pagination');
   const { ChannelHandlers } = await import('@ark/control-plane/gateway/handlers');
   const { seedAccount } = await import('@ark/control-plane/testing/app');
-  const { collectStartupGarbage } = await import('@ark/control-plane/startup-heap');
+  const { collectStartupGarbage } = await import('@ark/control-plane/startup/collect-garbage');
   const dir = mkdtempSync(join(tmpdir(), 'ark-bench-http-'));
   const config = loadConfig({
     ARK_DATA_DIR: dir,
@@ -341,7 +341,7 @@ async function serveControlPlane(
   };
   app.post(BENCH_ROUTE_PLAIN, { config: { auth: {} }, schema }, plain as never);
   app.post(BENCH_ROUTE_IDEMPOTENT, { config: { auth: {}, idempotent: true }, schema }, idempotent as never);
-  // As main.ts starts it: schemas compiled, then what compiling them left collected once (startup-heap.ts).
+  // As main.ts starts it: schemas compiled, then what compiling them left collected once (startup/collect-garbage.ts).
   await app.ready();
   if (collectGarbage) collectStartupGarbage();
   await app.listen({ host: '127.0.0.1', port: 0 });

@@ -17,6 +17,8 @@ import { GroupApplier } from '@ark/control-plane/gateway/applier';
 import { createMetrics } from '@ark/control-plane/http/metrics';
 import { Paginator } from '@ark/control-plane/http/pagination';
 import { MemoryRateLimiter } from '@ark/control-plane/http/rate-limit';
+import { replicaAdapters, serviceAdapters } from '@ark/control-plane/runtime';
+import { buildServices } from '@ark/control-plane/services/index';
 import { createAccountAuthenticator } from '@ark/control-plane/store/accounts-authenticator';
 import type { Dialect } from '@ark/control-plane/store/db';
 import { verifyLedger } from '@ark/control-plane/store/ledger';
@@ -88,16 +90,21 @@ async function measureDialect(
   });
   const authenticator = createAccountAuthenticator(store);
   const rateLimiter = new MemoryRateLimiter();
-  // The app builds the services and fills ctx.channel, the handler table the gateway's applier runs below.
+  const mailer = { async send() {} };
+  const services = buildServices({ store, clock, config, mailer, ...serviceAdapters(config, clock), x402Chain: null, walletCode: null });
+  const replicas = replicaAdapters(store, config.databaseUrl);
+  // The app fills ctx.channel from the services: the handler table the gateway's applier runs below.
   const { app, ctx } = await assembleApp({
     config,
     store,
     clock,
-    mailer: { async send() {} },
+    mailer,
     rateLimiter,
     authenticator,
     metrics: createMetrics(),
     paginator: new Paginator(config.secretKey),
+    services,
+    ...replicas,
   });
   await app.ready();
   try {
@@ -191,6 +198,8 @@ async function measureDialect(
     };
   } finally {
     await app.close();
+    await services.close();
+    await replicas.claimLocks.close();
     authenticator.close();
     await rateLimiter.close();
     await store.destroy();

@@ -1,5 +1,6 @@
 import type { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
+import type { PayoutWallet } from '../chain/payout-wallet.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { DomainError } from '../errors.js';
@@ -13,6 +14,8 @@ export interface CliContext {
   clock: Clock;
   store: Store;
   services: Services;
+  /** The payout wallet on the primary network (runtime.ts `payoutWalletOf`); null when none is configured. */
+  payoutWallet(): PayoutWallet | null;
   out(text: string): void;
   err(text: string): void;
 }

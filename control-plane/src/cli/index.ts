@@ -3,7 +3,7 @@ import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { logMailer } from '../mail.js';
-import { openConfiguredStore, treasuryChainOf } from '../runtime.js';
+import { openConfiguredStore, payoutWalletOf, serviceAdapters } from '../runtime.js';
 import { buildServices } from '../services/index.js';
 import { accountCommands } from './accounts.js';
 import { admissionCommands } from './admissions.js';
@@ -99,17 +99,29 @@ async function runOverStore(
 ): Promise<number> {
   const { config, logger, clock } = env;
   const store = await openConfiguredStore(config);
-  // Operator commands send no mail of their own; anything that would goes to the log.
-  // The chain side of the treasury comes from the composition root's builder, as `ark-cp serve` gets it.
+  // Operator commands send no mail of their own; anything that would goes to the log. The adapters come from the
+  // composition root's builders, as `ark-cp serve` gets them; no command settles x402 or registers agents.
   const services = buildServices({
     store,
     clock,
     config,
     mailer: logMailer((line) => logger.info(line)),
     logger,
-    treasuryChain: treasuryChainOf(config),
+    ...serviceAdapters(config, clock),
+    x402Chain: null,
+    walletCode: null,
   });
-  const ctx: CliContext = { config, logger, clock, store, services, out: env.out, err: env.err };
+  const ctx: CliContext = {
+    config,
+    logger,
+    clock,
+    store,
+    services,
+    // Read from its key file only by the command that asks.
+    payoutWallet: () => payoutWalletOf(config),
+    out: env.out,
+    err: env.err,
+  };
   try {
     return await command.run(values, ctx);
   } catch (error) {

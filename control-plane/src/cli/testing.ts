@@ -1,6 +1,7 @@
 import { pino } from 'pino';
 import { ManualClock } from '../clock.js';
 import type { Config } from '../config/index.js';
+import { payoutWalletOf, serviceAdapters } from '../runtime.js';
 import { buildServices } from '../services/index.js';
 import type { Store } from '../store/db.js';
 import { testConfig } from '../testing/app.js';
@@ -20,13 +21,22 @@ export function testCliContext(store: Store, now: Date, config: Config = testCon
   const clock = new ManualClock(now);
   const stdout: string[] = [];
   const stderr: string[] = [];
-  const services = buildServices({ store, clock, config, mailer: { send: async () => {} } });
+  const services = buildServices({
+    store,
+    clock,
+    config,
+    mailer: { send: async () => {} },
+    ...serviceAdapters(config, clock),
+    x402Chain: null,
+    walletCode: null,
+  });
   return {
     config,
     logger: pino({ level: 'silent' }),
     clock,
     store,
     services,
+    payoutWallet: () => payoutWalletOf(config),
     out: (text) => void stdout.push(text),
     err: (text) => void stderr.push(text),
     stdout,

@@ -1,6 +1,5 @@
 import { WITHDRAWAL_STATES, type WithdrawalState } from '../domain/withdrawals/states.js';
 import { withdrawalView } from '../http/routes/withdrawals.js';
-import { payoutWalletFromConfig } from '../workers/payouts.js';
 import { limitOf } from './chain.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
@@ -33,10 +32,10 @@ export async function withdrawalsReviewCommand(
 }
 
 /** `payouts wallet`: the payout wallet's address, its USDC and gas balances, and what it still owes. */
-export async function payoutsWalletCommand(ctx: Pick<CliContext, 'services' | 'config'>) {
+export async function payoutsWalletCommand(ctx: Pick<CliContext, 'services' | 'payoutWallet'>) {
   const owed = await ctx.services.withdrawals.pending();
   if (owed === null) throw new CliRefusal('no primary network with USDC is configured (ARK_CHAINS)');
-  const wallet = payoutWalletFromConfig(ctx.config.payouts, owed.rail.network.rpcUrl);
+  const wallet = ctx.payoutWallet();
   if (wallet === null) throw new CliRefusal('no payout wallet is configured (ARK_PAYOUT_KEY_FILE)');
   const [usdc, native] = await Promise.all([wallet.tokenBalance(owed.rail.usdc.address), wallet.nativeBalance()]);
   return {

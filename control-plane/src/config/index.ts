@@ -11,6 +11,7 @@ import { type WebhooksConfig, webhooksConfigFrom } from './webhooks.js';
 import { type X402Config, x402ConfigFrom } from './x402.js';
 import { type PayoutsConfig, payoutsConfigFrom } from './payouts.js';
 import { type TreasuryConfig, treasuryConfigFrom } from './treasury.js';
+import { type FaultsConfig, faultsConfigFrom } from '../faults.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
 export interface Config {
@@ -101,6 +102,8 @@ export interface Config {
   reliability: ReliabilityConfig;
   /** The treasury and its reconciliation with the ledger: address, Multicall3, the worker's period (config/treasury.ts). */
   treasury: TreasuryConfig;
+  /** Fault injection, a test facility: off unless ARK_FAULT_EXIT_AT is set, refused in production (faults.ts). */
+  faults: FaultsConfig;
 }
 
 export class ConfigError extends Error {
@@ -247,5 +250,6 @@ export function loadConfig(env: Env = process.env): Config {
       (message) => new ConfigError(message),
     ),
     treasury: treasuryConfigFrom(env, (message) => new ConfigError(message)),
+    faults: faultsConfigFrom(env, (message) => new ConfigError(message)),
   };
 }

@@ -24,12 +24,6 @@ export interface PayoutsConfig {
   gasLimit: bigint;
   /** ARK_PAYOUT_MIN_NATIVE_WEI: below this much ETH for gas the wallet counts as lacking funds (alert, requests wait). */
   minNativeWei: bigint;
-  /**
-   * ARK_FAULT_EXIT_AT: tests only. The process kills itself with SIGKILL the first time the payer reaches this point
-   * (`payout.pinned`: after the nonce and signed transaction are stored, before broadcast; `payout.broadcast`: after
-   * broadcast, before it is recorded or confirmed). Null in production.
-   */
-  faultExitAt: 'payout.pinned' | 'payout.broadcast' | null;
 }
 
 type Env = Record<string, string | undefined>;
@@ -61,9 +55,6 @@ export function payoutsConfigFrom(env: Env, fail: (message: string) => Error): P
   }
   const reviewFirst = env.ARK_WITHDRAWAL_REVIEW_FIRST ?? '1';
   if (reviewFirst !== '0' && reviewFirst !== '1') throw fail(`ARK_WITHDRAWAL_REVIEW_FIRST must be 0 or 1, got "${reviewFirst}"`);
-  const fault = env.ARK_FAULT_EXIT_AT?.trim() || null;
-  if (fault !== null && fault !== 'payout.pinned' && fault !== 'payout.broadcast')
-    throw fail(`ARK_FAULT_EXIT_AT must be payout.pinned or payout.broadcast, got "${fault}"`);
   const minNative = env.ARK_PAYOUT_MIN_NATIVE_WEI;
   if (minNative !== undefined && minNative !== '' && !/^(0|[1-9][0-9]{0,30})$/.test(minNative))
     throw fail(`ARK_PAYOUT_MIN_NATIVE_WEI must be a whole number of wei, got "${minNative}"`);
@@ -78,6 +69,5 @@ export function payoutsConfigFrom(env: Env, fail: (message: string) => Error): P
     replaceAfterMs: int('ARK_PAYOUT_REPLACE_AFTER_S', 180, 1, 86_400) * 1000,
     gasLimit: BigInt(int('ARK_PAYOUT_GAS_LIMIT', 100_000, 21_000, 1_000_000)),
     minNativeWei: minNative ? BigInt(minNative) : 100_000_000_000_000n,
-    faultExitAt: fault,
   };
 }

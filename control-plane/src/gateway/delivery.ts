@@ -1,6 +1,6 @@
-import pg from 'pg';
+import type { Client as PgClient } from 'pg';
 import type { Clock, ClockTimer } from '../clock.js';
-import type { Store } from '../store/db.js';
+import type { PostgresConnector, Store } from '../store/db.js';
 import type { GatewayLogger } from './logger.js';
 import { machinesWithPendingCommands, OUTBOX_NOTIFY_CHANNEL, outboxWakeups } from '../store/outbox.js';
 
@@ -8,8 +8,11 @@ export interface OutboxWatchOptions {
   store: Store;
   /** The poll's and the LISTEN reconnect's timers. */
   clock: Clock;
-  /** Postgres URL for a dedicated LISTEN connection; null on SQLite (one process: in-process wake-ups suffice). */
-  listenUrl: string | null;
+  /**
+   * Opens the dedicated LISTEN connection (a new one after each loss; runtime.ts builds it); null on SQLite (one
+   * process: in-process wake-ups suffice).
+   */
+  listenConnector: PostgresConnector | null;
   /** The safety net: how often pending commands are scanned even without a wake-up. */
   pollIntervalMs: number;
   logger: GatewayLogger;
@@ -31,7 +34,7 @@ const RECONNECT_MAX_MS = 30_000;
  */
 export class OutboxWatch {
   readonly #options: OutboxWatchOptions;
-  #client: pg.Client | null = null;
+  #client: PgClient | null = null;
   #pollTimer: ClockTimer | null = null;
   #reconnectTimer: ClockTimer | null = null;
   #reconnectDelayMs = RECONNECT_MIN_MS;
@@ -47,7 +50,7 @@ export class OutboxWatch {
     outboxWakeups.on('enqueued', this.#onLocal);
     this.#pollTimer = this.#options.clock.setInterval(() => this.poll(), this.#options.pollIntervalMs);
     this.#pollTimer.unref();
-    if (this.#options.listenUrl) await this.#listen();
+    if (this.#options.listenConnector) await this.#listen(this.#options.listenConnector);
   }
 
   /** Scans pending commands once (also what the timer runs). */
@@ -74,15 +77,15 @@ export class OutboxWatch {
     if (client) await client.end().catch(() => {});
   }
 
-  async #listen(): Promise<void> {
-    const client = new pg.Client({ connectionString: this.#options.listenUrl ?? undefined, connectionTimeoutMillis: 10_000 });
+  async #listen(connect: PostgresConnector): Promise<void> {
+    const client = connect();
     const lost = (error?: unknown) => {
       if (this.#client !== client) return;
       this.#client = null;
       client.end().catch(() => {});
       if (this.#closed) return;
       this.#options.logger.warn({ err: error }, 'agent outbox LISTEN connection lost; polling until it is back');
-      this.#scheduleReconnect();
+      this.#scheduleReconnect(connect);
     };
     client.on('error', lost);
     client.on('end', () => lost());
@@ -101,12 +104,12 @@ export class OutboxWatch {
     }
   }
 
-  #scheduleReconnect(): void {
+  #scheduleReconnect(connect: PostgresConnector): void {
     const delay = this.#reconnectDelayMs * (0.5 + Math.random() * 0.5);
     this.#reconnectDelayMs = Math.min(this.#reconnectDelayMs * 2, RECONNECT_MAX_MS);
     this.#reconnectTimer = this.#options.clock.setTimeout(() => {
       this.#reconnectTimer = null;
-      if (!this.#closed) return this.#listen();
+      if (!this.#closed) return this.#listen(connect);
     }, delay);
     this.#reconnectTimer.unref();
   }

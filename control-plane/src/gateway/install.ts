@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import type { Registry } from 'prom-client';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
-import type { Store } from '../store/db.js';
+import type { PostgresConnector, Store } from '../store/db.js';
 import { machinesTableDirectory } from './directory.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';
 import type { ControlPlaneIdentity } from './identity.js';
@@ -22,6 +22,8 @@ export interface GatewayDeps {
   handlers: ChannelHandlers;
   /** The control plane's channel key, loaded once (gateway/identity.ts). */
   identity: () => Promise<ControlPlaneIdentity>;
+  /** The LISTEN connection for other replicas' NOTIFY (runtime.ts); null on SQLite. */
+  listenConnector: PostgresConnector | null;
 }
 
 /**
@@ -42,7 +44,7 @@ export function installChannelGateway(app: FastifyInstance, deps: GatewayDeps, i
     // The interval agents are told in welcome is the one liveness and job grace are judged by.
     heartbeatIntervalS: Math.max(1, Math.round(deps.config.heartbeatIntervalMs / 1000)),
     ...settings,
-    listenUrl: settings.listenUrl !== undefined ? settings.listenUrl : deps.store.dialect === 'postgres' ? deps.config.databaseUrl : null,
+    listenConnector: deps.listenConnector,
   });
   gateway.attach(app.server);
   app.addHook('preClose', async () => {

@@ -5,7 +5,7 @@ import { CHANNEL_MAX_FRAME_BYTES, CHANNEL_PATH, CHANNEL_PROTOCOL_VERSION, ERROR_
 import type { Registry } from 'prom-client';
 import { type WebSocket, WebSocketServer } from 'ws';
 import type { Clock, ClockTimer } from '../clock.js';
-import type { Store } from '../store/db.js';
+import type { PostgresConnector, Store } from '../store/db.js';
 import { GroupApplier } from './applier.js';
 import { OutboxWatch } from './delivery.js';
 import { RelayTunnel } from '../relay/tunnel.js';
@@ -34,8 +34,6 @@ export interface GatewaySettings {
   deliveryBatch?: number;
   /** The polling fallback's period (in-process and NOTIFY wake-ups make it a safety net). */
   pollIntervalMs?: number;
-  /** Postgres URL for LISTEN; null disables it (SQLite, or polling only). */
-  listenUrl?: string | null;
   /**
    * The whole HTTP answer written to a refused upgrade (the API's envelope, request id and security headers, built by
    * the composition root from http/edge.ts); the default is a bare envelope.
@@ -55,6 +53,11 @@ export interface ChannelGatewayOptions extends GatewaySettings {
   clock: Clock;
   logger: GatewayLogger;
   registry?: Registry;
+  /**
+   * Opens the LISTEN connection that NOTIFY from other replicas arrives on (PostgreSQL; built by runtime.ts); null:
+   * in-process wake-ups and the poll only (SQLite).
+   */
+  listenConnector: PostgresConnector | null;
 }
 
 export { CLOSE_CODES };
@@ -65,7 +68,7 @@ export { CLOSE_CODES };
  * sequence) before anything is processed, applies reliable messages once, and delivers the outbox.
  */
 export class ChannelGateway {
-  readonly settings: Required<Omit<GatewaySettings, 'listenUrl'>> & { listenUrl: string | null };
+  readonly settings: Required<GatewaySettings>;
   readonly #options: ChannelGatewayOptions;
   readonly #metrics: GatewayMetrics;
   readonly #wss: WebSocketServer;
@@ -96,8 +99,7 @@ export class ChannelGateway {
       sendBufferLimitBytes: options.sendBufferLimitBytes ?? 1024 * 1024,
       inboxLimitFrames: options.inboxLimitFrames ?? 256,
       deliveryBatch: options.deliveryBatch ?? 100,
-      pollIntervalMs: options.pollIntervalMs ?? (options.listenUrl ? 5_000 : 2_000),
-      listenUrl: options.listenUrl ?? null,
+      pollIntervalMs: options.pollIntervalMs ?? (options.listenConnector ? 5_000 : 2_000),
       refusalAnswer: options.refusalAnswer ?? bareRefusal,
     };
     this.#metrics = createGatewayMetrics(options.registry);
@@ -125,7 +127,7 @@ export class ChannelGateway {
       this.#watch = new OutboxWatch({
         store: this.#options.store,
         clock: this.#options.clock,
-        listenUrl: this.settings.listenUrl,
+        listenConnector: this.#options.listenConnector,
         pollIntervalMs: this.settings.pollIntervalMs,
         logger: this.#options.logger,
         wake: (machineId) => this.#byMachine.get(machineId)?.deliver(),

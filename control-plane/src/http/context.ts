@@ -6,7 +6,8 @@ import type { ControlPlaneIdentity } from '../gateway/identity.js';
 import type { GatewayInput } from '../gateway/install.js';
 import type { Mailer } from '../mail.js';
 import type { Services } from '../services/index.js';
-import type { Store } from '../store/db.js';
+import type { PostgresConnector, Store } from '../store/db.js';
+import type { ClaimLocks } from './claim-locks.js';
 import type { Metrics } from './metrics.js';
 import type { Paginator } from './pagination.js';
 import type { RateLimiter } from './rate-limit.js';
@@ -29,10 +30,16 @@ export interface AppContext {
   channelIdentity: () => Promise<ControlPlaneIdentity>;
 }
 
-export type AppContextInput = Omit<AppContext, 'paginator' | 'channel' | 'services' | 'channelIdentity'> & {
+/**
+ * What buildApp is given: every adapter and the services, built by the composition root (runtime.ts) or a test helper,
+ * and closed by whoever built them, after the app.
+ */
+export type AppContextInput = Omit<AppContext, 'paginator' | 'channel' | 'channelIdentity'> & {
   paginator?: Paginator;
-  /** Built by buildApp when not given (and then closed with the app); `ark-cp serve` builds them in runtime.ts. */
-  services?: Services;
+  /** Idempotency claims (http/claim-locks.ts): in memory on SQLite, advisory locks shared by replicas on PostgreSQL. */
+  claimLocks: ClaimLocks;
+  /** The gateway's LISTEN connection for commands other replicas queue (PostgreSQL); null on SQLite. */
+  listenConnector: PostgresConnector | null;
   /** An empty registry to fill (tests add their spies to it); a new one when not given. */
   channel?: ChannelHandlers;
   channelIdentity?: () => Promise<ControlPlaneIdentity>;

@@ -1,7 +1,6 @@
 import { canonicalJson, UUID_PATTERN } from '@ark/shared';
-import { createHash, hash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest, RouteOptions } from 'fastify';
-import pg from 'pg';
 import type { Clock } from '../clock.js';
 import { SecretBox } from '../domain/accounts/secret-box.js';
 import { DomainError } from '../errors.js';
@@ -15,6 +14,7 @@ import {
   storedAnswerReader,
 } from '../store/idempotency.js';
 import type { CommitHook } from '../store/transaction.js';
+import type { ClaimLocks } from './claim-locks.js';
 import type { RequestEndListener } from './request-end.js';
 import { routeOptionsOf } from './route-options.js';
 
@@ -51,111 +51,6 @@ export function answerInTransaction<R>(
   toBody: (result: R) => unknown,
 ): CommitHook<R> | undefined {
   return request.idempotency?.hook(reply, status, toBody);
-}
-
-/**
- * Who is working on a key right now, so that a concurrent twin is told IDEMPOTENCY_IN_PROGRESS (retryable) instead of
- * running too. A claim never outlives its process: nothing a dead process held makes a replay wait.
- * Correctness does not rest on it: an answer is inserted once per key (primary key) in the effect's transaction, so
- * of two effects racing for a key (a claims connection lost mid-request) at most one commits with its answer.
- */
-interface ClaimLocks {
-  /** Synchronous where the lock is held in memory only (SQLite): no promise per request. */
-  tryLock(id: string): boolean | Promise<boolean>;
-  unlock(id: string): void | Promise<void>;
-  close(): Promise<void>;
-}
-
-/** SQLite: one process owns the file, so claims are held in memory. */
-class InProcessClaimLocks implements ClaimLocks {
-  readonly #held = new Set<string>();
-  tryLock(id: string): boolean {
-    if (this.#held.has(id)) return false;
-    this.#held.add(id);
-    return true;
-  }
-  unlock(id: string): void {
-    this.#held.delete(id);
-  }
-  async close(): Promise<void> {}
-}
-
-/**
- * PostgreSQL (several replicas): twins in this process are caught in memory, twins on other replicas by a session
- * advisory lock on one dedicated connection per process (session locks are re-entrant, hence the in-memory set). The
- * server frees every lock of a connection the moment it closes, so a replica killed mid-request leaves nothing
- * behind: a replay after its restart is answered at once, never after a lease runs out.
- */
-class PostgresClaimLocks implements ClaimLocks {
-  readonly #url: string;
-  readonly #local = new InProcessClaimLocks();
-  #client: Promise<pg.Client> | null = null;
-  #closed = false;
-
-  constructor(url: string) {
-    this.#url = url;
-  }
-
-  async tryLock(id: string): Promise<boolean> {
-    if (!this.#local.tryLock(id)) return false;
-    try {
-      const result = await this.#query('select pg_try_advisory_lock($1::bigint) as locked', [lockKey(id)]);
-      if (result.rows[0]?.locked === true) return true;
-    } catch (error) {
-      this.#local.unlock(id);
-      throw error;
-    }
-    this.#local.unlock(id);
-    return false;
-  }
-
-  async unlock(id: string): Promise<void> {
-    // A lock lost with a dropped connection is already free.
-    await this.#query('select pg_advisory_unlock($1::bigint)', [lockKey(id)]).catch(() => undefined);
-    this.#local.unlock(id);
-  }
-
-  async close(): Promise<void> {
-    this.#closed = true;
-    const client = this.#client;
-    this.#client = null;
-    if (client) await (await client.catch(() => null))?.end().catch(() => undefined);
-  }
-
-  async #query(text: string, values: unknown[]): Promise<pg.QueryResult> {
-    if (this.#closed) throw new DomainError('UNAVAILABLE');
-    try {
-      return await (await this.#connection()).query(text, values);
-    } catch (error) {
-      if (error instanceof DomainError) throw error;
-      // The claims connection is gone or cannot be made: refuse retryably; the next request reconnects.
-      this.#client = null;
-      throw new DomainError('UNAVAILABLE');
-    }
-  }
-
-  #connection(): Promise<pg.Client> {
-    if (!this.#client) {
-      const client = new pg.Client({ connectionString: this.#url, connectionTimeoutMillis: 5_000 });
-      const ready = client.connect().then(() => client);
-      client.on('error', () => {
-        if (this.#client === ready) this.#client = null;
-      });
-      client.on('end', () => {
-        if (this.#client === ready) this.#client = null;
-      });
-      this.#client = ready;
-      ready.catch(() => {
-        if (this.#client === ready) this.#client = null;
-      });
-    }
-    return this.#client;
-  }
-}
-
-/** A signed 64-bit advisory lock key from the claim's identity (a collision only makes a twin wait: retryable). */
-function lockKey(id: string): string {
-  return createHash('sha256').update(id).digest().readBigInt64BE(0).toString();
 }
 
 /** Most answers one commit writes. */
@@ -235,8 +130,11 @@ export interface IdempotencyOptions {
   clock: Clock;
   /** Seals stored answers that may carry a secret (a replayed key creation shows the key's secret again). */
   secretKey: Buffer;
-  /** The Postgres URL claims are held on (a dedicated connection); null on SQLite. */
-  databaseUrl: string | null;
+  /**
+   * Who holds each key's claim: in memory on SQLite, session advisory locks on a dedicated connection on PostgreSQL
+   * (so twins on other replicas are caught too). Built and closed by the composition root (runtime.ts).
+   */
+  claimLocks: ClaimLocks;
 }
 
 /** Property names of an answer that hold a secret shown once (an API key's secret, a token, a TOTP seed). */
@@ -281,8 +179,7 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
   const { store, clock } = options;
   // Answers that can hold a secret shown once (a new API key) are sealed at rest, bound to their key's identity.
   const box = new SecretBox(options.secretKey);
-  const locks: ClaimLocks =
-    store.dialect === 'postgres' && options.databaseUrl ? new PostgresClaimLocks(options.databaseUrl) : new InProcessClaimLocks();
+  const locks = options.claimLocks;
   const answers = new AnswerWriter(store);
   // SQLite: the stored answer is read synchronously (storedAnswerReader); Postgres: a query.
   const readStored = storedAnswerReader(store);
@@ -292,9 +189,6 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
   const insertStored = storedAnswerInserter(store);
   app.decorateRequest('idempotency', null);
   app.decorateRequest('discardIdempotency', false);
-  app.addHook('onClose', async () => {
-    await locks.close();
-  });
 
   const rowOf = (claim: Claim, status: number, payload: string): StoredAnswer => {
     const now = clock.now().toISOString();

@@ -2,7 +2,7 @@ import type { WalletCodeReader } from '../chain/wallet-code.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import type { OAuthProviderName } from '../config/oauth.js';
-import { buildOAuthProviders, type OAuthProviderClient } from '../oauth/providers.js';
+import type { OAuthProviderClient } from '../oauth/providers.js';
 import type { Mailer } from '../mail.js';
 import { JobSecrets } from '../domain/jobs/secrets.js';
 import type { Store } from '../store/db.js';
@@ -11,10 +11,9 @@ import { HeartbeatBuffer } from '../store/heartbeats.js';
 import { outboxWriter } from '../store/outbox.js';
 import { type AccountServices, buildAccountServices } from './accounts/index.js';
 import { type AdmissionServices, buildAdmissionServices } from './admissions/index.js';
-import { type AlertSink, webhookAlertSink } from './alerts/sink.js';
+import type { AlertSink } from './alerts/sink.js';
 import { buildOperationsServices, type OperationsServices } from './operations/index.js';
 import type { ChainReader } from '../chain/reader.js';
-import { ViemChainReader } from '../chain/viem-reader.js';
 import type { ChainNetwork } from '../domain/payments/chains.js';
 import { paidAdmissionGuard } from './admissions/guard.js';
 import { type BillingServices, buildBillingServices } from './billing/index.js';
@@ -37,29 +36,30 @@ import { buildWithdrawalServices, type WithdrawalServices } from './withdrawals/
 import { readAdmissionState } from '../store/admissions.js';
 
 // The composition of the use cases: built once per process by the composition root (runtime.ts for `ark-cp serve`,
-// buildApp when a test gives none, the CLI for one command) and handed to every edge: routes, the gateway's handler
-// table (gateway/handlers-table.ts), workers and CLI commands.
+// cli/index.ts for one command, over runtime.ts's adapters; a test helper with its own) and handed to every edge:
+// routes, the gateway's handler table (gateway/handlers-table.ts), workers and CLI commands. Every adapter is given:
+// none is built or defaulted here.
 
 export interface ServiceDeps {
   store: Store;
-  /** Reads a configured network (the subsystem test); default: a viem client over the network's RPC URL. */
-  chainReaderFor?: (network: ChainNetwork) => ChainReader;
-  /** Where alerts go; default: the ARK_ALERT_WEBHOOK_URL sink. */
-  alerts?: AlertSink;
+  /** Reads a configured network (the subsystem test): a viem client over the network's RPC URL in runtime.ts. */
+  chainReaderFor: (network: ChainNetwork) => ChainReader;
+  /** Where alerts go: the ARK_ALERT_WEBHOOK_URL sink in runtime.ts. */
+  alerts: AlertSink;
   clock: Clock;
   config: Config;
   /** Sends account mail (verification links). */
   mailer: Mailer;
   /** Where failures of background work (the heartbeat flush) are reported. */
   logger?: { error(obj: object, msg: string): void };
-  /** The primary network's x402 settlement side (built by runtime.ts when ARK_X402_ENABLED); absent: none (503). */
-  x402Chain?: X402Chain | null;
-  /** Contract code on the primary network, for agent registration (built by runtime.ts from ARK_CHAINS); absent: none. */
-  walletCode?: WalletCodeReader | null;
-  /** The chain side of the treasury's reconciliation (built by runtime.ts from ARK_CHAINS); absent: none (it refuses). */
-  treasuryChain?: TreasuryChain | null;
-  /** The sign-in providers; default: the ones configured in ARK_OAUTH_* (oauth/providers.ts). */
-  oauthProviders?: Partial<Record<OAuthProviderName, OAuthProviderClient>>;
+  /** The primary network's x402 settlement side (built by runtime.ts when ARK_X402_ENABLED); null: none (503). */
+  x402Chain: X402Chain | null;
+  /** Contract code on the primary network, for agent registration (built by runtime.ts from ARK_CHAINS); null: none. */
+  walletCode: WalletCodeReader | null;
+  /** The chain side of the treasury's reconciliation (built by runtime.ts from ARK_CHAINS); null: none (it refuses). */
+  treasuryChain: TreasuryChain | null;
+  /** The sign-in providers configured in ARK_OAUTH_* (built once by runtime.ts: Google's discovery document is cached). */
+  oauthProviders: Partial<Record<OAuthProviderName, OAuthProviderClient>>;
 }
 
 /** One area per key. */
@@ -104,15 +104,13 @@ export function buildServices(deps: ServiceDeps): Services {
   const outbox = outboxWriter(store.dialect);
   // One guard for every paid operation: reservations, offer publication, funding credits, payouts, withdrawals.
   const admissionGuard = paidAdmissionGuard({ clock });
-  // Built once: Google's discovery document is cached in its client.
-  const oauthProviders = deps.oauthProviders ?? buildOAuthProviders(config.oauth);
-  const alerts = deps.alerts ?? webhookAlertSink({ url: config.operations.alertWebhookUrl, clock });
+  const { alerts, oauthProviders } = deps;
   const treasury = buildTreasuryServices({
     store,
     clock,
     networks: config.payments.chains?.networks ?? [],
     settings: config.treasury,
-    chain: deps.treasuryChain ?? null,
+    chain: deps.treasuryChain,
     alerts,
     logger: deps.logger && 'warn' in deps.logger ? (deps.logger as { warn(obj: object, msg: string): void }) : undefined,
   });
@@ -150,7 +148,7 @@ export function buildServices(deps: ServiceDeps): Services {
       store,
       clock,
       config,
-      chain: deps.x402Chain ?? null,
+      chain: deps.x402Chain,
       // A new top-up is a funding credit: refused (503, retryable) while paid admission is paused.
       admit: (trx, request) =>
         fundingAdmissionGuard({ clock }).admit(trx, { accountId: request.accountId, kind: 'funding_credit', reference: request.reference }),
@@ -175,7 +173,7 @@ export function buildServices(deps: ServiceDeps): Services {
       latestReconciliation: treasury.latest,
       oauthProviders,
       alerts,
-      chainReaderFor: deps.chainReaderFor ?? ((network) => new ViemChainReader({ rpcUrl: network.rpcUrl, timeoutMs: 5_000 })),
+      chainReaderFor: deps.chainReaderFor,
     }),
     tickets: buildTicketServices({ store, clock }),
     webhooks: buildWebhookServices({

@@ -116,6 +116,9 @@ export class World {
       x402Chain: this.chain.x402,
       walletCode: { hasCode: async () => false },
       oauthProviders: {},
+      // Every read of the one simulated network goes to the simulated chain; no treasury worker runs here.
+      chainReaderFor: () => this.chain.reader,
+      treasuryChain: null,
     });
     this.channel = fillChannelHandlers(new ChannelHandlers(), this.services);
     this.#applier = new GroupApplier({ store: this.store, handlers: this.channel, clock: this.clock });

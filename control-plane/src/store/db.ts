@@ -11,6 +11,13 @@ export interface Store {
   close(): Promise<void>;
 }
 
+/**
+ * Opens one PostgreSQL connection outside the pool, for state that lives on a session (the idempotency claims' advisory
+ * locks, the gateway's LISTEN): a new client on each call, since a client whose connection was lost cannot connect
+ * again. Built by the composition root (runtime.ts), as the pool is.
+ */
+export type PostgresConnector = () => pg.Client;
+
 export type Tx = Transaction<Database>;
 export type Executor = Kysely<Database> | Tx;
 

@@ -15,6 +15,8 @@ import type { Role } from '../domain/accounts/principal.js';
 import { MemoryRateLimiter } from '../http/rate-limit.js';
 import type { TypedApp } from '../http/typed-app.js';
 import type { MailMessage, Mailer } from '../mail.js';
+import { replicaAdapters, serviceAdapters } from '../runtime.js';
+import { buildServices } from '../services/index.js';
 import { agentPlaceholderEmail } from '../services/accounts/agent-registration.js';
 import { insertAccount } from '../store/accounts.js';
 import { insertWallet } from '../store/agent-wallets.js';
@@ -68,7 +70,20 @@ export async function createTestApp<C extends Clock = ManualClock>(dialect: Dial
   const config = testConfig({ databaseUrl: dialect === 'postgres' ? store.location : null, ...options.configOverrides });
   const rateLimiter = new MemoryRateLimiter();
   const authenticator = createAccountAuthenticator(store);
-  // The app builds the services (closed with it) and fills the channel's handler table from them.
+  // The adapters `ark-cp serve` builds from this configuration (none reaches outside loopback with a test config), no
+  // settlement side or wallet-code reader; on PostgreSQL the replicas' claim locks and LISTEN connection, as in production.
+  const services = buildServices({
+    store,
+    clock,
+    config,
+    mailer,
+    logger: options.logger,
+    ...serviceAdapters(config, clock),
+    x402Chain: null,
+    walletCode: null,
+  });
+  const replicas = replicaAdapters(store, config.databaseUrl);
+  // The app fills the channel's handler table from the services.
   const { app, ctx } = await assembleApp(
     {
       config,
@@ -79,6 +94,8 @@ export async function createTestApp<C extends Clock = ManualClock>(dialect: Dial
       authenticator,
       metrics: createMetrics(),
       paginator: new Paginator(config.secretKey),
+      services,
+      ...replicas,
     },
     options.logger ? { logger: options.logger } : {},
   );
@@ -91,7 +108,10 @@ export async function createTestApp<C extends Clock = ManualClock>(dialect: Dial
     clock,
     outbox,
     async destroy() {
+      // The app first: its gateway closes the agent connections, so nothing is buffered after the services' flush.
       await app.close();
+      await services.close().catch((error: unknown) => options.logger?.error({ err: error }, 'heartbeat flush on close failed'));
+      await replicas.claimLocks.close();
       authenticator.close();
       await rateLimiter.close();
       await store.destroy();

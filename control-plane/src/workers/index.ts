@@ -1,6 +1,7 @@
 import type { Registry } from 'prom-client';
 import type { Config } from '../config/index.js';
 import type { Services } from '../services/index.js';
+import type { WebhookSender } from '../services/webhooks/index.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { purgePairings } from '../store/pairings.js';
 import type { Worker } from './runner.js';
@@ -15,20 +16,28 @@ import { webhookWorkers } from './webhooks.js';
 export { startWorkers, type Worker, type WorkerLogger, type WorkerRunner } from './runner.js';
 export { purgeTelemetry, telemetryRetentionWorker } from './telemetry-retention.js';
 
-/** Every background worker `ark-cp serve` runs, over the services the composition root built. Areas add theirs here. */
+/**
+ * Every background worker `ark-cp serve` runs, over the services and adapters the composition root built. Areas add
+ * theirs here.
+ */
 export function defaultWorkers(
   services: Services,
   config: Config,
-  observers: { registry: Registry; logger: { warn(obj: object, msg: string): void } },
+  deps: { registry: Registry; logger: { warn(obj: object, msg: string): void }; webhookSender: WebhookSender },
 ): Worker[] {
-  const reconcile = reconcileWorker({ treasury: services.treasury, settings: config.treasury, ...observers });
+  const reconcile = reconcileWorker({
+    treasury: services.treasury,
+    settings: config.treasury,
+    registry: deps.registry,
+    logger: deps.logger,
+  });
   return [
     ...jobWorkers(services.jobs.sweeps, config),
     telemetryRetentionWorker,
     { name: 'pairing-purge', intervalMs: 10 * 60_000, step: (store, now) => purgePairings(store.db, now) },
     { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: (store, now) => purgeIdempotencyKeys(store, now) },
     ...x402Workers(services.x402, config),
-    ...webhookWorkers(services.webhooks),
+    ...webhookWorkers(services.webhooks, deps.webhookSender),
     marketWorker(services.market),
     reliabilityWorker(services.reliability, config),
     ...(reconcile ? [reconcile] : []),

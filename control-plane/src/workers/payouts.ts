@@ -1,6 +1,7 @@
 import { Gauge, type Registry } from 'prom-client';
-import { type PayoutWallet, readPayoutKey, ViemPayoutWallet } from '../chain/payout-wallet.js';
+import type { PayoutWallet } from '../chain/payout-wallet.js';
 import type { PayoutsConfig } from '../config/payouts.js';
+import type { Faults } from '../faults.js';
 import type { AlertSink } from '../services/alerts/sink.js';
 import type { WithdrawalServices } from '../services/withdrawals/index.js';
 import type { Worker } from './runner.js';
@@ -10,16 +11,10 @@ export interface PayoutLogger {
   warn(obj: object, msg: string): void;
 }
 
-/** The payout wallet of the primary network from ARK_PAYOUT_KEY_FILE; null when either is not configured. */
-export function payoutWalletFromConfig(payouts: PayoutsConfig, rpcUrl: string | null): PayoutWallet | null {
-  if (payouts.keyFile === null || rpcUrl === null) return null;
-  return new ViemPayoutWallet({ rpcUrl, privateKey: readPayoutKey(payouts.keyFile) });
-}
-
 /**
  * The payer as a worker (none without a payout wallet: requests then wait, locked). Every replica runs it; the lease
- * in the store lets one pay at a time. Gauges: the low-funds alert and the requests the wallet still owes.
- * ARK_FAULT_EXIT_AT (tests only) kills the process with SIGKILL at the named point, the first time it is reached.
+ * in the store lets one pay at a time. Gauges: the low-funds alert and the requests the wallet still owes. The payer's
+ * named fault points go to `faults` (faults.ts: a test facility, off unless a test sets it).
  */
 export function payoutWorker(input: {
   withdrawals: WithdrawalServices;
@@ -28,7 +23,8 @@ export function payoutWorker(input: {
   registry: Registry;
   logger: PayoutLogger;
   /** Where the low-funds alert goes besides the log and the gauge (ARK_ALERT_WEBHOOK_URL). */
-  alerts?: AlertSink;
+  alerts: AlertSink;
+  faults: Faults;
 }): { workers: Worker[]; stop(): Promise<void> } {
   const { wallet } = input;
   if (wallet === null) return { workers: [], stop: async () => {} };
@@ -53,23 +49,21 @@ export function payoutWorker(input: {
         : `payout wallet ${wallet.address} has funds again`;
       if (low) input.logger.warn({ alert: 'payout_wallet_low_funds', ...stringify(detail) }, text);
       else input.logger.info({ alert: 'payout_wallet_low_funds' }, text);
-      const sent = input.alerts?.send({
+      const sent = input.alerts.send({
         name: 'payout_wallet_low_funds',
         severity: low ? 'critical' : 'info',
         summary: text,
         details: { wallet: wallet.address, firing: low, ...stringify(detail) },
       });
       // A failed delivery is logged, never thrown: the log line and the gauge already carry the alert.
-      void sent?.then((d) => {
-        if (!d.delivered && input.alerts?.target !== null)
+      void sent.then((d) => {
+        if (!d.delivered && input.alerts.target !== null)
           input.logger.warn({ alert: 'payout_wallet_low_funds', detail: d.detail }, 'alert not delivered to the alert sink');
       });
     },
     warn: (obj, msg) => input.logger.warn(obj, msg),
     info: (obj, msg) => input.logger.info(obj, msg),
-    fault: (point) => {
-      if (input.payouts.faultExitAt === point) process.kill(process.pid, 'SIGKILL');
-    },
+    fault: (point) => input.faults.reached(point),
   });
   return {
     workers: [

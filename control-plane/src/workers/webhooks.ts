@@ -56,8 +56,11 @@ export const httpWebhookSender: WebhookSender = ({ url, addresses, headers, body
     req.end(body);
   });
 
-/** The delivery worker (every replica runs it; leases in the store keep one attempt per delivery) and the history purge. */
-export function webhookWorkers(webhooks: WebhookServices, send: WebhookSender = httpWebhookSender): Worker[] {
+/**
+ * The delivery worker (every replica runs it; leases in the store keep one attempt per delivery) and the history purge.
+ * `send` is the composition root's sender (httpWebhookSender, chosen in runtime.ts).
+ */
+export function webhookWorkers(webhooks: WebhookServices, send: WebhookSender): Worker[] {
   return [
     {
       name: 'webhook-delivery',

@@ -7,6 +7,8 @@ import { type Config, loadConfig } from '../../config/index.js';
 import { createMetrics, type Metrics } from '../../http/metrics.js';
 import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import type { TypedApp } from '../../http/typed-app.js';
+import { replicaAdapters, serviceAdapters } from '../../runtime.js';
+import { buildServices } from '../../services/index.js';
 import { type Dialect, openStore } from '../../store/db.js';
 import { createTestStore, type TestStore } from '../../testing/stores.js';
 import { ChannelHandlers } from '../handlers.js';
@@ -59,16 +61,32 @@ export async function startGatewayApp(dialect: Dialect, options: GatewayTestAppO
   const directory = options.directory ?? new TestDirectory();
   const metrics = createMetrics();
   const rateLimiter = new MemoryRateLimiter();
+  const clock = options.clock ?? systemClock;
+  const mailer = { send: async () => {} };
+  const services = buildServices({
+    store,
+    clock,
+    config,
+    mailer,
+    logger,
+    ...serviceAdapters(config, clock),
+    x402Chain: null,
+    walletCode: null,
+  });
+  // On PostgreSQL each replica holds its own LISTEN connection and claim locks, as `ark-cp serve` does (runtime.ts).
+  const replicas = replicaAdapters(store, config.databaseUrl);
   const { app, gateway, ctx } = await assembleApp(
     {
       config,
       store,
-      clock: options.clock ?? systemClock,
-      mailer: { send: async () => {} },
+      clock,
+      mailer,
       rateLimiter,
       authenticator: { authenticate: async () => null },
       metrics,
       channel,
+      services,
+      ...replicas,
       gateway: { directory, ...options.settings },
     },
     { logger },
@@ -88,6 +106,8 @@ export async function startGatewayApp(dialect: Dialect, options: GatewayTestAppO
     controlPlanePublicKey: identity.publicKeyBase64,
     async close() {
       await app.close();
+      await services.close().catch((error: unknown) => logger.error({ err: error }, 'heartbeat flush on close failed'));
+      await replicas.claimLocks.close();
       await rateLimiter.close();
       if (!options.store) await store.destroy();
     },

@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { assembleApp } from '../../app.js';
 import type { WalletCodeReader } from '../../chain/wallet-code.js';
 import { ManualClock } from '../../clock.js';
+import { replicaAdapters, serviceAdapters } from '../../runtime.js';
 import { buildServices } from '../../services/index.js';
 import { createAccountAuthenticator } from '../../store/accounts-authenticator.js';
 import { DIALECTS } from '../../testing/stores.js';
@@ -45,8 +46,19 @@ async function startApp(store: TestStore, walletCode: WalletCodeReader | null, p
   const mailer = { send: async () => {} };
   const rateLimiter = new MemoryRateLimiter();
   const authenticator = createAccountAuthenticator(store);
-  const services = buildServices({ store, clock, config, mailer, walletCode });
-  const { app, ctx } = await assembleApp({ config, store, clock, mailer, rateLimiter, authenticator, metrics: createMetrics(), services });
+  const services = buildServices({ store, clock, config, mailer, ...serviceAdapters(config, clock), x402Chain: null, walletCode });
+  const replicas = replicaAdapters(store, config.databaseUrl);
+  const { app, ctx } = await assembleApp({
+    config,
+    store,
+    clock,
+    mailer,
+    rateLimiter,
+    authenticator,
+    metrics: createMetrics(),
+    services,
+    ...replicas,
+  });
   await app.ready();
   return {
     app,
@@ -55,6 +67,7 @@ async function startApp(store: TestStore, walletCode: WalletCodeReader | null, p
     async close() {
       await app.close();
       await services.close();
+      await replicas.claimLocks.close();
       authenticator.close();
     },
   };

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Fees, PayoutWallet } from '../../chain/payout-wallet.js';
 import type { Hex } from '../../chain/reader.js';
 import { iso } from '../../clock.js';
+import type { FaultPoint } from '../../faults.js';
 import { holdReasons, replacementFees } from '../../domain/withdrawals/holds.js';
 import type { Tx } from '../../store/db.js';
 import { inTransactionWithRetry, transact } from '../../store/transaction.js';
@@ -35,8 +36,8 @@ export interface PayerEvents {
   lowFunds?(low: boolean, detail: { needMicro: bigint; haveMicro: bigint; nativeWei: bigint }): void;
   warn?(obj: object, message: string): void;
   info?(obj: object, message: string): void;
-  /** Tests only: a named crash point was reached (ARK_FAULT_EXIT_AT). */
-  fault?(point: 'payout.pinned' | 'payout.broadcast'): void;
+  /** A named fault point was reached: the test facility of faults.ts (nothing happens unless a test asked). */
+  fault?(point: FaultPoint): void;
 }
 
 export interface PayerStepResult {

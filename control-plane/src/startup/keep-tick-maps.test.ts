@@ -2,11 +2,11 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { keepTickObjectMaps, keptTickObject } from './startup-ticks.js';
+import { keepTickObjectMaps, keptTickObject } from './keep-tick-maps.js';
 
 const here = (name: string) => fileURLToPath(new URL(name, import.meta.url));
 
-describe('keeping one of Node’s tick objects alive (startup-ticks.ts)', () => {
+describe('keeping one of Node’s tick objects alive (startup/keep-tick-maps.ts)', () => {
   it('keeps a real tick object, once', () => {
     expect(keepTickObjectMaps()).toBe(true);
     const kept = keptTickObject();
@@ -24,7 +24,7 @@ describe('keeping one of Node’s tick objects alive (startup-ticks.ts)', () => 
       const { createHook } = await import('node:async_hooks');
       const { setFlagsFromString } = await import('node:v8');
       setFlagsFromString('--allow-natives-syntax');
-      const { keptTickObject } = await import(${JSON.stringify(here('./startup-ticks.ts'))});
+      const { keptTickObject } = await import(${JSON.stringify(here('./keep-tick-maps.ts'))});
       const sameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)');
       const results = [];
       for (let round = 0; round < 5; round++) {
@@ -45,9 +45,9 @@ describe('keeping one of Node’s tick objects alive (startup-ticks.ts)', () => 
   });
 
   it('runs first in the control plane: main.ts imports it before any other module', () => {
-    const firstImport = readFileSync(here('./main.ts'), 'utf8')
+    const firstImport = readFileSync(here('../main.ts'), 'utf8')
       .split('\n')
       .find((line) => line.startsWith('import '));
-    expect(firstImport).toBe("import './startup-ticks.js';");
+    expect(firstImport).toBe("import './startup/keep-tick-maps.js';");
   });
 });

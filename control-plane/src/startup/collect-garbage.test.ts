@@ -1,12 +1,12 @@
 import type { IncomingMessage } from 'node:http';
 import { setFlagsFromString } from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { ManualClock } from './clock.js';
-import { collectStartupGarbage } from './startup-heap.js';
-import { createTestApp, seedAccount, type TestApp } from './testing/app.js';
-import { openSocket, readUntilClosed } from './testing/raw-http.js';
+import type { ManualClock } from '../clock.js';
+import { collectStartupGarbage } from './collect-garbage.js';
+import { createTestApp, seedAccount, type TestApp } from '../testing/app.js';
+import { openSocket, readUntilClosed } from '../testing/raw-http.js';
 
-// The request path's objects share hidden classes once the startup garbage is collected (startup-heap.ts). Checked
+// The request path's objects share hidden classes once the startup garbage is collected (startup/collect-garbage.ts). Checked
 // on what V8 itself says about the headers objects of real requests over a socket, before and after the collection.
 
 setFlagsFromString('--allow-natives-syntax');
