@@ -1,5 +1,6 @@
 import { WITHDRAWAL_STATES, type WithdrawalState } from '../domain/withdrawals/states.js';
 import { adminWithdrawalView, payoutWalletView, withdrawalReviewView } from '../views/withdrawals.js';
+// biome-ignore lint/style/noRestrictedImports: the payout wallet is an adapter; it moves to the composition root with issue 23 item 1.
 import { payoutWalletFromConfig } from '../workers/payouts.js';
 import { limitOf } from './chain.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
