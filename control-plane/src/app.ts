@@ -156,7 +156,7 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   });
   app.addSchema(ErrorEnvelope);
   installAuth(app, ctx.authenticator, ctx.clock, {
-    machine: async (id) => (await ctx.services.hosting.machines.find(id))?.owner_account_id ?? null,
+    machine: async (id) => (await ctx.services.hosting.machines.find(id))?.ownerAccountId ?? null,
   });
   requestEndListeners.push(installIdempotency(app, { store: ctx.store, clock: ctx.clock, secretKey: ctx.config.secretKey, claimLocks }));
 

@@ -2,6 +2,7 @@ import { type AccountRole, MICRO_AMOUNT_MAX } from '@ark/shared';
 import type { SpendCapStanding } from '../domain/jobs/spend-cap.js';
 import { normalizeEmail, parseScopeList } from '../domain/accounts/account.js';
 import { generatePassword, passwordPolicyViolation } from '../domain/accounts/password.js';
+import { operatorAccountView, operatorKeyView, operatorSpendCapView } from '../views/accounts.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
 // Operator commands. Admin accounts exist only through here: sign-up never grants admin.
@@ -35,15 +36,7 @@ export async function createAccountCommand(ctx: Pick<CliContext, 'services'>, in
     role: input.role as AccountRole,
     verified: input.verified === true,
   });
-  return {
-    account_id: account.id,
-    email: account.email,
-    role: account.role,
-    name: account.name,
-    email_verified: account.email_verified_at !== null,
-    created_at: account.created_at,
-    ...(generated ? { initial_password: generated } : {}),
-  };
+  return operatorAccountView(account, generated);
 }
 
 export interface CreateKeyInput {
@@ -67,14 +60,14 @@ export async function createKeyCommand(ctx: Pick<CliContext, 'services' | 'clock
   }
   const account = await ctx.services.accounts.accountWithEmail(input.email);
   if (!account) throw new CliRefusal(`no account with email "${input.email}"`);
-  const { row, secret } = await ctx.services.accounts.createApiKey({
+  const issued = await ctx.services.accounts.createApiKey({
     accountId: account.id,
     label: input.label,
     scopes,
     expiresAt,
     issuer: { kind: 'operator' },
   });
-  return { api_key_id: row.id, secret, scopes, label: row.label, account_id: account.id, expires_at: row.expires_at };
+  return operatorKeyView(issued, scopes);
 }
 
 /** `accounts spend-cap`: shows an account's spend-rate cap, or sets it (`--per-hour-micro`) or clears it (`--default`). */
@@ -98,15 +91,7 @@ export async function spendCapCommand(
     }
     standing = await ctx.services.jobs.setSpendCapByOperator({ accountId: account.id, capMicroPerHour: cap, reason });
   }
-  return {
-    account_id: account.id,
-    email: account.email,
-    cap_micro_per_hour: standing.capMicroPerHour.toString(),
-    default_cap_micro_per_hour: standing.defaultCapMicroPerHour.toString(),
-    is_default: standing.isDefault,
-    committed_micro_per_hour: standing.committedMicroPerHour.toString(),
-    available_micro_per_hour: standing.availableMicroPerHour.toString(),
-  };
+  return operatorSpendCapView(account, standing);
 }
 
 export const accountCommands: CliCommand[] = [

@@ -1,5 +1,5 @@
-import { admissionStatusView } from '../http/routes/admin-admissions.js';
-import { ledgerSummaryView } from '../http/routes/admin-operations.js';
+import { admissionStatusView } from '../views/admissions.js';
+import { ledgerSummaryView } from '../views/ledger.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
 // Operator commands for admission (issue 12): pause and resume as a named admin (audited as that admin, as the

@@ -1,23 +1,22 @@
-import { toDepositView } from '../services/billing/deposit-view.js';
-import { toTopUpView } from '../services/billing/x402-index.js';
+import { depositView, networkStatusView, topUpView } from '../views/deposits.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
 // Operator commands for money in: each watched network's progress, and an account's deposits.
 
 /** `chain status`: per network, head, finalized, cursor, lag, the finality alert, the lease and deposit counts. */
 export async function chainStatusCommand(ctx: Pick<CliContext, 'services'>) {
-  return { networks: await ctx.services.deposits.chainStatus() };
+  return { networks: (await ctx.services.deposits.chainStatus()).map(networkStatusView) };
 }
 
 /** `deposits list --email E`: the account's money in, newest first: chain deposits and x402 top-ups, each listed apart. */
 export async function depositsListCommand(ctx: Pick<CliContext, 'services'>, input: { email: string; limit: number }) {
   const account = await ctx.services.accounts.accountWithEmail(input.email);
   if (!account) throw new CliRefusal(`no account with email "${input.email}"`);
-  const [rows, topUps] = await Promise.all([
+  const [deposits, topUps] = await Promise.all([
     ctx.services.deposits.history(account.id, null, input.limit),
     ctx.services.x402.history(account.id, null, input.limit),
   ]);
-  return { account_id: account.id, deposits: rows.map(toDepositView), top_ups: topUps.slice(0, input.limit).map(toTopUpView) };
+  return { account_id: account.id, deposits: deposits.map(depositView), top_ups: topUps.slice(0, input.limit).map(topUpView) };
 }
 
 /** `--limit`: 1..100, 100 when absent. */

@@ -1,5 +1,5 @@
 import type { DepositState } from '../domain/payments/deposits.js';
-import { toAdminDepositView, toDepositResolutionView } from '../services/billing/deposit-view.js';
+import { adminDepositView, depositResolutionView } from '../views/deposits.js';
 import { limitOf } from './chain.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
@@ -13,8 +13,8 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export async function depositsHeldCommand(ctx: Pick<CliContext, 'services'>, input: { state: string | undefined; limit: number }) {
   const state = (input.state ?? 'HELD') as DepositState;
   if (!OPERATOR_STATES.includes(state)) throw new CliRefusal(`--state must be one of ${OPERATOR_STATES.join(', ')}`);
-  const rows = await ctx.services.deposits.forOperators(state, null, input.limit);
-  return { state, deposits: rows.map(toAdminDepositView) };
+  const found = await ctx.services.deposits.forOperators(state, null, input.limit);
+  return { state, deposits: found.map(adminDepositView) };
 }
 
 /** `deposits credit|refund`: the same use cases as the admin routes. */
@@ -29,7 +29,7 @@ export async function resolveDepositCommand(
   if (admin?.role !== 'admin') throw new CliRefusal(`no admin account with email "${input.adminEmail}"`);
   const decision = { depositId: input.id.toLowerCase(), adminAccountId: admin.id, reason };
   const result = input.action === 'credit' ? await ctx.services.deposits.credit(decision) : await ctx.services.deposits.refund(decision);
-  return toDepositResolutionView(result);
+  return depositResolutionView(result);
 }
 
 const resolveCommand = (action: 'credit' | 'refund'): CliCommand => ({

@@ -1,3 +1,4 @@
+import { hostingBlockView } from '../views/accounts.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson } from './context.js';
 
 // Operator commands for hosting: the admin block (no new machines, no offer commits).
@@ -12,7 +13,7 @@ export async function setHostingBlockCommand(
   const account = await ctx.services.accounts.accountWithEmail(input.email);
   if (!account) throw new CliRefusal(`no account with email ${input.email.trim()}`);
   const { hostEnabled } = await ctx.services.accounts.setHostingBlock({ accountId: account.id, blocked: input.blocked, reason });
-  return { account_id: account.id, email: account.email, hosting_blocked: input.blocked, host_enabled: hostEnabled };
+  return hostingBlockView(account, input.blocked, hostEnabled);
 }
 
 function blockCommand(blocked: boolean): CliCommand {

@@ -1,6 +1,6 @@
 import { UUID_PATTERN } from '@ark/shared';
-import { jobView } from '../domain/jobs/job.js';
 import type { JobSweeps } from '../services/jobs/index.js';
+import { operatorJobView } from '../views/jobs.js';
 import { type CliCommand, printJson } from './context.js';
 
 // Operator commands for jobs: run the sweeps once (what `serve` runs every few seconds), and show a job. Both go
@@ -51,7 +51,7 @@ export const jobCommands: CliCommand[] = [
         ctx.err(`ark-cp jobs show: no job ${id}\n`);
         return 1;
       }
-      printJson(ctx, { ...jobView(job, ctx.clock.now()), renter_account_id: job.accountId, host_account_id: job.hostAccountId });
+      printJson(ctx, operatorJobView(job, ctx.clock.now()));
       return 0;
     },
   },

@@ -1,5 +1,6 @@
 import { userInfo } from 'node:os';
 import { MAX_TRANSFER_MICRO } from '../domain/ledger/postings.js';
+import { type BalanceOutput, balanceView, type CreditOutput, creditView, ledgerVerificationView } from '../views/ledger.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required } from './context.js';
 
 // Operator commands for the ledger. `ledger credit` stands in for deposits until they exist.
@@ -14,12 +15,6 @@ export interface CreditInput {
   reason: string;
   /** Who ran it, for the audit row (the OS user by default). */
   operator?: string;
-}
-
-export interface CreditOutput {
-  account_id: string;
-  posting_id: string;
-  available_micro: string;
 }
 
 /** The account an operator names by email (any case, stray spaces), or a refusal. */
@@ -40,43 +35,18 @@ export async function creditCommand(ctx: Pick<CliContext, 'services'>, input: Cr
     throw new CliRefusal(`--reason must be 1 to ${MAX_REASON_LENGTH} characters`);
   const accountId = await accountIdOf(ctx, input.email);
   const credited = await ctx.services.billing.credit({ accountId, amountMicro, reason, operator: input.operator ?? safeUserName() });
-  return { account_id: accountId, posting_id: credited.postingId, available_micro: credited.availableMicro.toString() };
-}
-
-export interface BalanceOutput {
-  account_id: string;
-  available_micro: string;
-  held_micro: string;
-  payable_micro: string;
+  return creditView(accountId, credited);
 }
 
 /** `ledger balance`: an account's balances as the ledger holds them, a host's payable included (no HTTP route shows it yet). */
 export async function balanceCommand(ctx: Pick<CliContext, 'services'>, input: { email: string }): Promise<BalanceOutput> {
   const accountId = await accountIdOf(ctx, input.email);
-  const balances = await ctx.services.billing.balances(accountId);
-  return {
-    account_id: accountId,
-    available_micro: balances.availableMicro.toString(),
-    held_micro: balances.heldMicro.toString(),
-    payable_micro: balances.payableMicro.toString(),
-  };
+  return balanceView(accountId, await ctx.services.billing.balances(accountId));
 }
 
 /** `ledger verify`: every cached balance recomputed from the postings. */
 export async function verifyCommand(ctx: Pick<CliContext, 'services'>) {
-  const report = await ctx.services.billing.verifyLedger();
-  return {
-    ok: report.ok,
-    accounts: report.accounts.toString(),
-    postings: report.postings.toString(),
-    sum_micro: report.sumMicro.toString(),
-    discrepancies: report.discrepancies.map((d) => ({
-      key: d.key,
-      problem: d.problem,
-      cached_micro: d.cachedMicro.toString(),
-      recomputed_micro: d.recomputedMicro.toString(),
-    })),
-  };
+  return ledgerVerificationView(await ctx.services.billing.verifyLedger());
 }
 
 function safeUserName(): string {

@@ -2,6 +2,7 @@ import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UUID_PATTERN } from '@ark/shared';
 import { TemplateImportRefused } from '../services/templates/import.js';
+import { importSummaryView, qualificationView } from '../views/templates.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
 // Operator commands for the template catalog: import a file, qualify a machine by hand.
@@ -32,7 +33,7 @@ export function readImportFile(path: string): unknown {
  */
 export async function importTemplatesCommand(ctx: Pick<CliContext, 'services'>, document: unknown) {
   try {
-    return await ctx.services.templates.importCatalog(document);
+    return importSummaryView(await ctx.services.templates.importCatalog(document));
   } catch (error) {
     if (error instanceof TemplateImportRefused) throw new CliRefusal(error.problems);
     throw error;
@@ -52,14 +53,7 @@ export async function qualifyTemplateCommand(ctx: Pick<CliContext, 'services'>, 
   if (!UUID_PATTERN.test(input.machineId)) problems.push(`--machine must be a UUID, got "${input.machineId}"`);
   if (input.reason.length < 1 || input.reason.length > 2000) problems.push('--reason must be 1 to 2000 characters');
   if (problems.length > 0) throw new CliRefusal(problems);
-  const { qualification, published } = await ctx.services.templates.qualify({ ...input, actorAccountId: null, via: 'cli' });
-  return {
-    template_id: qualification.templateId,
-    machine_id: qualification.machineId,
-    source: qualification.source,
-    qualified_at: qualification.qualifiedAt,
-    published,
-  };
+  return qualificationView(await ctx.services.templates.qualify({ ...input, actorAccountId: null, via: 'cli' }));
 }
 
 export const templateCommands: CliCommand[] = [

@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { SWEEP_VALID_S_MAX } from '../services/treasury/sweep-plan.js';
-import { reconciliationView } from '../services/treasury/view.js';
+import { reconcileReportView } from '../views/treasury.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, text } from './context.js';
 
 // Operator commands for the treasury (issue 22): reconcile the chain with the ledger now, and plan the sweep of the
@@ -11,11 +11,7 @@ export const DEFICIT_EXIT_CODE = 3;
 
 /** `treasury reconcile`: the report, and what became of the deficit alert (sent on every deficit the command finds). */
 export async function treasuryReconcileCommand(ctx: Pick<CliContext, 'services'>) {
-  const run = await ctx.services.treasury.reconcile('cli');
-  return {
-    ...reconciliationView(run),
-    alert: run.alert === null ? null : run.alert.delivered ? { delivered: true } : { delivered: false, detail: run.alert.detail },
-  };
+  return reconcileReportView(await ctx.services.treasury.reconcile('cli'));
 }
 
 /** `--min-micro`: a whole number of micro-USD, 1 USDC when absent. */

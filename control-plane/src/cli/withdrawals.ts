@@ -1,5 +1,5 @@
 import { WITHDRAWAL_STATES, type WithdrawalState } from '../domain/withdrawals/states.js';
-import { withdrawalView } from '../http/routes/withdrawals.js';
+import { adminWithdrawalView, payoutWalletView, withdrawalReviewView } from '../views/withdrawals.js';
 import { limitOf } from './chain.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
@@ -13,8 +13,8 @@ export async function withdrawalsListCommand(ctx: Pick<CliContext, 'services'>, 
       throw new CliRefusal(`--state must be one of ${WITHDRAWAL_STATES.join(', ')}`);
     state = input.state as WithdrawalState;
   }
-  const rows = await ctx.services.withdrawals.listByState(state, null, input.limit);
-  return { withdrawals: rows.map((row) => ({ ...withdrawalView(row), account_id: row.account_id, review_reason: row.review_reason })) };
+  const found = await ctx.services.withdrawals.listByState(state, null, input.limit);
+  return { withdrawals: found.map(adminWithdrawalView) };
 }
 
 /** `withdrawals review`: the same review as the admin route, in the name of an admin account (audited as it). */
@@ -28,7 +28,9 @@ export async function withdrawalsReviewCommand(
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(input.id)) throw new CliRefusal('--id must be a UUID');
   const admin = await ctx.services.accounts.accountWithEmail(input.adminEmail);
   if (admin?.role !== 'admin') throw new CliRefusal(`no admin account with email "${input.adminEmail}"`);
-  return ctx.services.withdrawals.review({ id: input.id, adminAccountId: admin.id, decision: input.decision, reason });
+  return withdrawalReviewView(
+    await ctx.services.withdrawals.review({ id: input.id, adminAccountId: admin.id, decision: input.decision, reason }),
+  );
 }
 
 /** `payouts wallet`: the payout wallet's address, its USDC and gas balances, and what it still owes. */
@@ -38,16 +40,11 @@ export async function payoutsWalletCommand(ctx: Pick<CliContext, 'services' | 'p
   const wallet = ctx.payoutWallet();
   if (wallet === null) throw new CliRefusal('no payout wallet is configured (ARK_PAYOUT_KEY_FILE)');
   const [usdc, native] = await Promise.all([wallet.tokenBalance(owed.rail.usdc.address), wallet.nativeBalance()]);
-  return {
-    network: owed.rail.network.name,
-    chain_id: owed.rail.network.chainId,
-    address: wallet.address,
-    usdc_balance_micro: usdc.toString(),
-    native_balance_wei: native.toString(),
-    pending_requests: owed.count.toString(),
-    pending_micro: owed.amountMicro.toString(),
-    enough_usdc: usdc >= owed.amountMicro,
-  };
+  const network = owed.rail.network;
+  return payoutWalletView(
+    { network: network.name, chainId: network.chainId, address: wallet.address, usdcMicro: usdc, nativeWei: native },
+    owed,
+  );
 }
 
 export const withdrawalCommands: CliCommand[] = [

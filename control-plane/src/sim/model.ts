@@ -138,7 +138,7 @@ export class SimModel {
         accountId: registered.account.id,
         role,
         authMethod: 'api-key',
-        credentialId: registered.apiKey.row.id,
+        credentialId: registered.apiKey.key.id,
         scopes: new Set(['renter']),
         emailVerified: false,
         accountKind: 'agent',

@@ -1,5 +1,5 @@
-import type { JobEvent } from '@ark/shared';
 import { sql } from 'kysely';
+import type { JobEventRecord } from '../domain/jobs/job.js';
 import { sanitizeData, sanitizeText } from '../domain/jobs/sanitize.js';
 import { type Executor, fromJson, toJson } from './db.js';
 
@@ -56,7 +56,7 @@ export async function appendJobEvents(
 }
 
 /** Events after `afterSeq`, oldest first, at most `fetch`. */
-export async function listJobEvents(db: Executor, jobId: string, afterSeq: bigint, fetch: number): Promise<JobEvent[]> {
+export async function listJobEvents(db: Executor, jobId: string, afterSeq: bigint, fetch: number): Promise<JobEventRecord[]> {
   const rows = await db
     .selectFrom('job_events')
     .selectAll()

@@ -1,29 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { MaintenanceWindow } from '@ark/shared';
 import { iso } from '../clock.js';
-import type { OfferTerms } from '../domain/offers/offer.js';
+import type { ListedOffer, OfferTerms, OfferVersionRecord } from '../domain/offers/offer.js';
 import { DomainError } from '../errors.js';
 import { type Executor, isUniqueViolation, toBool } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import { openListing } from './market.js';
 
-// Offers: one per machine, with immutable versions. The current version moves only by compare-and-set.
-
-export interface OfferVersionView {
-  offerId: string;
-  machineId: string;
-  version: bigint;
-  listed: boolean;
-  seeded: boolean;
-  measuredBandwidthMbps: bigint | null;
-  rateMicroPerHour: bigint;
-  includedDiskGib: number;
-  includedEgressGib: number;
-  availableFrom: string;
-  availableUntil: string;
-  maintenanceWindows: MaintenanceWindow[];
-  committedAt: string;
-}
+// Offers: one per machine, with immutable versions. The current version moves only by compare-and-set. Reads answer
+// the domain's records (domain/offers/offer.ts).
 
 async function insertVersion(
   db: Executor,
@@ -178,7 +163,7 @@ type VersionRow = {
   committed_at: string;
 };
 
-function toView(row: VersionRow, windows: MaintenanceWindow[]): OfferVersionView {
+function toView(row: VersionRow, windows: MaintenanceWindow[]): OfferVersionRecord {
   return {
     offerId: row.offer_id,
     machineId: row.machine_id,
@@ -216,7 +201,7 @@ async function windowsOf(db: Executor, versions: Array<{ offerId: string; versio
 }
 
 /** The machine's current offer version, or undefined when it has none. */
-export async function currentOfferOf(db: Executor, machineId: string): Promise<OfferVersionView | undefined> {
+export async function currentOfferOf(db: Executor, machineId: string): Promise<OfferVersionRecord | undefined> {
   const row = await db
     .selectFrom('offers')
     .innerJoin('offer_versions', (join) =>
@@ -240,23 +225,6 @@ export interface OfferFilter {
   /** Machines scored at least this (ten-thousandths) and no longer new (GET /api/v1/offers min_reliability). */
   minReliabilityE4?: number;
   now: Date;
-}
-
-export interface ListedOffer extends OfferVersionView {
-  machine: {
-    gpuCount: number;
-    gpuModel: string | null;
-    vramBytes: bigint | null;
-    ramBytes: bigint;
-    diskBytes: bigint;
-    region: string | null;
-    manifestHash: string;
-    liveState: 'waiting' | 'live' | 'failed' | 'off';
-    lastHeartbeatAt: string | null;
-    healthy: boolean | null;
-  };
-  /** The reliability worker's last score; null before it scored the machine. */
-  reliability: { scoreE4: number; isNew: boolean } | null;
 }
 
 /**

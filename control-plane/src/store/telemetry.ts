@@ -1,6 +1,6 @@
-import { TELEMETRY_RETENTION_S, type TelemetryBucket } from '@ark/shared';
+import { TELEMETRY_RETENTION_S } from '@ark/shared';
 import { sql } from 'kysely';
-import { type BucketContribution, bucketStartOf, bucketView, type FieldStats } from '../domain/telemetry/rollup.js';
+import { type BucketContribution, bucketStartOf, type FieldStats } from '../domain/telemetry/rollup.js';
 import { iso } from '../clock.js';
 import type { Dialect, Executor, Store } from './db.js';
 
@@ -58,7 +58,7 @@ export async function mergeTelemetry(
 }
 
 /** Buckets overlapping the last `windowS` seconds, oldest first. */
-export async function readTelemetry(db: Executor, machineId: string, windowS: number, now: Date): Promise<TelemetryBucket[]> {
+export async function readTelemetry(db: Executor, machineId: string, windowS: number, now: Date): Promise<BucketContribution[]> {
   const since = iso(bucketStartOf(new Date(now.getTime() - windowS * 1000)));
   const buckets = await db
     .selectFrom('telemetry_buckets')
@@ -90,7 +90,7 @@ export async function readTelemetry(db: Executor, machineId: string, windowS: nu
   }
   return buckets
     .filter((b) => b.samples > 0n)
-    .map((b) => bucketView(new Date(b.bucket_start), Number(b.samples), byBucket.get(b.bucket_start) ?? new Map()));
+    .map((b) => ({ bucketStart: new Date(b.bucket_start), samples: Number(b.samples), stats: byBucket.get(b.bucket_start) ?? new Map() }));
 }
 
 /** Deletes buckets that ended before the retention horizon (48 h); the one the horizon falls in stays. Returns the rows removed. */

@@ -106,7 +106,7 @@ describe.each(DIALECTS)('template store on %s', (dialect) => {
     expect(first).toMatchObject({ total: 2, created: 2, updated: 0, unchanged: 0 });
     const again = await importTemplates(store.db, valid([doc('alpha'), doc('beta')]), t1);
     expect(again).toMatchObject({ total: 2, created: 0, updated: 0, unchanged: 2 });
-    const alphaId = first.templates[0]?.template_id as string;
+    const alphaId = first.templates[0]?.templateId as string;
     expect((await findTemplate(store.db, alphaId))?.updatedAt).toBe(t0.toISOString());
 
     const changed = await importTemplates(
@@ -154,14 +154,14 @@ describe.each(DIALECTS)('template store on %s', (dialect) => {
       recommendedVramBytes: 9_223_372_036_854_775_807n,
     });
     const renamed = await importTemplates(store.db, valid([doc('bigger', { template_id: id })]), t1);
-    expect(renamed.templates[0]).toMatchObject({ template_id: id, name: 'bigger', action: 'updated' });
+    expect(renamed.templates[0]).toMatchObject({ templateId: id, name: 'bigger', action: 'updated' });
   });
 
   it('an item without id updates the template of the same name; a given id may not take a used name', async () => {
     const id = randomUUID();
     await importTemplates(store.db, valid([doc('gamma', { template_id: id })]), t0);
     const byName = await importTemplates(store.db, valid([doc('gamma', { description: 'by name' })]), t1);
-    expect(byName.templates[0]).toMatchObject({ template_id: id, action: 'updated' });
+    expect(byName.templates[0]).toMatchObject({ templateId: id, action: 'updated' });
     expect(await codeOf(importTemplates(store.db, valid([doc('gamma', { template_id: randomUUID() })]), t1))).toBe('TEMPLATE_NAME_TAKEN');
   });
 
@@ -201,7 +201,7 @@ describe.each(DIALECTS)('template store on %s', (dialect) => {
       ]),
       t0,
     );
-    const ids = Object.fromEntries(imported.templates.map((t) => [t.name, t.template_id]));
+    const ids = Object.fromEntries(imported.templates.map((t) => [t.name, t.templateId]));
     const { id: machine, ownerAccountId } = await seedMachine(store.db);
     expect(await listPublishedTemplates(store.db, {}, null, 10)).toEqual([]);
     for (const name of ['a-shell', 'b-notebook', 'c-llm']) {
@@ -256,7 +256,7 @@ describe.each(DIALECTS)('template store on %s', (dialect) => {
 
   it('a qualification for a machine that does not exist publishes nothing', async () => {
     const [imported] = (await importTemplates(store.db, valid([doc('ghost')]), t0)).templates;
-    const templateId = imported?.template_id as string;
+    const templateId = imported?.templateId as string;
     const proof = await recordAgentQualification(store.db, {
       templateId,
       machineId: randomUUID(),
@@ -278,7 +278,7 @@ describe.each(DIALECTS)('template store on %s', (dialect) => {
         t0,
       )
     ).templates;
-    const templateId = imported?.template_id as string;
+    const templateId = imported?.templateId as string;
     const { id: machineId } = await seedMachine(store.db);
     const attempt = (detail: Parameters<typeof recordAgentQualification>[1]['detail'], id = templateId) =>
       recordAgentQualification(store.db, { templateId: id, machineId, now: t1, detail });
@@ -327,7 +327,7 @@ describe.each(DIALECTS)('template store on %s', (dialect) => {
   it('computes offer fits from a published template only', async () => {
     const [imported] = (await importTemplates(store.db, valid([doc('fit', { vram_fit: { min_vram_bytes: (24n * GIB).toString() } })]), t0))
       .templates;
-    const templateId = imported?.template_id as string;
+    const templateId = imported?.templateId as string;
     const big = await seedMachine(store.db, [80n * GIB, 40n * GIB]);
     const cpuOnly = await seedMachine(store.db, []);
     expect(await fitForMachine(store.db, templateId, big.id)).toBeNull();

@@ -142,7 +142,7 @@ export interface ImportSummary {
   created: number;
   updated: number;
   unchanged: number;
-  templates: Array<{ index: number; template_id: string; name: string; action: ImportAction }>;
+  templates: Array<{ index: number; templateId: string; name: string; action: ImportAction }>;
 }
 
 /**
@@ -165,7 +165,7 @@ export async function importTemplates(db: Executor, items: ImportedTemplate[], n
     }
     const action = await upsertTemplate(db, definition, now, index);
     summary[action] += 1;
-    summary.templates.push({ index, template_id: definition.id, name: definition.name, action });
+    summary.templates.push({ index, templateId: definition.id, name: definition.name, action });
   }
   return summary;
 }

@@ -186,5 +186,5 @@ export async function importTestTemplates(ctx: AppContext, items: Json[]): Promi
   const validated = validateTemplateImport(items);
   if (!validated.ok) throw new Error(validated.errors.join('; '));
   const summary = await ctx.store.db.transaction().execute((trx) => importTemplates(trx, validated.templates, ctx.clock.now()));
-  return Object.fromEntries(summary.templates.map((t) => [t.name, t.template_id]));
+  return Object.fromEntries(summary.templates.map((t) => [t.name, t.templateId]));
 }

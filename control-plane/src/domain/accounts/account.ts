@@ -34,22 +34,6 @@ export function stepUpMethodOf(
   return 'none';
 }
 
-export function accountView(account: AccountFacts, authMethod: Account['auth_method']): Account {
-  return {
-    account_id: account.id,
-    email: account.email,
-    role: account.role,
-    host_enabled: account.hostEnabled,
-    email_verified: account.emailVerified,
-    two_factor_enabled: account.totpEnabled,
-    auth_method: authMethod,
-    step_up_method: stepUpMethodOf(account),
-    name: account.name,
-    account_kind: account.accountKind,
-    created_at: account.createdAt,
-  };
-}
-
 /** Which proof a step-up request offers, checked against what the account demands. */
 export type StepUpDecision =
   | { method: 'password'; password: string }

@@ -19,6 +19,41 @@ export interface OfferTerms {
   maintenanceWindows: MaintenanceWindow[];
 }
 
+/** An offer's version as read back: its terms, whether it is listed, when it was committed. */
+export interface OfferVersionRecord {
+  offerId: string;
+  machineId: string;
+  version: bigint;
+  listed: boolean;
+  seeded: boolean;
+  measuredBandwidthMbps: bigint | null;
+  rateMicroPerHour: bigint;
+  includedDiskGib: number;
+  includedEgressGib: number;
+  availableFrom: string;
+  availableUntil: string;
+  maintenanceWindows: MaintenanceWindow[];
+  committedAt: string;
+}
+
+/** A listed offer with the facts renters filter and see about its machine (GET /api/v1/offers). */
+export interface ListedOffer extends OfferVersionRecord {
+  machine: {
+    gpuCount: number;
+    gpuModel: string | null;
+    vramBytes: bigint | null;
+    ramBytes: bigint;
+    diskBytes: bigint;
+    region: string | null;
+    manifestHash: string;
+    liveState: 'waiting' | 'live' | 'failed' | 'off';
+    lastHeartbeatAt: string | null;
+    healthy: boolean | null;
+  };
+  /** The reliability worker's last score; null before it scored the machine. */
+  reliability: { scoreE4: number; isNew: boolean } | null;
+}
+
 const invalid = (field: string, message: string): never => {
   throw new DomainError('VALIDATION_FAILED', `body/${field} ${message}`);
 };

@@ -1,4 +1,4 @@
-import type { GpuManifest, MaintenanceWindow, Quote } from '@ark/shared';
+import type { GpuManifest, MaintenanceWindow } from '@ark/shared';
 import { DomainError } from '../../errors.js';
 
 // Quotes (contract part 2 "Quote"): a binding price for one machine, valid 60 seconds. Pure rules only.
@@ -95,28 +95,6 @@ export interface QuoteRecord {
   expiresAt: Date;
   usedAt: Date | null;
   jobId: string | null;
-}
-
-/** Contract part 2, Quote: exactly these fields. */
-export function quoteView(q: QuoteRecord): Quote {
-  return {
-    quote_id: q.id,
-    expires_at: q.expiresAt.toISOString(),
-    machine_id: q.machineId,
-    gpu_count: q.gpuCount,
-    machine_rate_micro_per_hour: q.machineRateMicroPerHour.toString(),
-    platform_fee_bps: Number(q.platformFeeBps),
-    budget_micro: q.budgetMicro.toString(),
-    duration_limit_s: Number(q.durationLimitS),
-    manifest_hash: q.manifestHash,
-    image_digest: q.imageDigest,
-    terms_version: q.termsVersion,
-    meter_start: 'verified_ready',
-    included_disk_gib: q.includedDiskGib,
-    included_egress_gib: q.includedEgressGib,
-    ...(q.templateId !== null ? { template_id: q.templateId } : {}),
-    estimated_total_micro: q.estimatedTotalMicro.toString(),
-  };
 }
 
 /** Whether a reservation may consume this quote now; throws the contract's 409s. */

@@ -1,14 +1,4 @@
-import {
-  type GpuReading,
-  type HostReading,
-  TELEMETRY_BUCKET_S,
-  TELEMETRY_RETENTION_S,
-  type TelemetryBucket,
-  type TelemetryDevice,
-  type TelemetryHost,
-  type TelemetrySample,
-  type TelemetrySummary,
-} from '@ark/shared';
+import { type GpuReading, type HostReading, TELEMETRY_BUCKET_S, TELEMETRY_RETENTION_S, type TelemetrySample } from '@ark/shared';
 
 // Telemetry roll-up into 300-second buckets. Each (bucket, device, field) keeps min, max, sum and count, so
 // contributions from any number of batches merge exactly (min of mins, max of maxes, sums and counts added)
@@ -39,7 +29,7 @@ export interface FieldStats {
   count: number;
 }
 
-/** One batch's contribution to one bucket. */
+/** One batch's contribution to one bucket; read back, a stored bucket (its wire view is in views/machines.ts). */
 export interface BucketContribution {
   bucketStart: Date;
   samples: number;
@@ -108,31 +98,4 @@ export function rollUp(samples: TelemetrySample[], now: Date): BucketContributio
     }
   }
   return [...buckets.values()].sort((a, b) => a.bucketStart.getTime() - b.bucketStart.getTime());
-}
-
-const summary = (s: FieldStats): TelemetrySummary => ({ min: s.min, avg: s.sum / s.count, max: s.max });
-
-/** A stored bucket as the API shows it: devices by PCI address, fields never measured left out. */
-export function bucketView(bucketStart: Date, samples: number, stats: Map<string, Map<string, FieldStats>>): TelemetryBucket {
-  const devices: TelemetryDevice[] = [];
-  let host: TelemetryHost | undefined;
-  for (const device of [...stats.keys()].sort()) {
-    const fields = stats.get(device)!;
-    if (device === HOST_DEVICE) {
-      const view: Record<string, TelemetrySummary> = {};
-      for (const field of HOST_FIELDS) {
-        const s = fields.get(field);
-        if (s) view[field] = summary(s);
-      }
-      if (Object.keys(view).length > 0) host = view as TelemetryHost;
-      continue;
-    }
-    const view: Record<string, unknown> = { pci_address: device };
-    for (const field of GPU_FIELDS) {
-      const s = fields.get(field);
-      if (s) view[field] = summary(s);
-    }
-    devices.push(view as TelemetryDevice);
-  }
-  return { bucket: bucketStart.toISOString(), samples, devices, ...(host ? { host } : {}) };
 }

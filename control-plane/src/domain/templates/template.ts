@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, type Template, type TemplateKind, type TemplateRuntime, type TemplateSpec } from '@ark/shared';
+import { canonicalJson, type TemplateKind, type TemplateRuntime, type TemplateSpec } from '@ark/shared';
 
 /** A catalog template as the domain sees it: VRAM in bigint bytes, runtimes ordered by backend. */
 export interface TemplateDefinition {
@@ -22,26 +22,6 @@ export interface TemplateRecord extends TemplateDefinition {
 /** What the catalog says on every inference (model-kind) template, and Job.tier's meaning (contract part 2). */
 export const INFERENCE_DATA_NOTICE =
   'Community inference: prompts and answers are processed on a host machine run by a third party. Do not send sensitive data.';
-
-/** The wire view of a template. */
-export function templateView(record: TemplateRecord, published: boolean): Template {
-  return {
-    template_id: record.id,
-    kind: record.kind,
-    name: record.name,
-    description: record.description,
-    vram_fit: {
-      min_vram_bytes: record.minVramBytes.toString(),
-      ...(record.recommendedVramBytes === null ? {} : { recommended_vram_bytes: record.recommendedVramBytes.toString() }),
-    },
-    runtimes: record.runtimes.map((r) => ({ backend: r.backend, image_digest: r.image_digest })),
-    spec: record.spec,
-    ...(record.kind === 'model' ? { tier: 'inference' as const, data_notice: INFERENCE_DATA_NOTICE } : { tier: 'container' as const }),
-    published,
-    created_at: record.createdAt,
-    updated_at: record.updatedAt,
-  };
-}
 
 /** The largest value the store's bigint columns hold; VRAM above it is refused at import and clamped in filters. */
 export const INT64_MAX = 9_223_372_036_854_775_807n;

@@ -26,12 +26,20 @@ import {
   VerificationResendResponse,
 } from '@ark/shared';
 import { Type } from '@sinclair/typebox';
-import { decodeScopes, normalizeEmail } from '../../domain/accounts/account.js';
+import { normalizeEmail } from '../../domain/accounts/account.js';
 import { DomainError } from '../../errors.js';
-import type { CreatedApiKey } from '../../services/accounts/api-keys.js';
-import type { DeletionRequestRecord } from '../../services/accounts/deletion.js';
-import type { ApiKeyRow } from '../../store/accounts-credentials.js';
-import type { AuditRow } from '../../store/audit.js';
+import {
+  accountView,
+  apiKeyCreatedView,
+  apiKeyView,
+  auditEntryView,
+  deletionRequestView,
+  emailVerifiedView,
+  sessionCreatedView,
+  signUpView,
+  stepUpView,
+  totpEnrollmentView,
+} from '../../views/accounts.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -42,27 +50,6 @@ import type { TypedApp } from '../typed-app.js';
 
 /** Fastify sends nothing for an undefined payload; the schema's null only documents "no body". */
 const NO_BODY = undefined as unknown as null;
-
-export function apiKeyView(row: ApiKeyRow): ApiKeyView {
-  return {
-    api_key_id: row.id,
-    label: row.label,
-    scopes: decodeScopes(row.scopes),
-    prefix: row.prefix,
-    created_at: row.created_at,
-    expires_at: row.expires_at,
-    last_used_at: row.last_used_at,
-  };
-}
-
-const auditEntryView = (row: AuditRow): AuditLogEntry => ({
-  id: row.id,
-  at: row.at,
-  actor_account_id: row.actor_account_id,
-  action: row.action,
-  subject: row.subject,
-  detail: JSON.parse(row.detail) as Record<string, unknown>,
-});
 
 export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
   const { clock, config } = ctx;
@@ -96,7 +83,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       await limitAttempts([`signup:ip:${request.ip}`, `signup:email:${normalizeEmail(email)}`]);
       const { account, mail } = await accounts.signUp({ email, password, name: name ?? null, role: role ?? 'renter' });
       logMailFailure(request.log, account.id, mail);
-      return reply.code(201).send({ account_id: account.id, email: account.email, email_verified: false });
+      return reply.code(201).send(signUpView(account));
     },
   );
 
@@ -114,8 +101,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       await limitAttempts([`verify:ip:${request.ip}`]);
-      const account = await accounts.verifyEmail(request.body.token);
-      return { account_id: account.id, email: account.email, email_verified: true as const };
+      return emailVerifiedView(await accounts.verifyEmail(request.body.token));
     },
   );
 
@@ -174,7 +160,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       const { email, password } = request.body;
       await limitAttempts([`signin:ip:${request.ip}`, `signin:email:${normalizeEmail(email)}`]);
       const session = await accounts.signIn({ email, password });
-      return reply.code(201).send({ session_token: session.token, expires_at: session.expiresAt });
+      return reply.code(201).send(sessionCreatedView(session));
     },
   );
 
@@ -203,7 +189,13 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       schema: { summary: 'Profile and security metadata of the caller', tags: ['account'], response: withErrors({ 200: Account }) },
     },
     // Not async: the row read while authenticating answers it, with no promise to wait for.
-    (request) => accounts.profile(principalOf(request)),
+    (request) => {
+      const principal = principalOf(request);
+      const account = accounts.profile(principal);
+      return account instanceof Promise
+        ? account.then((found) => accountView(found, principal.authMethod))
+        : accountView(account, principal.authMethod);
+    },
   );
 
   app.post(
@@ -224,8 +216,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const principal = principalOf(request);
       await limitAttempts([`stepup:ip:${request.ip}`, `stepup:account:${principal.accountId}`]);
-      const stepUp = await accounts.stepUp(principal, request.body);
-      return { method: stepUp.method, expires_at: stepUp.expiresAt.toISOString() };
+      return stepUpView(await accounts.stepUp(principal, request.body));
     },
   );
 
@@ -240,8 +231,7 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const enrollment = await accounts.startTotpEnrollment(principalOf(request));
-      return { otpauth_uri: enrollment.otpauthUri, secret: enrollment.secret };
+      return totpEnrollmentView(await accounts.startTotpEnrollment(principalOf(request)));
     },
   );
 
@@ -281,7 +271,6 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     async (request, reply) => {
       const principal = principalOf(request);
       const { label, scopes, expires_at } = request.body;
-      const toBody = (created: CreatedApiKey) => ({ ...apiKeyView(created.row), secret: created.secret });
       const created = await accounts.createApiKey(
         {
           accountId: principal.accountId,
@@ -290,9 +279,9 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
           expiresAt: expires_at === undefined ? null : new Date(expires_at),
           issuer: { kind: 'holder', via: principal.authMethod, scopes: principal.scopes },
         },
-        answerInTransaction(request, reply, 201, toBody),
+        answerInTransaction(request, reply, 201, apiKeyCreatedView),
       );
-      return reply.code(201).send(toBody(created));
+      return reply.code(201).send(apiKeyCreatedView(created));
     },
   );
 
@@ -311,8 +300,8 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       const principal = principalOf(request);
       const scope = `api-keys:${principal.accountId}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await accounts.listApiKeys(principal.accountId, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.created_at, row.id], apiKeyView);
+      const keys = await accounts.listApiKeys(principal.accountId, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, keys, request.query.limit, (key) => [key.createdAt, key.id], apiKeyView);
     },
   );
 
@@ -373,13 +362,11 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const toBody = (opened: DeletionRequestRecord) => ({
-        request_id: opened.id,
-        state: 'PENDING' as const,
-        requested_at: opened.requestedAt,
-      });
-      const opened = await accounts.requestDeletion(principalOf(request).accountId, answerInTransaction(request, reply, 202, toBody));
-      return reply.code(202).send(toBody(opened));
+      const opened = await accounts.requestDeletion(
+        principalOf(request).accountId,
+        answerInTransaction(request, reply, 202, deletionRequestView),
+      );
+      return reply.code(202).send(deletionRequestView(opened));
     },
   );
 
@@ -399,8 +386,8 @@ export function registerAccountRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const scope = 'admin-audit';
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await accounts.listAuditLog(after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.at, row.id], auditEntryView);
+      const entries = await accounts.listAuditLog(after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, entries, request.query.limit, (entry) => [entry.at, entry.id], auditEntryView);
     },
   );
 }

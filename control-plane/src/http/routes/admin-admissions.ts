@@ -6,36 +6,12 @@ import {
   AdmissionsSetRequest,
   IdempotencyHeaders,
 } from '@ark/shared';
-import type { AdmissionStatus as AdmissionStatusRecord } from '../../services/admissions/index.js';
-import type { AcceptanceAuthorizationRow, AdmissionState as AdmissionStateRecord } from '../../store/admissions.js';
+import { acceptanceAuthorizationView, admissionStateView, admissionStatusView } from '../../views/admissions.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
-
-export const admissionStateView = (state: AdmissionStateRecord): AdmissionState => ({
-  enabled: state.enabled,
-  reason: state.reason,
-  changed_by: state.changedBy,
-  changed_at: state.changedAt,
-});
-
-export const admissionStatusView = (status: AdmissionStatusRecord): AdmissionStatus => ({
-  ...admissionStateView(status),
-  held_deposits: Number(status.heldDeposits),
-});
-
-const authorizationView = (row: AcceptanceAuthorizationRow): AcceptanceAuthorization => ({
-  id: row.id,
-  account_id: row.account_id,
-  kind: row.kind,
-  reason: row.reason,
-  created_by: row.created_by,
-  created_at: row.created_at,
-  expires_at: row.expires_at,
-  consumed_at: row.consumed_at,
-});
 
 /** Contract part 4 (Administration): the admission switch and the acceptance authorizations that pass it. */
 export function registerAdminAdmissionRoutes(app: TypedApp, ctx: AppContext): void {
@@ -98,7 +74,7 @@ export function registerAdminAdmissionRoutes(app: TypedApp, ctx: AppContext): vo
       },
     },
     async (request, reply) => {
-      const row = await admissions.issueAuthorization(
+      const issued = await admissions.issueAuthorization(
         {
           adminAccountId: principalOf(request).accountId,
           accountId: request.body.account_id,
@@ -106,9 +82,9 @@ export function registerAdminAdmissionRoutes(app: TypedApp, ctx: AppContext): vo
           expiresAt: new Date(request.body.expires_at),
           reason: request.body.reason,
         },
-        answerInTransaction(request, reply, 201, authorizationView),
+        answerInTransaction(request, reply, 201, acceptanceAuthorizationView),
       );
-      return reply.code(201).send(authorizationView(row));
+      return reply.code(201).send(acceptanceAuthorizationView(issued));
     },
   );
 }

@@ -7,7 +7,7 @@ import {
   IdParams,
   Page,
 } from '@ark/shared';
-import { toAdminDepositView, toDepositResolutionView } from '../../services/billing/deposit-view.js';
+import { adminDepositView, depositResolutionView } from '../../views/deposits.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -41,8 +41,8 @@ export function registerAdminDepositRoutes(app: TypedApp, ctx: AppContext): void
       const state = request.query.state ?? 'HELD';
       const scope = `admin-deposits:${state}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await deposits.forOperators(state, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (d) => [d.row.final_at, d.row.id], toAdminDepositView);
+      const found = await deposits.forOperators(state, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, found, request.query.limit, (o) => [o.deposit.finalAt, o.deposit.id], adminDepositView);
     },
   );
 
@@ -64,9 +64,9 @@ export function registerAdminDepositRoutes(app: TypedApp, ctx: AppContext): void
     async (request, reply) => {
       const result = await deposits.credit(
         { depositId: request.params.id, adminAccountId: principalOf(request).accountId, reason: request.body.reason },
-        answerInTransaction(request, reply, 200, toDepositResolutionView),
+        answerInTransaction(request, reply, 200, depositResolutionView),
       );
-      return reply.code(200).send(toDepositResolutionView(result));
+      return reply.code(200).send(depositResolutionView(result));
     },
   );
 
@@ -88,9 +88,9 @@ export function registerAdminDepositRoutes(app: TypedApp, ctx: AppContext): void
     async (request, reply) => {
       const result = await deposits.refund(
         { depositId: request.params.id, adminAccountId: principalOf(request).accountId, reason: request.body.reason },
-        answerInTransaction(request, reply, 202, toDepositResolutionView),
+        answerInTransaction(request, reply, 202, depositResolutionView),
       );
-      return reply.code(202).send(toDepositResolutionView(result));
+      return reply.code(202).send(depositResolutionView(result));
     },
   );
 }

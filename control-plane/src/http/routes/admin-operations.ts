@@ -1,49 +1,13 @@
 import { Fleet, LedgerSummary, LedgerSummaryQuery, SettingsTestRequest, SettingsTestResult } from '@ark/shared';
-import type { FleetRecord, LedgerSummaryRecord } from '../../services/operations/index.js';
 import { DomainError } from '../../errors.js';
-import { reconciliationView } from '../../services/treasury/view.js';
+import { ledgerSummaryView } from '../../views/ledger.js';
+import { fleetView } from '../../views/operations.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
 const MINUTE_MS = 60_000;
-
-export function ledgerSummaryView(summary: LedgerSummaryRecord): LedgerSummary {
-  const t = summary.totals;
-  return {
-    as_of: summary.asOf.toISOString(),
-    from: summary.from,
-    to: summary.to,
-    totals: {
-      available_micro: t.availableMicro.toString(),
-      held_micro: t.heldMicro.toString(),
-      payable_micro: t.payableMicro.toString(),
-      locked_micro: t.lockedMicro.toString(),
-      fees_micro: t.feesMicro.toString(),
-      money_in_micro: t.moneyInMicro.toString(),
-      money_out_micro: t.moneyOutMicro.toString(),
-    },
-    balanced: summary.balanced,
-    days: summary.days.map((d) => ({
-      day: d.day,
-      fees_earned_micro: d.feesMicro.toString(),
-      money_in_micro: d.inMicro.toString(),
-      money_out_micro: d.outMicro.toString(),
-      postings: Number(d.postings),
-    })),
-  };
-}
-
-export function fleetView(record: FleetRecord): Fleet {
-  return {
-    as_of: record.asOf.toISOString(),
-    machines: { total: record.machines.total, online: record.machines.online, by_state: { ...record.machines.byState } },
-    gpus: { ...record.gpus },
-    jobs: { by_state: { ...record.jobs.byState }, active: record.jobs.active },
-    ...(record.treasury ? { treasury: reconciliationView(record.treasury) } : {}),
-  };
-}
 
 /** Contract part 4 (Administration): subsystem tests; the platform's books (issue 12); the fleet (issue 13). */
 export function registerAdminOperationRoutes(app: TypedApp, ctx: AppContext): void {

@@ -7,18 +7,13 @@ import {
   WithdrawalReviewRequest,
   WithdrawalReviewResult,
 } from '@ark/shared';
-import type { WithdrawalRow } from '../../store/withdrawals.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
-import { withdrawalView } from './withdrawals.js';
-
-function adminWithdrawalView(row: WithdrawalRow): AdminWithdrawal {
-  return { ...withdrawalView(row), account_id: row.account_id, review_reason: row.review_reason };
-}
+import { adminWithdrawalView, withdrawalReviewView } from '../../views/withdrawals.js';
 
 /** Contract part 4, Administration: withdrawal review. Admin interactive sessions only; API keys answer 403. */
 export function registerAdminWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
@@ -46,9 +41,9 @@ export function registerAdminWithdrawalRoutes(app: TypedApp, ctx: AppContext): v
           decision: request.body.decision,
           reason: request.body.reason,
         },
-        answerInTransaction(request, reply, 202, (r) => r),
+        answerInTransaction(request, reply, 202, withdrawalReviewView),
       );
-      return reply.code(202).send(result);
+      return reply.code(202).send(withdrawalReviewView(result));
     },
   );
 
@@ -67,8 +62,8 @@ export function registerAdminWithdrawalRoutes(app: TypedApp, ctx: AppContext): v
       const state = request.query.state ?? null;
       const scope = `admin-withdrawals:${state ?? '*'}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await withdrawals.listByState(state, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.created_at, row.id], adminWithdrawalView);
+      const found = await withdrawals.listByState(state, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, found, request.query.limit, (w) => [w.createdAt, w.id], adminWithdrawalView);
     },
   );
 }

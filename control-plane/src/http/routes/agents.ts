@@ -1,12 +1,10 @@
 import { AgentChallenge, AgentChallengeRequest, AgentRegistration, AgentRegistrationRequest, WalletStepUpChallenge } from '@ark/shared';
-import { accountView } from '../../domain/accounts/account.js';
-import { accountFacts } from '../../store/accounts.js';
+import { agentChallengeView, agentRegistrationView, walletStepUpChallengeView } from '../../views/accounts.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { limitAuthAttempts } from '../rate-limit.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
-import { apiKeyView } from './accounts.js';
 
 /** Agent self-registration by wallet (contract parts 4 and 5, item 6) and the wallet step-up challenge. */
 export function registerAgentRoutes(app: TypedApp, ctx: AppContext): void {
@@ -32,13 +30,7 @@ export function registerAgentRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const { address } = request.body;
       await limitAttempts([`agent-challenge:ip:${request.ip}`, `agent-challenge:wallet:${address.toLowerCase()}`]);
-      const challenge = await accounts.agentRegistrationChallenge(address);
-      return {
-        message: challenge.message,
-        expires_at: challenge.expiresAt.toISOString(),
-        terms_version: challenge.termsVersion,
-        terms_url: challenge.termsUrl,
-      };
+      return agentChallengeView(await accounts.agentRegistrationChallenge(address));
     },
   );
 
@@ -60,13 +52,7 @@ export function registerAgentRoutes(app: TypedApp, ctx: AppContext): void {
       await limitAttempts([`agent-register:ip:${request.ip}`]);
       const { message, signature, agent } = request.body;
       const registered = await accounts.registerAgent({ message, signature, agent });
-      return reply.code(201).send({
-        account: accountView(accountFacts(registered.account), 'api-key'),
-        api_key: { ...apiKeyView(registered.apiKey.row), secret: registered.apiKey.secret },
-        wallet_address: registered.wallet.address,
-        agent: { name: registered.wallet.agent_name, vendor: registered.wallet.agent_vendor, model: registered.wallet.agent_model },
-        account_created: registered.accountCreated,
-      });
+      return reply.code(201).send(agentRegistrationView(registered));
     },
   );
 
@@ -83,8 +69,7 @@ export function registerAgentRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const principal = principalOf(request);
       await limitAttempts([`stepup:ip:${request.ip}`, `stepup:account:${principal.accountId}`]);
-      const challenge = await accounts.walletStepUpChallenge(principal);
-      return { message: challenge.message, expires_at: challenge.expiresAt.toISOString(), wallet_address: challenge.walletAddress };
+      return walletStepUpChallengeView(await accounts.walletStepUpChallenge(principal));
     },
   );
 }

@@ -1,7 +1,7 @@
-import { BillingBalance, BillingBalanceQuery, DepositAddress, toDecimal } from '@ark/shared';
+import { BillingBalance, BillingBalanceQuery, DepositAddress } from '@ark/shared';
 import { type DepositPosition, depositPosition } from '../../services/billing/deposit-history.js';
-import { toDepositView } from '../../services/billing/deposit-view.js';
-import { type IntentPosition, topUpPosition, toTopUpView } from '../../services/billing/x402-index.js';
+import { type IntentPosition, topUpPosition } from '../../services/billing/x402-index.js';
+import { billingBalanceView, depositAddressView, depositView, topUpView } from '../../views/deposits.js';
 import { stateUnavailable } from '../../errors.js';
 import { fetchSize } from '../pagination.js';
 import { principalOf } from '../auth.js';
@@ -28,18 +28,16 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
       const after = ctx.paginator.decode<DepositPosition>(scope, request.query.cursor);
       const topUpScope = `top-ups:${accountId}`;
       const topUpsAfter = ctx.paginator.decode<IntentPosition>(topUpScope, request.query.top_ups_cursor);
-      const [balances, rows, topUps] = await Promise.all([
+      const [balances, deposits, topUps] = await Promise.all([
         ctx.services.billing.balances(accountId),
         ctx.services.deposits.history(accountId, after, fetchSize(request.query.limit)),
         ctx.services.x402.history(accountId, topUpsAfter, fetchSize(request.query.limit)),
       ]);
-      return {
-        available_micro: toDecimal(balances.availableMicro),
-        held_micro: toDecimal(balances.heldMicro),
-        currency: 'USDC' as const,
-        deposits: ctx.paginator.page(scope, rows, request.query.limit, depositPosition, toDepositView),
-        top_ups: ctx.paginator.page(topUpScope, topUps, request.query.limit, topUpPosition, toTopUpView),
-      };
+      return billingBalanceView(
+        balances,
+        ctx.paginator.page(scope, deposits, request.query.limit, depositPosition, depositView),
+        ctx.paginator.page(topUpScope, topUps, request.query.limit, topUpPosition, topUpView),
+      );
     },
   );
 
@@ -55,10 +53,10 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request) => {
-      const view = await ctx.services.deposits.address(principalOf(request).accountId);
+      const address = await ctx.services.deposits.address(principalOf(request).accountId);
       // Contract part 7: 503 UNAVAILABLE, retryable, when deposit addresses are not configured.
-      if (view === null) throw stateUnavailable('Deposit addresses are not configured on this server.');
-      return view;
+      if (address === null) throw stateUnavailable('Deposit addresses are not configured on this server.');
+      return depositAddressView(address);
     },
   );
 }

@@ -17,10 +17,10 @@ import {
   PageQuery,
 } from '@ark/shared';
 import type { AppContext } from '../context.js';
-import { jobView } from '../../domain/jobs/job.js';
 import type { StopAnswerState } from '../../domain/jobs/states.js';
 import { DomainError } from '../../errors.js';
-import type { BudgetExtended, Reservation } from '../../services/jobs/index.js';
+import type { BudgetExtended } from '../../services/jobs/index.js';
+import { budgetExtensionView, jobAccessView, jobCreatedView, jobEventView, jobStopView, jobView } from '../../views/jobs.js';
 import { assertOwnerOrAdmin, isAdminSession, principalOf } from '../auth.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
@@ -52,11 +52,10 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const toBody = (reserved: Reservation) => ({ job_id: reserved.jobId, state: 'RESERVED' as const });
-      const reserved = await jobs.reserve(principal.accountId, request.body, answerInTransaction(request, reply, 202, toBody), {
+      const reserved = await jobs.reserve(principal.accountId, request.body, answerInTransaction(request, reply, 202, jobCreatedView), {
         acceptanceAuthorization: request.headers[ACCEPTANCE_AUTHORIZATION_HEADER],
       });
-      return reply.code(202).send(toBody(reserved));
+      return reply.code(202).send(jobCreatedView(reserved));
     },
   );
 
@@ -129,7 +128,7 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       const principal = principalOf(request);
-      return jobs.reads.access(request.params.id, principal.accountId);
+      return jobAccessView(await jobs.reads.access(request.params.id, principal.accountId));
     },
   );
 
@@ -153,7 +152,7 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const toBody = (state: StopAnswerState) => ({ job_id: request.params.id, state });
+      const toBody = (state: StopAnswerState) => jobStopView(request.params.id, state);
       const state = await jobs.stop(
         request.params.id,
         { accountId: principal.accountId, admin: isAdminSession(principal) },
@@ -185,11 +184,7 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const toBody = (extended: BudgetExtended) => ({
-        job_id: request.params.id,
-        budget_version: extended.budgetVersion.toString(),
-        funded_budget_micro: extended.fundedBudgetMicro.toString(),
-      });
+      const toBody = (extended: BudgetExtended) => budgetExtensionView(request.params.id, extended);
       const extended = await jobs.extendBudget(
         request.params.id,
         principal.accountId,
@@ -224,13 +219,7 @@ export function registerJobRoutes(app: TypedApp, ctx: AppContext): void {
       const scope = `job-events:${jobId}`;
       const after = ctx.paginator.decode<string>(scope, request.query.cursor);
       const events = await jobs.reads.events(jobId, after === null ? 0n : BigInt(after), fetchSize(request.query.limit));
-      return ctx.paginator.page(
-        scope,
-        events,
-        request.query.limit,
-        (event) => String(event.seq),
-        (event) => event,
-      );
+      return ctx.paginator.page(scope, events, request.query.limit, (event) => String(event.seq), jobEventView);
     },
   );
 }

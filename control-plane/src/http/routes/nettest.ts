@@ -11,7 +11,8 @@ import {
 import type { FastifyRequest } from 'fastify';
 import type { AppContext } from '../context.js';
 import { DomainError } from '../../errors.js';
-import type { QueuedCommand } from '../../store/outbox.js';
+import type { QueuedCommand } from '../../services/hosting/index.js';
+import { nettestQueuedView } from '../../views/machines.js';
 import type { Principal } from '../../domain/accounts/principal.js';
 import { principalOf } from '../auth.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -70,7 +71,7 @@ export async function registerNettestRoutes(app: TypedApp, ctx: AppContext): Pro
     },
     async (request, reply) => {
       const principal = principalOf(request);
-      const toBody = (queued: QueuedCommand) => ({ machine_id: request.params.id, command_id: queued.commandId, state: 'QUEUED' as const });
+      const toBody = (queued: QueuedCommand) => nettestQueuedView(request.params.id, queued);
       const queued = await hosting.queueNettest(
         { accountId: principal.accountId, admin: isAdmin(principal) },
         request.params.id,

@@ -6,6 +6,7 @@ import type { AppContext } from '../context.js';
 import { limitAuthAttempts } from '../rate-limit.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
+import { oauthCallbackView, oauthStepUpStartedView } from '../../views/accounts.js';
 
 // Sign-in with GitHub and Google (issue 13 item 4): a browser is sent to the provider by the start route and comes
 // back to the callback route, which answers the same session a password sign-in does. A session steps up through
@@ -115,10 +116,7 @@ export function registerOAuthRoutes(app: TypedApp, ctx: AppContext): void {
         return reply.code(303).header('set-cookie', cookies).header('location', '/console').send(NO_BODY);
       }
       reply.header('set-cookie', cookies);
-      if (done.outcome === 'stepped-up') {
-        return { outcome: done.outcome, account_id: done.accountId, provider, expires_at: done.expiresAt };
-      }
-      return { outcome: done.outcome, account_id: done.accountId, provider, session_token: done.sessionToken, expires_at: done.expiresAt };
+      return oauthCallbackView(done, provider);
     },
   );
 
@@ -141,7 +139,7 @@ export function registerOAuthRoutes(app: TypedApp, ctx: AppContext): void {
       const principal = principalOf(request);
       await limitAttempts([`stepup:ip:${request.ip}`, `stepup:account:${principal.accountId}`]);
       const started = await accounts.startProviderStepUp(request.params.provider, principal);
-      return { authorization_url: started.authorizationUrl.href, expires_at: started.expiresAt.toISOString() };
+      return oauthStepUpStartedView(started);
     },
   );
 }

@@ -6,14 +6,11 @@ import {
   OfferCommitted,
   OfferListItem,
   OfferListQuery,
-  type OfferSummary,
   Page,
 } from '@ark/shared';
-import { livenessAt, readinessOf } from '../../domain/machines/go-live.js';
-import { parseScore, scoreText } from '../../domain/machines/reliability.js';
-import { maxMachineRateForTotal, totalRateMicroPerHour } from '../../domain/pricing.js';
-import type { CommittedOffer } from '../../services/hosting/offers.js';
-import type { ListedOffer } from '../../store/offers.js';
+import { parseScore } from '../../domain/machines/reliability.js';
+import { maxMachineRateForTotal } from '../../domain/pricing.js';
+import { offerCommittedView, offerListItemView } from '../../views/offers.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -25,50 +22,9 @@ import type { TypedApp } from '../typed-app.js';
 const INT64_MAX = 9_223_372_036_854_775_807n;
 const clampInt64 = (value: bigint): bigint => (value > INT64_MAX ? INT64_MAX : value);
 
-/**
- * Contract part 2, OfferSummary: only what a renter may see (never a host address). `expected_version` is the
- * version to name when acting on exactly this offer version, i.e. the offer_version itself.
- */
-export function offerSummary(offer: ListedOffer, now: Date, config: { heartbeatIntervalMs: number; platformFeeBps: number }): OfferSummary {
-  const m = offer.machine;
-  const liveness = livenessAt(m.lastHeartbeatAt ? new Date(m.lastHeartbeatAt) : null, now, config.heartbeatIntervalMs);
-  const version = offer.version.toString();
-  return {
-    offer_id: offer.offerId,
-    machine_id: offer.machineId,
-    observed_at: now.toISOString(),
-    offer_version: version,
-    expected_version: version,
-    readiness: readinessOf(m.liveState, liveness, m.healthy),
-    total_rate_micro_per_hour: totalRateMicroPerHour(offer.rateMicroPerHour, config.platformFeeBps).toString(),
-    included_quotas: { included_disk_gib: offer.includedDiskGib, included_egress_gib: offer.includedEgressGib },
-    available_from: offer.availableFrom,
-    available_until: offer.availableUntil,
-    maintenance_windows: offer.maintenanceWindows,
-    ...(m.gpuCount >= 1 ? { gpu_count: m.gpuCount } : {}),
-    ...(m.gpuModel !== null ? { model: m.gpuModel } : {}),
-    ...(m.vramBytes !== null ? { vram_bytes: m.vramBytes.toString() } : {}),
-    ram_bytes: m.ramBytes.toString(),
-    disk_bytes: m.diskBytes.toString(),
-    ...(offer.measuredBandwidthMbps !== null ? { measured_bandwidth_mbps: offer.measuredBandwidthMbps.toString() } : {}),
-    ...(m.region !== null ? { region: m.region } : {}),
-    manifest_hash: m.manifestHash,
-  };
-}
-
-/** The machine's reliability for a listing that asked for it (include=reliability); nothing before it is scored. */
-function reliabilityOf(offer: ListedOffer): Pick<OfferListItem, 'reliability'> {
-  return offer.reliability ? { reliability: { score: scoreText(offer.reliability.scoreE4), new: offer.reliability.isNew } } : {};
-}
-
 export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
   const { config } = ctx;
   const offers = ctx.services.offers;
-  const committedView = (committed: CommittedOffer) => ({
-    machine_id: committed.machineId,
-    offer_id: committed.offerId,
-    offer_version: committed.version.toString(),
-  });
 
   app.post(
     '/api/v1/hosts/machines/:id/offer',
@@ -94,9 +50,9 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
           request: request.body,
           acceptanceAuthorization: request.headers[ACCEPTANCE_AUTHORIZATION_HEADER],
         },
-        answerInTransaction(request, reply, 202, committedView),
+        answerInTransaction(request, reply, 202, offerCommittedView),
       );
-      return reply.code(202).send(committedView(committed));
+      return reply.code(202).send(offerCommittedView(committed));
     },
   );
 
@@ -120,7 +76,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
       const q = request.query;
       const scope = 'offers';
       const after = ctx.paginator.decode<[string, string]>(scope, q.cursor);
-      const { now, offers: rows } = await offers.browse({
+      const { now, offers: listed } = await offers.browse({
         filter: {
           ...(q.gpu_model !== undefined ? { gpuModel: q.gpu_model } : {}),
           ...(q.min_vram_bytes !== undefined ? { minVramBytes: clampInt64(BigInt(q.min_vram_bytes)) } : {}),
@@ -138,14 +94,10 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
       });
       return ctx.paginator.page(
         scope,
-        rows,
+        listed,
         q.limit,
-        (row) => [row.rateMicroPerHour.toString(), row.offerId],
-        (row): OfferListItem => ({
-          ...offerSummary(row, now, config),
-          ...(row.fit ? { fit: row.fit } : {}),
-          ...(q.include === 'reliability' ? reliabilityOf(row) : {}),
-        }),
+        (offer) => [offer.rateMicroPerHour.toString(), offer.offerId],
+        (offer) => offerListItemView(offer, now, config, q.include === 'reliability'),
       );
     },
   );

@@ -16,8 +16,7 @@ import {
   UserCodeRequest,
 } from '@ark/shared';
 import { DomainError } from '../../errors.js';
-import type { ApprovedPairing } from '../../services/hosting/pairing.js';
-import type { IssuedEnrollmentToken } from '../../store/pairings.js';
+import { enrolledView, enrollmentTokenView, pairingApprovedView, pairingCreatedView, pairingLookupView } from '../../views/pairing.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -59,14 +58,7 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
     async (request, reply) => {
       await limit(`pairing-create:${request.ip}`, PAIRING_CREATES_PER_10_MIN, 10 * MINUTE_MS);
       const started = await pairing.start({ manifest: request.body.manifest ?? null, sourceAddress: request.ip });
-      return reply.code(201).send({
-        pairing_id: started.pairingId,
-        poll_secret: started.pollSecret,
-        user_code: started.userCode,
-        verification_uri: started.verificationUri,
-        expires_at: started.expiresAt,
-        interval_s: started.intervalS,
-      });
+      return reply.code(201).send(pairingCreatedView(started));
     },
   );
 
@@ -83,7 +75,7 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request) => {
       const found = await pairing.lookup({ userCode: request.body.user_code, principal: principalOf(request), address: request.ip });
-      return { summary: found.summary, expires_at: found.expiresAt };
+      return pairingLookupView(found);
     },
   );
 
@@ -103,12 +95,11 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const toBody = (approved: ApprovedPairing) => ({ approved: true as const, go_live: approved.goLive, summary: approved.summary });
       const approved = await pairing.approve(
         { userCode: request.body.user_code, principal: principalOf(request), address: request.ip, goLive: request.body.go_live ?? true },
-        answerInTransaction(request, reply, 200, toBody),
+        answerInTransaction(request, reply, 200, pairingApprovedView),
       );
-      return toBody(approved);
+      return pairingApprovedView(approved);
     },
   );
 
@@ -147,12 +138,11 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const toBody = (issued: IssuedEnrollmentToken) => ({ enrollment_token: issued.token, expires_at: issued.expiresAt.toISOString() });
       const issued = await pairing.createEnrollmentToken(
         { principal: principalOf(request), goLive: request.query.go_live ?? true },
-        answerInTransaction(request, reply, 201, toBody),
+        answerInTransaction(request, reply, 201, enrollmentTokenView),
       );
-      return reply.code(201).send(toBody(issued));
+      return reply.code(201).send(enrollmentTokenView(issued));
     },
   );
 
@@ -175,9 +165,7 @@ export function registerPairingRoutes(app: TypedApp, ctx: AppContext): void {
       const identity = await ctx.channelIdentity();
       const { enrollment_token, public_key, manifest } = request.body;
       const { machineId } = await pairing.enroll({ token: enrollment_token, publicKey: public_key, manifest });
-      return reply
-        .code(201)
-        .send({ machine_id: machineId, control_plane_public_key: identity.publicKeyBase64, channel_url: channelUrl(config.publicBaseUrl) });
+      return reply.code(201).send(enrolledView(machineId, identity.publicKeyBase64, channelUrl(config.publicBaseUrl)));
     },
   );
 }

@@ -1,6 +1,6 @@
 import { IdempotencyHeaders, Quote, QuoteRequest } from '@ark/shared';
 import type { AppContext } from '../context.js';
-import { quoteView } from '../../domain/quotes/quote.js';
+import { quoteView } from '../../views/jobs.js';
 import { principalOf } from '../auth.js';
 import { answerInTransaction } from '../idempotency.js';
 import { withErrors } from '../schemas.js';

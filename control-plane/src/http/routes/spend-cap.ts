@@ -1,5 +1,5 @@
 import { IdempotencyHeaders, SpendCap, SpendCapUpdateRequest } from '@ark/shared';
-import type { SpendCapStanding } from '../../domain/jobs/spend-cap.js';
+import { spendCapView } from '../../views/accounts.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -7,14 +7,6 @@ import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
 // The spend-rate cap (issue 10 item 5): an account-wide ceiling on the summed hourly rate of its unstopped jobs.
-
-export const spendCapView = (standing: SpendCapStanding): SpendCap => ({
-  cap_micro_per_hour: standing.capMicroPerHour.toString(),
-  default_cap_micro_per_hour: standing.defaultCapMicroPerHour.toString(),
-  is_default: standing.isDefault,
-  committed_micro_per_hour: standing.committedMicroPerHour.toString(),
-  available_micro_per_hour: standing.availableMicroPerHour.toString(),
-});
 
 export function registerSpendCapRoutes(app: TypedApp, ctx: AppContext): void {
   const jobs = ctx.services.jobs;

@@ -1,7 +1,8 @@
-import { IdParams, TELEMETRY_BUCKET_S, TELEMETRY_RETENTION_S, TelemetryQuery, TelemetryResponse } from '@ark/shared';
+import { IdParams, TelemetryQuery, TelemetryResponse } from '@ark/shared';
 import type { AppContext } from '../context.js';
 import { parseTelemetryWindow } from '../../domain/telemetry/window.js';
 import { DomainError } from '../../errors.js';
+import { telemetryView } from '../../views/machines.js';
 import { assertOwnerOrAdmin, principalOf } from '../auth.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
@@ -27,15 +28,9 @@ export function registerTelemetryRoutes(app: TypedApp, ctx: AppContext): void {
       const principal = principalOf(request);
       const machine = await hosting.machines.find(request.params.id);
       if (!machine) throw new DomainError('NOT_FOUND');
-      assertOwnerOrAdmin(principal, machine.owner_account_id);
+      assertOwnerOrAdmin(principal, machine.ownerAccountId);
       const windowS = parseTelemetryWindow(request.query.window);
-      return {
-        machine_id: machine.id,
-        window_s: windowS,
-        bucket_s: TELEMETRY_BUCKET_S,
-        retention_s: TELEMETRY_RETENTION_S,
-        buckets: await hosting.telemetry(machine.id, windowS),
-      };
+      return telemetryView(machine.id, windowS, await hosting.telemetry(machine.id, windowS));
     },
   );
 }

@@ -104,7 +104,7 @@ describe.each(DIALECTS)('template routes on %s', (dialect) => {
     const validation = validateTemplateImport(items);
     if (!validation.ok) throw new Error(validation.errors.join('\n'));
     const summary = await importTemplates(t.store.db, validation.templates, t.clock.now());
-    ids = Object.fromEntries(summary.templates.map((s) => [s.name, s.template_id]));
+    ids = Object.fromEntries(summary.templates.map((s) => [s.name, s.templateId]));
     for (const [name, id] of Object.entries(ids)) {
       if (name === 'unqualified') continue;
       const template = validation.templates.find((x) => x.id === id);

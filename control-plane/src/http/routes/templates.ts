@@ -8,22 +8,13 @@ import {
   TemplateQualificationRequest,
 } from '@ark/shared';
 import { templateFilterFrom } from '../../domain/templates/filters.js';
-import { templateView } from '../../domain/templates/template.js';
-import type { Qualified } from '../../services/templates/qualify.js';
+import { qualificationView, templateView } from '../../views/templates.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
-
-const qualificationView = ({ qualification, published }: Qualified): TemplateQualification => ({
-  template_id: qualification.templateId,
-  machine_id: qualification.machineId,
-  source: qualification.source,
-  qualified_at: qualification.qualifiedAt,
-  published,
-});
 
 export function registerTemplateRoutes(app: TypedApp, ctx: AppContext): void {
   const templates = ctx.services.templates;
@@ -45,13 +36,13 @@ export function registerTemplateRoutes(app: TypedApp, ctx: AppContext): void {
       const filter = templateFilterFrom(filters);
       const scope = `templates:${filter.kind ?? ''}:${filter.backend ?? ''}:${filter.maxMinVramBytes ?? ''}`;
       const after = ctx.paginator.decode<[string, string]>(scope, cursor);
-      const rows = await templates.list(filter, after, fetchSize(limit));
+      const found = await templates.list(filter, after, fetchSize(limit));
       return ctx.paginator.page(
         scope,
-        rows,
+        found,
         limit,
-        (row) => [row.name, row.id],
-        (row) => templateView(row, true),
+        (t) => [t.name, t.id],
+        (t) => templateView(t, true),
       );
     },
   );

@@ -12,7 +12,7 @@ import {
 import { Type } from '@sinclair/typebox';
 import type { TicketCaller } from '../../domain/tickets/ticket.js';
 import type { Principal } from '../../domain/accounts/principal.js';
-import type { TicketMessageRow, TicketRow } from '../../store/tickets.js';
+import { ticketDetailView, ticketSummaryView } from '../../views/tickets.js';
 import { isAdminSession, principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -21,22 +21,6 @@ import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
 const NO_BODY = undefined as unknown as null;
-
-export function ticketSummaryView(row: TicketRow): TicketSummary {
-  return { ticket_id: row.id, category: row.category, state: row.state, job_id: row.job_id, created_at: row.created_at };
-}
-
-export function ticketDetailView(ticket: TicketRow, messages: TicketMessageRow[]): TicketDetail {
-  return {
-    ticket_id: ticket.id,
-    category: ticket.category,
-    state: ticket.state,
-    job_id: ticket.job_id,
-    created_at: ticket.created_at,
-    closed_at: ticket.closed_at,
-    messages: messages.map((m) => ({ message_id: m.id, author_role: m.author_role, text: m.text, created_at: m.created_at })),
-  };
-}
 
 const callerOf = (principal: Principal): TicketCaller => ({ accountId: principal.accountId, isAdmin: isAdminSession(principal) });
 
@@ -57,11 +41,11 @@ export function registerTicketRoutes(app: TypedApp, ctx: AppContext): void {
     },
     async (request, reply) => {
       const { category, text, job_id } = request.body;
-      const row = await tickets.open(
+      const opened = await tickets.open(
         { accountId: principalOf(request).accountId, category, text, jobId: job_id ?? null },
         answerInTransaction(request, reply, 201, ticketSummaryView),
       );
-      return reply.code(201).send(ticketSummaryView(row));
+      return reply.code(201).send(ticketSummaryView(opened));
     },
   );
 
@@ -80,8 +64,8 @@ export function registerTicketRoutes(app: TypedApp, ctx: AppContext): void {
       const principal = principalOf(request);
       const scope = `tickets:${principal.accountId}`;
       const after = ctx.paginator.decode<string>(scope, request.query.cursor);
-      const rows = await tickets.listOwn(principal.accountId, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => row.id, ticketSummaryView);
+      const found = await tickets.listOwn(principal.accountId, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, found, request.query.limit, (t) => t.id, ticketSummaryView);
     },
   );
 
@@ -141,11 +125,11 @@ export function registerTicketRoutes(app: TypedApp, ctx: AppContext): void {
         },
       },
       async (request, reply) => {
-        const row = await tickets.setState(
+        const changed = await tickets.setState(
           { ticketId: request.params.id, caller: callerOf(principalOf(request)), state },
           answerInTransaction(request, reply, 200, ticketSummaryView),
         );
-        return ticketSummaryView(row);
+        return ticketSummaryView(changed);
       },
     );
   }
@@ -164,8 +148,8 @@ export function registerTicketRoutes(app: TypedApp, ctx: AppContext): void {
     async (request) => {
       const scope = `admin-tickets:${request.query.state ?? 'all'}`;
       const after = ctx.paginator.decode<string>(scope, request.query.cursor);
-      const rows = await tickets.queue(request.query.state, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => row.id, ticketSummaryView);
+      const found = await tickets.queue(request.query.state, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, found, request.query.limit, (t) => t.id, ticketSummaryView);
     },
   );
 }

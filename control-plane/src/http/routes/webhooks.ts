@@ -10,53 +10,21 @@ import {
   WebhookEndpointCreated,
   WebhookEndpointCreateRequest,
   WebhookEndpointRemoved,
-  type WebhookEventType,
   WebhookSecretRotated,
 } from '@ark/shared';
-import type { QueuedDelivery } from '../../services/webhooks/deliveries.js';
-import type { RotatedSecret } from '../../services/webhooks/endpoints.js';
-import type { WebhookDeliveryRow, WebhookEndpointRow } from '../../store/webhooks.js';
+import {
+  webhookDeliveryView,
+  webhookEndpointCreatedView,
+  webhookEndpointView,
+  webhookQueuedView,
+  webhookSecretRotatedView,
+} from '../../views/webhooks.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
-
-export function webhookEndpointView(row: WebhookEndpointRow): WebhookEndpoint {
-  return {
-    id: row.id,
-    url: row.url,
-    description: row.description,
-    event_types: JSON.parse(row.event_types) as WebhookEventType[],
-    state: row.state,
-    disabled_reason: row.disabled_reason,
-    previous_secret_expires_at: row.previous_secret_expires_at,
-    created_at: row.created_at,
-  };
-}
-
-function deliveryView(row: WebhookDeliveryRow): WebhookDelivery {
-  return {
-    delivery_id: row.id,
-    event_id: row.event_id,
-    event_type: row.event_type as WebhookEventType,
-    state: row.state,
-    attempts: Number(row.attempts),
-    last_status: row.last_status === null ? null : Number(row.last_status),
-    last_error: row.last_error,
-    next_attempt_at: row.next_attempt_at,
-    delivered_at: row.delivered_at,
-    created_at: row.created_at,
-  };
-}
-
-const queuedView = (q: QueuedDelivery) => ({ delivery_id: q.deliveryId, event_id: q.eventId });
-const rotatedView = (r: RotatedSecret) => ({
-  id: r.id,
-  secret: r.secret,
-  previous_secret_expires_at: r.previousSecretExpiresAt.toISOString(),
-});
 
 export function registerWebhookRoutes(app: TypedApp, ctx: AppContext): void {
   const webhooks = ctx.services.webhooks;
@@ -74,10 +42,6 @@ export function registerWebhookRoutes(app: TypedApp, ctx: AppContext): void {
       },
     },
     async (request, reply) => {
-      const view = (created: { row: WebhookEndpointRow; secret: string }) => ({
-        ...webhookEndpointView(created.row),
-        secret: created.secret,
-      });
       const created = await webhooks.create(
         {
           accountId: principalOf(request).accountId,
@@ -85,9 +49,9 @@ export function registerWebhookRoutes(app: TypedApp, ctx: AppContext): void {
           description: request.body.description ?? null,
           eventTypes: request.body.event_types,
         },
-        answerInTransaction(request, reply, 201, view),
+        answerInTransaction(request, reply, 201, webhookEndpointCreatedView),
       );
-      return reply.code(201).send(view(created));
+      return reply.code(201).send(webhookEndpointCreatedView(created));
     },
   );
 
@@ -106,8 +70,8 @@ export function registerWebhookRoutes(app: TypedApp, ctx: AppContext): void {
       const principal = principalOf(request);
       const scope = `webhooks:${principal.accountId}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await webhooks.list(principal.accountId, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.created_at, row.id], webhookEndpointView);
+      const endpoints = await webhooks.list(principal.accountId, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, endpoints, request.query.limit, (e) => [e.createdAt, e.id], webhookEndpointView);
     },
   );
 
@@ -143,9 +107,9 @@ export function registerWebhookRoutes(app: TypedApp, ctx: AppContext): void {
     async (request, reply) => {
       const rotated = await webhooks.rotateSecret(
         { accountId: principalOf(request).accountId, id: request.params.id },
-        answerInTransaction(request, reply, 200, rotatedView),
+        answerInTransaction(request, reply, 200, webhookSecretRotatedView),
       );
-      return rotatedView(rotated);
+      return webhookSecretRotatedView(rotated);
     },
   );
 
@@ -164,9 +128,9 @@ export function registerWebhookRoutes(app: TypedApp, ctx: AppContext): void {
     async (request, reply) => {
       const queued = await webhooks.sendTest(
         { accountId: principalOf(request).accountId, id: request.params.id },
-        answerInTransaction(request, reply, 202, queuedView),
+        answerInTransaction(request, reply, 202, webhookQueuedView),
       );
-      return reply.code(202).send(queuedView(queued));
+      return reply.code(202).send(webhookQueuedView(queued));
     },
   );
 
@@ -186,8 +150,13 @@ export function registerWebhookRoutes(app: TypedApp, ctx: AppContext): void {
       const accountId = principalOf(request).accountId;
       const scope = `webhook-deliveries:${request.params.id}`;
       const after = ctx.paginator.decode<string>(scope, request.query.cursor);
-      const rows = await webhooks.deliveries({ accountId, id: request.params.id, afterSeq: after, fetch: fetchSize(request.query.limit) });
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => row.seq.toString(), deliveryView);
+      const deliveries = await webhooks.deliveries({
+        accountId,
+        id: request.params.id,
+        afterSeq: after,
+        fetch: fetchSize(request.query.limit),
+      });
+      return ctx.paginator.page(scope, deliveries, request.query.limit, (d) => d.seq.toString(), webhookDeliveryView);
     },
   );
 
@@ -206,9 +175,9 @@ export function registerWebhookRoutes(app: TypedApp, ctx: AppContext): void {
     async (request, reply) => {
       const queued = await webhooks.replay(
         { accountId: principalOf(request).accountId, id: request.params.id, deliveryId: request.params.delivery_id },
-        answerInTransaction(request, reply, 202, queuedView),
+        answerInTransaction(request, reply, 202, webhookQueuedView),
       );
-      return reply.code(202).send(queuedView(queued));
+      return reply.code(202).send(webhookQueuedView(queued));
     },
   );
 }

@@ -7,24 +7,13 @@ import {
   WithdrawalAddressCreateRequest,
   WithdrawalAddressRemoved,
 } from '@ark/shared';
-import type { WithdrawalAddressRow } from '../../store/withdrawal-addresses.js';
+import { withdrawalAddressView } from '../../views/withdrawals.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
-
-export function withdrawalAddressView(row: WithdrawalAddressRow): WithdrawalAddress {
-  return {
-    id: row.id,
-    address: row.address,
-    label: row.label,
-    network: row.network,
-    version: row.version.toString(),
-    created_at: row.created_at,
-  };
-}
 
 export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext): void {
   const accounts = ctx.services.accounts;
@@ -47,11 +36,11 @@ export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext):
     },
     async (request, reply) => {
       const { address, label, network } = request.body;
-      const row = await accounts.addWithdrawalAddress(
+      const added = await accounts.addWithdrawalAddress(
         { accountId: principalOf(request).accountId, address, network: network ?? 'base', label: label ?? null },
         answerInTransaction(request, reply, 201, withdrawalAddressView),
       );
-      return reply.code(201).send(withdrawalAddressView(row));
+      return reply.code(201).send(withdrawalAddressView(added));
     },
   );
 
@@ -70,8 +59,8 @@ export function registerWithdrawalAddressRoutes(app: TypedApp, ctx: AppContext):
       const principal = principalOf(request);
       const scope = `withdrawal-addresses:${principal.accountId}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await accounts.listWithdrawalAddresses(principal.accountId, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.created_at, row.id], withdrawalAddressView);
+      const found = await accounts.listWithdrawalAddresses(principal.accountId, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, found, request.query.limit, (a) => [a.createdAt, a.id], withdrawalAddressView);
     },
   );
 

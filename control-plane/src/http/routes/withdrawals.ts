@@ -1,7 +1,7 @@
-import { HostEarnings, IdempotencyHeaders, IdParams, Page, PageQuery, toDecimal, Withdrawal, WithdrawalCreateRequest } from '@ark/shared';
+import { HostEarnings, IdempotencyHeaders, IdParams, Page, PageQuery, Withdrawal, WithdrawalCreateRequest } from '@ark/shared';
 import { defaultWithdrawalBalance, scopeForWithdrawal, withdrawalKindOf } from '../../domain/withdrawals/states.js';
-import { type EarningsItem, earningsPosition } from '../../services/withdrawals/index.js';
-import type { WithdrawalRow } from '../../store/withdrawals.js';
+import { earningsPosition } from '../../services/withdrawals/index.js';
+import { earningsItemView, hostEarningsView, withdrawalView } from '../../views/withdrawals.js';
 import { principalOf, requireScope } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -11,38 +11,6 @@ import type { TypedApp } from '../typed-app.js';
 
 /** The request header that carries an acceptance authorization while admissions are paused. */
 const ACCEPTANCE_AUTHORIZATION_HEADER = 'ark-acceptance-authorization';
-
-export function withdrawalView(row: WithdrawalRow): Withdrawal {
-  return {
-    id: row.id,
-    kind: row.kind,
-    state: row.state,
-    amount_micro: toDecimal(row.amount_micro),
-    fee_micro: '0',
-    network: row.network,
-    chain_id: Number(row.chain_id),
-    asset: 'USDC',
-    withdrawal_address_id: row.withdrawal_address_id,
-    address: row.address,
-    address_version: row.address_version.toString(),
-    hold_reasons: JSON.parse(row.hold_reasons) as string[],
-    tx_hash: row.tx_hash,
-    nonce: row.nonce === null ? null : row.nonce.toString(),
-    block_number: row.block_number === null ? null : row.block_number.toString(),
-    failure_reason: row.failure_reason,
-    created_at: row.created_at,
-    updated_at: row.updated_at,
-    confirmed_at: row.confirmed_at,
-  };
-}
-
-function earningsItemView(item: EarningsItem) {
-  if (item.kind === 'job') {
-    return { kind: 'job' as const, job_id: item.job.job_id, earned_micro: toDecimal(item.job.earned_micro), at: item.job.last_at };
-  }
-  const p = item.payout;
-  return { kind: 'payout' as const, withdrawal_id: p.id, amount_micro: toDecimal(p.amount_micro), state: p.state, at: p.created_at };
-}
 
 export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
   const withdrawals = ctx.services.withdrawals;
@@ -73,7 +41,7 @@ export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
       // Checked here, not at onRequest: the balance, and so the scope, is in the body.
       requireScope(principal, scopeForWithdrawal(kind));
       const authorization = request.headers[ACCEPTANCE_AUTHORIZATION_HEADER];
-      const row = await withdrawals.request(
+      const withdrawal = await withdrawals.request(
         {
           accountId: principal.accountId,
           kind,
@@ -84,7 +52,7 @@ export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
         },
         answerInTransaction(request, reply, 202, withdrawalView),
       );
-      return reply.code(202).send(withdrawalView(row));
+      return reply.code(202).send(withdrawalView(withdrawal));
     },
   );
 
@@ -103,8 +71,8 @@ export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
       const accountId = principalOf(request).accountId;
       const scope = `withdrawals:${accountId}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
-      const rows = await withdrawals.list(accountId, after, fetchSize(request.query.limit));
-      return ctx.paginator.page(scope, rows, request.query.limit, (row) => [row.created_at, row.id], withdrawalView);
+      const found = await withdrawals.list(accountId, after, fetchSize(request.query.limit));
+      return ctx.paginator.page(scope, found, request.query.limit, (w) => [w.createdAt, w.id], withdrawalView);
     },
   );
 
@@ -139,13 +107,7 @@ export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
       const scope = `earnings:${accountId}`;
       const after = ctx.paginator.decode<[string, string]>(scope, request.query.cursor);
       const earnings = await withdrawals.earnings(accountId, after, fetchSize(request.query.limit));
-      const page = ctx.paginator.page(scope, earnings.items, request.query.limit, earningsPosition, earningsItemView);
-      return {
-        payable_micro: toDecimal(earnings.payableMicro),
-        locked_micro: toDecimal(earnings.lockedMicro),
-        paid_out_micro: toDecimal(earnings.paidOutMicro),
-        ...page,
-      };
+      return hostEarningsView(earnings, ctx.paginator.page(scope, earnings.items, request.query.limit, earningsPosition, earningsItemView));
     },
   );
 }

@@ -11,9 +11,8 @@ import type { Store } from '../../store/db.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import type { CommitHook } from '../../store/transaction.js';
 import type { AgentProfileFields } from '../../store/agent-wallets.js';
-import type { WithdrawalAddressRow } from '../../store/withdrawal-addresses.js';
 import { issueRegistrationChallenge, registerAgent } from './agent-registration.js';
-import { type CreatedApiKey, createApiKey, listAccountApiKeys, type NewApiKeyInput, revokeAccountApiKey } from './api-keys.js';
+import { createApiKey, listAccountApiKeys, type NewApiKeyInput, revokeAccountApiKey } from './api-keys.js';
 import { listAuditLog } from './audit.js';
 import { type DeletionRequestRecord, requestDeletion } from './deletion.js';
 import type { AccountDeps, AccountSettings } from './deps.js';
@@ -27,7 +26,20 @@ import { stepUp } from './step-up.js';
 import { confirmTotp, startTotpEnrollment } from './totp.js';
 import { issueStepUpChallenge } from './wallet-step-up.js';
 import { resendVerification, verifyEmail } from './verification.js';
+import { commitMapped } from '../records.js';
+import {
+  type AccountRecord,
+  type ApiKeyRecord,
+  type IssuedApiKey,
+  toAccountRecord,
+  toAgentWalletRecord,
+  toApiKeyRecord,
+  toIssuedApiKey,
+  type WithdrawalAddressRecord,
+} from './records.js';
 import { addWithdrawalAddress, listAccountWithdrawalAddresses, removeAccountWithdrawalAddress } from './withdrawal-addresses.js';
+
+export type { AccountRecord, AgentWalletRecord, ApiKeyRecord, AuditRecord, IssuedApiKey, WithdrawalAddressRecord } from './records.js';
 
 export interface AccountServicesInput {
   store: Store;
@@ -53,9 +65,13 @@ export function buildAccountServices(input: AccountServicesInput) {
   };
   const db = deps.store.db;
   return {
-    signUp: (account: SignUpInput) => signUp(deps, account),
-    createAccountByOperator: (account: OperatorAccountInput) => createAccountByOperator(deps, account),
-    verifyEmail: (token: string) => verifyEmail(deps, token),
+    signUp: async (account: SignUpInput) => {
+      const { account: row, mail } = await signUp(deps, account);
+      return { account: toAccountRecord(row), mail };
+    },
+    createAccountByOperator: async (account: OperatorAccountInput): Promise<AccountRecord> =>
+      toAccountRecord(await createAccountByOperator(deps, account)),
+    verifyEmail: async (token: string): Promise<AccountRecord> => toAccountRecord(await verifyEmail(deps, token)),
     resendVerification: (principal: Principal) => resendVerification(deps, principal),
     signIn: (credentials: { email: string; password: string }) => signIn(deps, credentials),
     signOut: (principal: Principal) => signOut(deps, principal),
@@ -69,18 +85,28 @@ export function buildAccountServices(input: AccountServicesInput) {
       stepUp(deps, principal, proof),
     walletStepUpChallenge: (principal: Principal) => issueStepUpChallenge(deps, principal),
     agentRegistrationChallenge: (address: string) => issueRegistrationChallenge(deps, address),
-    registerAgent: (registration: { message: string; signature: string; agent: AgentProfileFields }) => registerAgent(deps, registration),
+    registerAgent: async (registration: { message: string; signature: string; agent: AgentProfileFields }) => {
+      const registered = await registerAgent(deps, registration);
+      return {
+        account: toAccountRecord(registered.account),
+        wallet: toAgentWalletRecord(registered.wallet),
+        apiKey: toIssuedApiKey(registered.apiKey),
+        accountCreated: registered.accountCreated,
+      };
+    },
     startTotpEnrollment: (principal: Principal) => startTotpEnrollment(deps, principal),
     confirmTotp: (principal: Principal, code: string) => confirmTotp(deps, principal, code),
-    createApiKey: (key: NewApiKeyInput, commit?: CommitHook<CreatedApiKey>) => createApiKey(deps, key, commit),
-    listApiKeys: (accountId: string, after: KeysetPosition | null, fetch: number) => listAccountApiKeys(deps, accountId, after, fetch),
+    createApiKey: async (key: NewApiKeyInput, commit?: CommitHook<IssuedApiKey>): Promise<IssuedApiKey> =>
+      toIssuedApiKey(await createApiKey(deps, key, commitMapped(commit, toIssuedApiKey))),
+    listApiKeys: async (accountId: string, after: KeysetPosition | null, fetch: number): Promise<ApiKeyRecord[]> =>
+      (await listAccountApiKeys(deps, accountId, after, fetch)).map(toApiKeyRecord),
     revokeApiKey: (accountId: string, keyId: string) => revokeAccountApiKey(deps, accountId, keyId),
     storeIntegrationToken: (token: { accountId: string; provider: string; token: string }, commit?: CommitHook<void>) =>
       storeIntegrationToken(deps, token, commit),
     requestDeletion: (accountId: string, commit?: CommitHook<DeletionRequestRecord>) => requestDeletion(deps, accountId, commit),
     addWithdrawalAddress: (
       address: { accountId: string; address: string; network: string; label: string | null },
-      commit?: CommitHook<WithdrawalAddressRow>,
+      commit?: CommitHook<WithdrawalAddressRecord>,
     ) => addWithdrawalAddress(deps, address, commit),
     listWithdrawalAddresses: (accountId: string, after: KeysetPosition | null, fetch: number) =>
       listAccountWithdrawalAddresses(deps, accountId, after, fetch),

@@ -1,5 +1,4 @@
-import type { Account } from '@ark/shared';
-import { accountView, normalizeEmail } from '../../domain/accounts/account.js';
+import { type AccountFacts, normalizeEmail } from '../../domain/accounts/account.js';
 import type { Principal } from '../../domain/accounts/principal.js';
 import { DomainError } from '../../errors.js';
 import { type AccountRow, accountFacts, findAccountByEmail, findAccountById } from '../../store/accounts.js';
@@ -14,13 +13,14 @@ export async function callerAccount(db: Executor, principal: Principal): Promise
 }
 
 /** The caller's profile. The row read while authenticating answers it: no second query, and no promise when it is there. */
-export function profileOf(db: Executor, principal: Principal): Account | Promise<Account> {
+export function profileOf(db: Executor, principal: Principal): AccountFacts | Promise<AccountFacts> {
   const row = accountOfPrincipal(principal);
-  if (row) return accountView(accountFacts(row), principal.authMethod);
-  return callerAccount(db, principal).then((account) => accountView(accountFacts(account), principal.authMethod));
+  if (row) return accountFacts(row);
+  return callerAccount(db, principal).then(accountFacts);
 }
 
 /** The account with this email, however the operator typed it (case, stray spaces). */
-export function accountWithEmail(db: Executor, email: string): Promise<AccountRow | undefined> {
-  return findAccountByEmail(db, normalizeEmail(email));
+export async function accountWithEmail(db: Executor, email: string): Promise<AccountFacts | undefined> {
+  const row = await findAccountByEmail(db, normalizeEmail(email));
+  return row && accountFacts(row);
 }

@@ -3,13 +3,9 @@ import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
-import {
-  insertWithdrawalAddress,
-  listWithdrawalAddresses,
-  removeWithdrawalAddress,
-  type WithdrawalAddressRow,
-} from '../../store/withdrawal-addresses.js';
+import { insertWithdrawalAddress, listWithdrawalAddresses, removeWithdrawalAddress } from '../../store/withdrawal-addresses.js';
 import type { AccountDeps } from './deps.js';
+import { toWithdrawalAddressRecord, type WithdrawalAddressRecord } from './records.js';
 
 /**
  * Registers a withdrawal address (WITHDRAWAL_ADDRESS_EXISTS when the account already has it; VALIDATION_FAILED for
@@ -18,8 +14,8 @@ import type { AccountDeps } from './deps.js';
 export function addWithdrawalAddress(
   deps: AccountDeps,
   input: { accountId: string; address: string; network: string; label: string | null },
-  commit?: CommitHook<WithdrawalAddressRow>,
-): Promise<WithdrawalAddressRow> {
+  commit?: CommitHook<WithdrawalAddressRecord>,
+): Promise<WithdrawalAddressRecord> {
   const now = deps.clock.now();
   const { accountId, address } = input;
   const refusal = withdrawalAddressRefusal(address);
@@ -35,20 +31,20 @@ export function addWithdrawalAddress(
         subject: inserted.id,
         detail: { address, network: inserted.network },
       });
-      return inserted;
+      return toWithdrawalAddressRecord(inserted);
     },
     commit,
   );
 }
 
 /** The account's live addresses, newest first. */
-export function listAccountWithdrawalAddresses(
+export async function listAccountWithdrawalAddresses(
   deps: AccountDeps,
   accountId: string,
   after: KeysetPosition | null,
   fetch: number,
-): Promise<WithdrawalAddressRow[]> {
-  return listWithdrawalAddresses(deps.store.db, accountId, after, fetch);
+): Promise<WithdrawalAddressRecord[]> {
+  return (await listWithdrawalAddresses(deps.store.db, accountId, after, fetch)).map(toWithdrawalAddressRecord);
 }
 
 /** Removes a live address (its version is bumped); NOT_FOUND when the account has no such live address. */

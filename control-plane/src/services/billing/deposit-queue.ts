@@ -1,17 +1,12 @@
 import { MAX_TRANSFER_MICRO } from '../../domain/ledger/postings.js';
-import { type DepositState, exceedsBalanceCap, type RefundRefusal, refundRefusal } from '../../domain/payments/deposits.js';
+import { type DepositState, exceedsBalanceCap, refundRefusal } from '../../domain/payments/deposits.js';
 import type { KeysetPosition } from '../../store/keyset.js';
-import { depositsInStates, type OperatorDepositRow } from '../../store/deposits.js';
+import { depositsInStates } from '../../store/deposits.js';
 import { payoutRail } from '../withdrawals/deps.js';
 import type { DepositDeps } from './deposit-deps.js';
+import { type OperatorDeposit, refundOf, toDepositRecord } from './records.js';
 
-export interface OperatorDeposit {
-  row: OperatorDepositRow;
-  /** Bigger than the cap itself: no room ever appears; only an operator's credit or refund moves it. */
-  needsOperator: boolean;
-  /** Why it cannot be refunded now; null when it can. */
-  refundRefusal: RefundRefusal | null;
-}
+export type { OperatorDeposit };
 
 /** Deposits in one state over every account, oldest final first: the operators' queue of held and refundable money. */
 export async function depositsForOperators(
@@ -23,7 +18,8 @@ export async function depositsForOperators(
   const rail = payoutRail(deps);
   const rows = await depositsInStates(deps.store.db, [state], after, Math.max(1, Math.min(fetch, 101)));
   return rows.map((row) => ({
-    row,
+    deposit: toDepositRecord(row),
+    refund: refundOf(row),
     needsOperator: row.state === 'HELD' && exceedsBalanceCap(row.amount_micro ?? 0n, deps.payments.balanceCapMicro, MAX_TRANSFER_MICRO),
     refundRefusal: refundRefusal(
       {

@@ -80,7 +80,7 @@ describe.each(DIALECTS)('held deposits resolved by an operator on %s', (dialect)
   it('credits a HELD deposit over the cap by override: audited, exactly once, a repeat answers the same', async () => {
     const d = await heldDeposit();
     const listed = await depositsForOperators(deps, 'HELD', null, 100);
-    expect(listed.find((x) => x.row.id === d.id)).toMatchObject({ needsOperator: true, refundRefusal: null });
+    expect(listed.find((x) => x.deposit.id === d.id)).toMatchObject({ needsOperator: true, refundRefusal: null });
     const results = await Promise.all([creditHeldDeposit(deps, decide(d.id)), creditHeldDeposit(deps, decide(d.id))]);
     expect(results.map((r) => r.already).sort()).toEqual([false, true]);
     expect(results[0]).toMatchObject({ depositId: d.id, action: 'credit', state: 'CREDITED', amountMicro: 11n * USDC });
@@ -148,7 +148,7 @@ describe.each(DIALECTS)('held deposits resolved by an operator on %s', (dialect)
     await payUntilSettled(payer);
     expect(wallet.paid()).toHaveLength(1);
     const listed = await depositsForOperators(deps, 'REFUNDED', null, 100);
-    expect(listed.find((x) => x.row.id === d.id)?.row).toMatchObject({ refund_state: 'CONFIRMED', refund_tx_hash: expect.any(String) });
+    expect(listed.find((x) => x.deposit.id === d.id)?.refund).toMatchObject({ state: 'CONFIRMED', txHash: expect.any(String) });
   });
 
   it('holds a deposit again when its refund fails on chain; an operator then credits it, once', async () => {
@@ -174,8 +174,8 @@ describe.each(DIALECTS)('held deposits resolved by an operator on %s', (dialect)
     const otherToken = await heldDeposit({ tokenAddress: `0x${'7'.repeat(40)}`, asset: 'TUSD' });
     expect(await refusal(refundHeldDeposit(deps, decide(otherToken.id)))).toBe('DEPOSIT_NOT_REFUNDABLE');
     const listed = await depositsForOperators(deps, 'HELD', null, 100);
-    expect(listed.find((x) => x.row.id === unknownSender.id)?.refundRefusal).toBe('sender_unknown');
-    expect(listed.find((x) => x.row.id === otherToken.id)?.refundRefusal).toBe('asset_not_refundable');
+    expect(listed.find((x) => x.deposit.id === unknownSender.id)?.refundRefusal).toBe('sender_unknown');
+    expect(listed.find((x) => x.deposit.id === otherToken.id)?.refundRefusal).toBe('asset_not_refundable');
     // Without a payout rail nothing can be paid: 503, retryable.
     const noRail = { ...deps, payments: paymentsConfigFrom({ ARK_BALANCE_CAP_MICRO: String(10n * USDC) }, (m) => new Error(m)) };
     const d = await heldDeposit();

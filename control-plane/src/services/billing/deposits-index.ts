@@ -5,7 +5,7 @@ import type { PaymentsConfig } from '../../config/payments.js';
 import type { ChainNetwork } from '../../domain/payments/chains.js';
 import type { Store } from '../../store/db.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';
-import { depositCountsByState, type DepositPosition, type DepositRow, watchStates } from '../../store/deposits.js';
+import { depositCountsByState, type DepositPosition, watchStates } from '../../store/deposits.js';
 import { type ChainWatchEvents, ChainWatcher, storedFinalityStalled } from './chain-watch.js';
 import { depositAddressOf, depositsConfigured } from './deposit-address.js';
 import type { DepositState } from '../../domain/payments/deposits.js';
@@ -17,20 +17,23 @@ import { depositHistory } from './deposit-history.js';
 import { creditHeldDeposit } from './deposit-override.js';
 import { depositsForOperators } from './deposit-queue.js';
 import { refundHeldDeposit } from './deposit-refund.js';
+import type { DepositRecord } from './records.js';
 import type { DepositResolutionInput, DepositResolutionResult } from './deposit-resolution.js';
 
+/** A watched network as the store last recorded it (`ark-cp chain status`); null: the watcher has not run on it yet. */
 export interface NetworkStatus {
   network: string;
-  chain_id: number;
-  head_block: string | null;
-  finalized_block: string | null;
-  cursor_block: string | null;
+  chainId: number;
+  headBlock: bigint | null;
+  finalizedBlock: bigint | null;
+  cursorBlock: bigint | null;
   /** Blocks between the head and the cursor: how far the watcher is behind. */
-  lag_blocks: string | null;
-  finality_stalled: boolean | null;
-  lease_owner: string | null;
-  lease_until: string | null;
-  deposits: Record<string, string>;
+  lagBlocks: bigint | null;
+  finalityStalled: boolean | null;
+  leaseOwner: string | null;
+  leaseUntil: string | null;
+  /** How many deposits are in each state. */
+  deposits: Record<string, bigint>;
 }
 
 /** Money in by deposit: the address view, the history, each network's watcher, and the operators' status. */
@@ -45,7 +48,7 @@ export function buildDepositServices(input: { store: Store; clock: Clock; paymen
     releaseHeld: () => releaseHeldDeposits(deps),
     /** Null when deposits are not configured (the route answers 503). */
     address: (accountId: string) => depositAddressOf(deps, accountId),
-    history: (accountId: string, after: DepositPosition | null, fetch: number): Promise<DepositRow[]> =>
+    history: (accountId: string, after: DepositPosition | null, fetch: number): Promise<DepositRecord[]> =>
       depositHistory(deps, accountId, after, fetch),
     /** The operators' queue: deposits in one state (HELD, BELOW_MINIMUM, REFUNDING, REFUNDED), oldest final first. */
     forOperators: (state: DepositState, after: KeysetPosition | null, fetch: number) => depositsForOperators(deps, state, after, fetch),
@@ -66,15 +69,15 @@ export function buildDepositServices(input: { store: Store; clock: Clock; paymen
         const counts = await depositCountsByState(input.store.db, n.chainId);
         out.push({
           network: n.name,
-          chain_id: n.chainId,
-          head_block: s?.head_block?.toString() ?? null,
-          finalized_block: s?.finalized_block?.toString() ?? null,
-          cursor_block: s?.cursor_block.toString() ?? null,
-          lag_blocks: s?.head_block == null ? null : (s.head_block > s.cursor_block ? s.head_block - s.cursor_block : 0n).toString(),
-          finality_stalled: await storedFinalityStalled(deps, n.chainId),
-          lease_owner: s?.lease_owner ?? null,
-          lease_until: s?.lease_until ?? null,
-          deposits: Object.fromEntries(Object.entries(counts).map(([k, v]) => [k, v.toString()])),
+          chainId: n.chainId,
+          headBlock: s?.head_block ?? null,
+          finalizedBlock: s?.finalized_block ?? null,
+          cursorBlock: s?.cursor_block ?? null,
+          lagBlocks: s?.head_block == null ? null : s.head_block > s.cursor_block ? s.head_block - s.cursor_block : 0n,
+          finalityStalled: await storedFinalityStalled(deps, n.chainId),
+          leaseOwner: s?.lease_owner ?? null,
+          leaseUntil: s?.lease_until ?? null,
+          deposits: counts,
         });
       }
       return out;

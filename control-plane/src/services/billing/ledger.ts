@@ -9,6 +9,9 @@ import { transact } from '../../store/transaction.js';
 // The account-facing side of the ledger: balances, the operator's credit (standing in for deposits until they
 // exist), and the ledger's own check.
 
+/** The store computes these two records (no row behind either); views read them from here. */
+export type { LedgerVerification, OwnerBalances };
+
 export interface BillingDeps {
   store: Store;
   clock: Clock;

@@ -1,10 +1,9 @@
-import type { TopUp } from '@ark/shared';
-import { getAddress } from 'viem';
 import type { X402Chain } from '../../chain/x402-chain.js';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config/index.js';
 import type { Store } from '../../store/db.js';
-import { type IntentPosition, intentsOfAccount, type X402IntentRow } from '../../store/x402.js';
+import { type IntentPosition, intentsOfAccount } from '../../store/x402.js';
+import { toTopUpRecord, type TopUpRecord } from './records.js';
 import { type X402Deps, x402NetworkOf } from './x402-deps.js';
 import { advanceOpenIntents } from './x402-settlement.js';
 import { topUp } from './x402-top-up.js';
@@ -38,29 +37,12 @@ export function buildX402Services(input: {
     topUp: (request: { accountId: string; amountMicro: bigint; payment: string | null }) => topUp(deps, request),
     /** Moves every open top-up along (the settlement worker's step): how many changed state. */
     advanceOpen: () => advanceOpenIntents(deps),
-    /** An account's top-ups, newest first, after a cursor position; `fetch` rows (a page plus one). */
-    history: (accountId: string, after: IntentPosition | null, fetch: number): Promise<X402IntentRow[]> =>
-      intentsOfAccount(input.store.db, accountId, after, Math.max(1, Math.min(fetch, 101))),
+    /** An account's top-ups, newest first, after a cursor position; `fetch` of them (a page plus one). */
+    history: async (accountId: string, after: IntentPosition | null, fetch: number): Promise<TopUpRecord[]> =>
+      (await intentsOfAccount(input.store.db, accountId, after, Math.max(1, Math.min(fetch, 101)))).map(toTopUpRecord),
   };
 }
 
 export type X402Services = ReturnType<typeof buildX402Services>;
 
-export const topUpPosition = (row: X402IntentRow): IntentPosition => ({ createdAt: row.created_at, id: row.id });
-
-/** A stored top-up as the balance's history shows it. */
-export function toTopUpView(row: X402IntentRow): TopUp {
-  return {
-    intent_id: row.id,
-    state: row.state as TopUp['state'],
-    network: row.network,
-    payer: getAddress(row.payer),
-    amount_micro: row.amount_micro.toString(),
-    credited_micro: row.credited_micro === null ? null : row.credited_micro.toString(),
-    reason: row.reason,
-    tx_hash: row.tx_hash,
-    log_index: row.log_index === null ? null : Number(row.log_index),
-    created_at: row.created_at,
-    credited_at: row.credited_at,
-  };
-}
+export const topUpPosition = (topUp: TopUpRecord): IntentPosition => ({ createdAt: topUp.createdAt, id: topUp.id });

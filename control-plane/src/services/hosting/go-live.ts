@@ -1,13 +1,19 @@
-import type { MachineGoLive } from '@ark/shared';
 import { seedOfferTerms } from '../../domain/offers/offer.js';
 import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
 import { toBool } from '../../store/db.js';
 import { isHostingBlocked } from '../../store/hosts.js';
-import { findMachine, setGoLive as writeGoLive } from '../../store/machines.js';
+import { findMachine, type MachineRow, setGoLive as writeGoLive } from '../../store/machines.js';
 import { currentOfferOf, seedOffer } from '../../store/offers.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
 import type { HostingDeps } from './deps.js';
+
+/** A machine's go-live as set: the choice, and its live state now. */
+export interface GoLiveRecord {
+  machineId: string;
+  goLive: boolean;
+  live: MachineRow['live_state'];
+}
 
 /**
  * POST /api/v1/hosts/machines/{id}/go-live (owner only). Off takes the machine out of the listing at once; on waits
@@ -19,8 +25,8 @@ export async function setGoLive(
   accountId: string,
   machineId: string,
   goLive: boolean,
-  commit?: CommitHook<MachineGoLive>,
-): Promise<MachineGoLive> {
+  commit?: CommitHook<GoLiveRecord>,
+): Promise<GoLiveRecord> {
   const now = deps.clock.now();
   return transact(
     deps.store,
@@ -28,7 +34,7 @@ export async function setGoLive(
       const machine = await findMachine(trx, machineId);
       if (!machine || machine.owner_account_id !== accountId) throw new DomainError('NOT_FOUND');
       if (goLive && (await isHostingBlocked(trx, accountId))) throw new DomainError('HOSTING_BLOCKED');
-      if (toBool(machine.go_live) === goLive) return { machine_id: machine.id, go_live: goLive, live: machine.live_state };
+      if (toBool(machine.go_live) === goLive) return { machineId: machine.id, goLive, live: machine.live_state };
       await writeGoLive(trx, machine.id, goLive, now);
       if (goLive && !(await currentOfferOf(trx, machine.id))) {
         await seedOffer(trx, { machineId: machine.id, terms: seedOfferTerms(deps.settings.seedRateMicroPerHour, now), now });
@@ -41,7 +47,7 @@ export async function setGoLive(
         subject: machine.id,
       });
       const updated = await findMachine(trx, machine.id);
-      return { machine_id: machine.id, go_live: goLive, live: (updated as NonNullable<typeof updated>).live_state };
+      return { machineId: machine.id, goLive, live: (updated as NonNullable<typeof updated>).live_state };
     },
     commit,
   );

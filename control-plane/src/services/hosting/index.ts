@@ -1,11 +1,12 @@
 import { type AgentReplicas, agentReplicas } from './replicas.js';
-import type { HeartbeatMessage, MachineGoLive, NettestReceiptMessage, TelemetryBucket, TelemetryMessage } from '@ark/shared';
+import type { HeartbeatMessage, NettestReceiptMessage, TelemetryMessage } from '@ark/shared';
+import type { BucketContribution } from '../../domain/telemetry/rollup.js';
 import type { Executor, Tx } from '../../store/db.js';
 import type { HeartbeatBuffer } from '../../store/heartbeats.js';
 import type { QueuedCommand } from '../../store/outbox.js';
 import type { CommitHook } from '../../store/transaction.js';
 import type { HostingDeps, MachineCaller } from './deps.js';
-import { setGoLive } from './go-live.js';
+import { type GoLiveRecord, setGoLive } from './go-live.js';
 import { applyHeartbeat, recordHeartbeat } from './heartbeats.js';
 import { applyNettestReceipt, queueNettest } from './nettest.js';
 import { type MachineReads, machineReads } from './reads.js';
@@ -13,6 +14,10 @@ import { ingestTelemetry, machineTelemetry } from './telemetry.js';
 
 export { type HostingDeps, type HostingSettings, hostingSettingsOf, type MachineCaller } from './deps.js';
 export type { MachineReads } from './reads.js';
+export type { MachineRecord, MachineReliabilityRecord } from './records.js';
+export type { GoLiveRecord } from './go-live.js';
+/** A command queued for the machine's agent (the network test). */
+export type { QueuedCommand };
 
 /**
  * The channel side of hosting (heartbeats and go-live, telemetry, network measurements) and the host's own actions on
@@ -28,8 +33,8 @@ export interface HostingServices {
   /** The 'nettest_receipt' channel handler (inside the gateway's apply-once transaction). */
   applyNettestReceipt(trx: Tx, machineId: string, msg: NettestReceiptMessage, now: Date): Promise<void>;
   queueNettest(caller: MachineCaller, machineId: string, commit?: CommitHook<QueuedCommand>): Promise<QueuedCommand>;
-  setGoLive(accountId: string, machineId: string, goLive: boolean, commit?: CommitHook<MachineGoLive>): Promise<MachineGoLive>;
-  telemetry(machineId: string, windowS: number): Promise<TelemetryBucket[]>;
+  setGoLive(accountId: string, machineId: string, goLive: boolean, commit?: CommitHook<GoLiveRecord>): Promise<GoLiveRecord>;
+  telemetry(machineId: string, windowS: number): Promise<BucketContribution[]>;
   readonly machines: MachineReads;
   /**
    * The process's heartbeat write-behind buffer. Readers ask it for last-seen (`lastHeartbeatAt`: stored, or newer

@@ -1,7 +1,7 @@
 import type { OfferCommitRequest, TemplateFit } from '@ark/shared';
 import type { Clock } from '../../clock.js';
 import type { Principal } from '../../domain/accounts/principal.js';
-import { validateOfferCommit } from '../../domain/offers/offer.js';
+import { type ListedOffer, validateOfferCommit } from '../../domain/offers/offer.js';
 import { machineDeviceVram } from '../../domain/templates/fit.js';
 import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
@@ -10,7 +10,7 @@ import type { HeartbeatReader } from '../../store/heartbeats.js';
 import { isHostingBlocked } from '../../store/hosts.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import { findMachine } from '../../store/machines.js';
-import { commitOfferVersion, type ListedOffer, listOffers, type OfferFilter } from '../../store/offers.js';
+import { commitOfferVersion, listOffers, type OfferFilter } from '../../store/offers.js';
 import { templateFitCalculator } from '../../store/templates.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';

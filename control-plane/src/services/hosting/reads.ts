@@ -1,27 +1,26 @@
+import type { OfferVersionRecord } from '../../domain/offers/offer.js';
 import { findMachine, listMachinesOfOwner, type MachineRow } from '../../store/machines.js';
-import { currentOfferOf, type OfferVersionView } from '../../store/offers.js';
+import { currentOfferOf } from '../../store/offers.js';
 import { reliabilityOf } from '../../store/reliability.js';
-import type { MachineReliabilityTable } from '../../store/tables/reliability.js';
 import type { HostingDeps } from './deps.js';
+import { type MachineRecord, type MachineReliabilityRecord, toMachineRecord, toMachineReliabilityRecord } from './records.js';
 
 // What routes read about machines. A heartbeat still buffered in this process is newer than the stored one: every
-// row read here carries it.
+// machine read here carries it.
 
 export interface MachineReads {
-  find(machineId: string): Promise<MachineRow | undefined>;
+  find(machineId: string): Promise<MachineRecord | undefined>;
   /** The owner's machines, oldest first, after the (created_at, id) position. */
-  listOfOwner(ownerAccountId: string, after: [string, string] | null, fetch: number): Promise<MachineRow[]>;
-  currentOffer(machineId: string): Promise<OfferVersionView | undefined>;
+  listOfOwner(ownerAccountId: string, after: [string, string] | null, fetch: number): Promise<MachineRecord[]>;
+  currentOffer(machineId: string): Promise<OfferVersionRecord | undefined>;
   /** The reliability worker's last score of the machine, if any. */
-  reliability(machineId: string): Promise<MachineReliabilityTable | undefined>;
+  reliability(machineId: string): Promise<MachineReliabilityRecord | undefined>;
 }
 
 export function machineReads(deps: HostingDeps): MachineReads {
   const db = deps.store.db;
-  const current = (row: MachineRow): MachineRow => ({
-    ...row,
-    last_heartbeat_at: deps.heartbeats.lastHeartbeatAt(row.id, row.last_heartbeat_at),
-  });
+  const current = (row: MachineRow): MachineRecord =>
+    toMachineRecord({ ...row, last_heartbeat_at: deps.heartbeats.lastHeartbeatAt(row.id, row.last_heartbeat_at) });
   return {
     async find(machineId) {
       const row = await findMachine(db, machineId);
@@ -31,6 +30,9 @@ export function machineReads(deps: HostingDeps): MachineReads {
       return (await listMachinesOfOwner(db, ownerAccountId, after, fetch)).map(current);
     },
     currentOffer: (machineId) => currentOfferOf(db, machineId),
-    reliability: (machineId) => reliabilityOf(db, machineId),
+    async reliability(machineId) {
+      const score = await reliabilityOf(db, machineId);
+      return score && toMachineReliabilityRecord(score);
+    },
   };
 }

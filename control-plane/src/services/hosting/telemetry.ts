@@ -1,5 +1,5 @@
-import type { TelemetryBucket, TelemetryMessage } from '@ark/shared';
-import { rollUp } from '../../domain/telemetry/rollup.js';
+import type { TelemetryMessage } from '@ark/shared';
+import { type BucketContribution, rollUp } from '../../domain/telemetry/rollup.js';
 import type { Tx } from '../../store/db.js';
 import { mergeTelemetry, readTelemetry } from '../../store/telemetry.js';
 import type { HostingDeps } from './deps.js';
@@ -10,6 +10,6 @@ export async function ingestTelemetry(deps: HostingDeps, trx: Tx, machineId: str
 }
 
 /** Buckets overlapping the last `windowS` seconds, oldest first. */
-export function machineTelemetry(deps: HostingDeps, machineId: string, windowS: number): Promise<TelemetryBucket[]> {
+export function machineTelemetry(deps: HostingDeps, machineId: string, windowS: number): Promise<BucketContribution[]> {
   return readTelemetry(deps.store.db, machineId, windowS, deps.clock.now());
 }

@@ -1,5 +1,5 @@
-import type { JobAccess, JobEvent, JobState } from '@ark/shared';
-import { accessView, type JobRecord } from '../../domain/jobs/job.js';
+import type { JobState } from '@ark/shared';
+import { accessGrantOf, type JobAccessGrant, type JobEventRecord, type JobRecord } from '../../domain/jobs/job.js';
 import { DomainError } from '../../errors.js';
 import { listJobEvents } from '../../store/job-events.js';
 import { accountIdOfJob, findJob, findJobRow, listJobsOfAccount, toJobRecord } from '../../store/jobs.js';
@@ -14,9 +14,9 @@ export interface JobReads {
   /** The account's jobs, newest first, after the (created_at, id) position. */
   listOfAccount(accountId: string, filter: { state?: JobState }, after: [string, string] | null, fetch: number): Promise<JobRecord[]>;
   /** Events after `afterSeq`, oldest first, at most `fetch`. */
-  events(jobId: string, afterSeq: bigint, fetch: number): Promise<JobEvent[]>;
+  events(jobId: string, afterSeq: bigint, fetch: number): Promise<JobEventRecord[]>;
   /** How the renter who owns the job reaches it now (404 for anyone else; 403 JOB_ACCESS_UNAVAILABLE in other states). */
-  access(jobId: string, accountId: string): Promise<JobAccess>;
+  access(jobId: string, accountId: string): Promise<JobAccessGrant>;
 }
 
 export function jobReads(deps: JobDeps): JobReads {
@@ -32,9 +32,9 @@ export function jobReads(deps: JobDeps): JobReads {
       const job = toJobRecord(row);
       const engineApiKey =
         job.state === 'RUNNING' && job.template?.kind === 'model' ? deps.secrets.engineApiKeyOf(job.id, row.engine_key_sealed) : null;
-      const view = accessView(job, deps.clock.now(), { defaultHost: deps.settings.accessHost, engineApiKey });
-      if (view === null) throw new DomainError('JOB_ACCESS_UNAVAILABLE', `Access is not available while the job is ${job.state}.`);
-      return view;
+      const grant = accessGrantOf(job, deps.clock.now(), { defaultHost: deps.settings.accessHost, engineApiKey });
+      if (grant === null) throw new DomainError('JOB_ACCESS_UNAVAILABLE', `Access is not available while the job is ${job.state}.`);
+      return grant;
     },
   };
 }

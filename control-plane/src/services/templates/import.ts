@@ -30,7 +30,7 @@ export async function importTemplateCatalog(
       const summary = await importTemplates(trx, validation.templates, now);
       const changed = summary.templates
         .filter((t) => t.action !== 'unchanged')
-        .map((t) => ({ template_id: t.template_id, action: t.action }));
+        .map((t) => ({ template_id: t.templateId, action: t.action }));
       if (changed.length > 0)
         await appendAudit(trx, { at: now, actorAccountId: null, action: 'template.imported', subject: null, detail: { changed } });
       return summary;

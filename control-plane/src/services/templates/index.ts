@@ -1,4 +1,7 @@
 import type { ImportSummary } from '../../store/templates.js';
+
+/** What an import did, template by template (a record the store computes; `ark-cp templates import` prints it). */
+export type { ImportSummary };
 import type { TemplateFilter } from '../../domain/templates/filters.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import type { CommitHook } from '../../store/transaction.js';

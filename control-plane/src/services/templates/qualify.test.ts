@@ -41,7 +41,7 @@ describe.each(DIALECTS)('qualifying a template by hand, on %s', (dialect) => {
         },
       ])
     ).templates;
-    const templateId = imported?.template_id as string;
+    const templateId = imported?.templateId as string;
     const machineId = await enrollDirect(t.app, await seedAccount(t.ctx, { role: 'host' }));
     const actor = randomUUID();
     await t.clock.advance(3_600_000);

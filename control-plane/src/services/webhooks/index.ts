@@ -6,19 +6,31 @@ import { SecretBox } from '../../domain/accounts/secret-box.js';
 import type { Store } from '../../store/db.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import type { CommitHook } from '../../store/transaction.js';
-import { purgeWebhookHistory, type WebhookEndpointRow } from '../../store/webhooks.js';
+import { purgeWebhookHistory } from '../../store/webhooks.js';
+import { commitMapped } from '../records.js';
 import { deliverDue, type WebhookSender } from './deliver.js';
 import { type QueuedDelivery, recentDeliveries, replayDelivery, sendTestEvent } from './deliveries.js';
 import { tellLivenessChanges } from './machine-liveness.js';
 import type { HostResolver, WebhookDeps } from './deps.js';
 import {
-  type CreatedEndpoint,
   createWebhookEndpoint,
   listAccountWebhookEndpoints,
   removeAccountWebhookEndpoint,
   type RotatedSecret,
   rotateWebhookSecret,
 } from './endpoints.js';
+import {
+  type NewWebhookEndpoint,
+  toNewWebhookEndpoint,
+  toWebhookDeliveryRecord,
+  toWebhookEndpointRecord,
+  type WebhookDeliveryRecord,
+  type WebhookEndpointRecord,
+} from './records.js';
+
+export type { NewWebhookEndpoint, WebhookDeliveryRecord, WebhookEndpointRecord } from './records.js';
+export type { QueuedDelivery } from './deliveries.js';
+export type { RotatedSecret } from './endpoints.js';
 
 /** How long settled deliveries (and events nobody is owed any more) are kept for the deliveries list and replays. */
 export const WEBHOOK_HISTORY_KEPT_MS = 30 * 86400 * 1000;
@@ -45,18 +57,20 @@ export function buildWebhookServices(input: {
   return {
     settings: input.settings,
     heartbeatIntervalMs: input.heartbeatIntervalMs,
-    create: (
+    create: async (
       body: { accountId: string; url: string; description: string | null; eventTypes: readonly WebhookEventType[] },
-      commit?: CommitHook<CreatedEndpoint>,
-    ) => createWebhookEndpoint(deps, body, commit),
-    list: (accountId: string, after: KeysetPosition | null, fetch: number): Promise<WebhookEndpointRow[]> =>
-      listAccountWebhookEndpoints(deps, accountId, after, fetch),
+      commit?: CommitHook<NewWebhookEndpoint>,
+    ): Promise<NewWebhookEndpoint> =>
+      toNewWebhookEndpoint(await createWebhookEndpoint(deps, body, commitMapped(commit, toNewWebhookEndpoint))),
+    list: async (accountId: string, after: KeysetPosition | null, fetch: number): Promise<WebhookEndpointRecord[]> =>
+      (await listAccountWebhookEndpoints(deps, accountId, after, fetch)).map(toWebhookEndpointRecord),
     remove: (accountId: string, id: string) => removeAccountWebhookEndpoint(deps, accountId, id),
     rotateSecret: (body: { accountId: string; id: string }, commit?: CommitHook<RotatedSecret>) => rotateWebhookSecret(deps, body, commit),
     sendTest: (body: { accountId: string; id: string }, commit?: CommitHook<QueuedDelivery>) => sendTestEvent(deps, body, commit),
     replay: (body: { accountId: string; id: string; deliveryId: string }, commit?: CommitHook<QueuedDelivery>) =>
       replayDelivery(deps, body, commit),
-    deliveries: (body: { accountId: string; id: string; afterSeq: string | null; fetch: number }) => recentDeliveries(deps, body),
+    deliveries: async (body: { accountId: string; id: string; afterSeq: string | null; fetch: number }): Promise<WebhookDeliveryRecord[]> =>
+      (await recentDeliveries(deps, body)).map(toWebhookDeliveryRecord),
     /** One step of the delivery worker (workers/webhooks.ts gives the real HTTP sender). */
     deliverDue: (send: WebhookSender) => deliverDue(deps, send),
     /** One step of the liveness worker: machine.online / machine.offline for changes not told yet. */

@@ -1,22 +1,26 @@
 import type { PayoutWallet } from '../../chain/payout-wallet.js';
 import type { WithdrawalState } from '../../domain/withdrawals/states.js';
 import type { KeysetPosition } from '../../store/keyset.js';
-import { pendingPayoutTotal, type WithdrawalRow } from '../../store/withdrawals.js';
+import { pendingPayoutTotal } from '../../store/withdrawals.js';
 import type { CommitHook } from '../../store/transaction.js';
+import { commitMapped } from '../records.js';
 import { payoutRail, type WithdrawalDeps } from './deps.js';
 import { Payer, type PayerEvents } from './payer.js';
 import { accountWithdrawals, hostEarnings, withdrawalOf, withdrawalsInState } from './reads.js';
+import { toWithdrawalRecord, type WithdrawalRecord } from './records.js';
 import { requestWithdrawal, type WithdrawalRequestInput } from './request.js';
 import { type ReviewInput, type ReviewResult, reviewWithdrawal } from './review.js';
 
 export { earningsPosition, type EarningsItem, type HostEarnings } from './reads.js';
 export type { ReviewResult } from './review.js';
+export type { JobEarning, WithdrawalRecord } from './records.js';
 export type { PayerEvents, PayerStepResult } from './payer.js';
 
 /** Money out (issue 12): requests, reads, the admin's review, and the payer the worker runs. */
 export function buildWithdrawalServices(deps: WithdrawalDeps) {
   return {
-    request: (input: WithdrawalRequestInput, commit?: CommitHook<WithdrawalRow>) => requestWithdrawal(deps, input, commit),
+    request: async (input: WithdrawalRequestInput, commit?: CommitHook<WithdrawalRecord>): Promise<WithdrawalRecord> =>
+      toWithdrawalRecord(await requestWithdrawal(deps, input, commitMapped(commit, toWithdrawalRecord))),
     review: (input: ReviewInput, commit?: CommitHook<ReviewResult>) => reviewWithdrawal(deps, input, commit),
     get: (accountId: string, id: string) => withdrawalOf(deps, accountId, id),
     list: (accountId: string, after: KeysetPosition | null, fetch: number) => accountWithdrawals(deps, accountId, after, fetch),

@@ -3,38 +3,36 @@ import { DomainError } from '../../errors.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import { balanceOf } from '../../store/ledger.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
-import {
-  findWithdrawal,
-  type JobEarningRow,
-  jobEarnings,
-  listAccountWithdrawals,
-  listWithdrawalsByState,
-  type WithdrawalRow,
-  withdrawalTotals,
-} from '../../store/withdrawals.js';
+import { findWithdrawal, jobEarnings, listAccountWithdrawals, listWithdrawalsByState, withdrawalTotals } from '../../store/withdrawals.js';
 import type { WithdrawalDeps } from './deps.js';
+import { type JobEarning, toJobEarning, toWithdrawalRecord, type WithdrawalRecord } from './records.js';
 
 /** One of the caller's requests; anyone else's (or none) is NOT_FOUND, so existence never leaks. */
-export async function withdrawalOf(deps: WithdrawalDeps, accountId: string, id: string): Promise<WithdrawalRow> {
+export async function withdrawalOf(deps: WithdrawalDeps, accountId: string, id: string): Promise<WithdrawalRecord> {
   const row = await findWithdrawal(deps.store.db, id);
   if (!row || row.account_id !== accountId) throw new DomainError('NOT_FOUND', 'No such withdrawal.');
-  return row;
+  return toWithdrawalRecord(row);
 }
 
-export function accountWithdrawals(
+export async function accountWithdrawals(
   deps: WithdrawalDeps,
   accountId: string,
   after: KeysetPosition | null,
   fetch: number,
-): Promise<WithdrawalRow[]> {
-  return listAccountWithdrawals(deps.store.db, accountId, after, fetch);
+): Promise<WithdrawalRecord[]> {
+  return (await listAccountWithdrawals(deps.store.db, accountId, after, fetch)).map(toWithdrawalRecord);
 }
 
-export function withdrawalsInState(deps: WithdrawalDeps, state: WithdrawalState | null, after: KeysetPosition | null, fetch: number) {
-  return listWithdrawalsByState(deps.store.db, state, after, fetch);
+export async function withdrawalsInState(
+  deps: WithdrawalDeps,
+  state: WithdrawalState | null,
+  after: KeysetPosition | null,
+  fetch: number,
+): Promise<WithdrawalRecord[]> {
+  return (await listWithdrawalsByState(deps.store.db, state, after, fetch)).map(toWithdrawalRecord);
 }
 
-export type EarningsItem = { kind: 'job'; job: JobEarningRow } | { kind: 'payout'; payout: WithdrawalRow };
+export type EarningsItem = { kind: 'job'; job: JobEarning } | { kind: 'payout'; payout: WithdrawalRecord };
 
 export interface HostEarnings {
   payableMicro: bigint;
@@ -46,7 +44,7 @@ export interface HostEarnings {
 
 /** The position of a history item in the merged order: [at, id] descending. */
 export function earningsPosition(item: EarningsItem): [string, string] {
-  return item.kind === 'job' ? [item.job.last_at, item.job.job_id] : [item.payout.created_at, item.payout.id];
+  return item.kind === 'job' ? [item.job.lastAt, item.job.jobId] : [item.payout.createdAt, item.payout.id];
 }
 
 /**
@@ -67,8 +65,8 @@ export async function hostEarnings(
     listAccountWithdrawals(db, hostAccountId, after, fetch + 1),
   ]);
   const items: EarningsItem[] = [
-    ...jobs.map((job): EarningsItem => ({ kind: 'job', job })),
-    ...payouts.filter((p) => p.kind === 'payout').map((payout): EarningsItem => ({ kind: 'payout', payout })),
+    ...jobs.map((job): EarningsItem => ({ kind: 'job', job: toJobEarning(job) })),
+    ...payouts.filter((p) => p.kind === 'payout').map((payout): EarningsItem => ({ kind: 'payout', payout: toWithdrawalRecord(payout) })),
   ];
   items.sort((a, b) => {
     const [atA, idA] = earningsPosition(a);

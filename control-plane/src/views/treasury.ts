@@ -1,8 +1,9 @@
 import type { TreasuryAssetHoldings, TreasuryReconciliation } from '@ark/shared';
-import type { AssetLine } from '../../domain/reconciliation/compare.js';
-import type { ReconciliationRun } from './reconcile.js';
+import type { AssetLine } from '../domain/reconciliation/compare.js';
+import type { ReconciliationRun } from '../services/treasury/reconcile.js';
 
-// The reconciliation as operators read it: `ark-cp treasury reconcile` prints it, GET /api/v1/admin/fleet carries it.
+// The reconciliation of the chain with the ledger as operators read it (issue 22): `ark-cp treasury reconcile` prints
+// it, GET /api/v1/admin/fleet carries the last run.
 
 const assetView = (a: AssetLine, kind: TreasuryAssetHoldings['kind']): TreasuryAssetHoldings => ({
   symbol: a.symbol,
@@ -50,3 +51,9 @@ export function reconciliationView(run: ReconciliationRun): TreasuryReconciliati
     duration_ms: run.durationMs,
   };
 }
+
+/** `treasury reconcile`: the report, and what became of the deficit alert (sent on every deficit the command finds). */
+export const reconcileReportView = (run: ReconciliationRun) => ({
+  ...reconciliationView(run),
+  alert: run.alert === null ? null : run.alert.delivered ? { delivered: true } : { delivered: false, detail: run.alert.detail },
+});
