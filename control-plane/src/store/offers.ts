@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { MaintenanceWindow } from '@ark/shared';
+import type { JobLimits, MachineManifest, MaintenanceWindow } from '@ark/shared';
 import { iso } from '../clock.js';
 import type { OfferTerms } from '../domain/offers/offer.js';
 import { DomainError } from '../errors.js';
-import { type Executor, isUniqueViolation, toBool } from './db.js';
+import { type Executor, fromJson, isUniqueViolation, toBool } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import { openListing } from './market.js';
 
@@ -254,6 +254,8 @@ export interface ListedOffer extends OfferVersionView {
     liveState: 'waiting' | 'live' | 'failed' | 'off';
     lastHeartbeatAt: string | null;
     healthy: boolean | null;
+    /** What each job may use, as the agent's manifest announced it; null for an agent older than confinement. */
+    jobLimits: JobLimits | null;
   };
   /** The reliability worker's last score; null before it scored the machine. */
   reliability: { scoreE4: number; isNew: boolean } | null;
@@ -283,6 +285,7 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       'machines.live_state',
       'machines.last_heartbeat_at',
       'machines.healthy',
+      'machines.manifest',
       'machine_reliability.score_e4',
       'machine_reliability.is_new',
     ])
@@ -337,6 +340,7 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       liveState: row.live_state,
       lastHeartbeatAt: row.last_heartbeat_at,
       healthy: row.healthy === null ? null : toBool(row.healthy),
+      jobLimits: fromJson<MachineManifest>(row.manifest)?.job_limits ?? null,
     },
     reliability: row.score_e4 === null ? null : { scoreE4: Number(row.score_e4), isNew: toBool(row.is_new) },
   }));

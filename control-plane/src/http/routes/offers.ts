@@ -53,6 +53,7 @@ export function offerSummary(offer: ListedOffer, now: Date, config: { heartbeatI
     ...(offer.measuredBandwidthMbps !== null ? { measured_bandwidth_mbps: offer.measuredBandwidthMbps.toString() } : {}),
     ...(m.region !== null ? { region: m.region } : {}),
     manifest_hash: m.manifestHash,
+    ...(m.jobLimits !== null ? { job_limits: m.jobLimits } : {}),
   };
 }
 
