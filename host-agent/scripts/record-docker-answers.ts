@@ -60,6 +60,7 @@ try {
   await daemon.docker(['rmi', image.localRef, image.ref]);
   const repository = image.digestRef.slice(0, image.digestRef.indexOf('@'));
   const version = (await json(socket, 'GET', '/version')) as Record<string, unknown>;
+  const info = (await json(socket, 'GET', '/info')) as Record<string, unknown>;
   const pull = await call(socket, 'POST', `/images/create?fromImage=${encodeURIComponent(repository)}&tag=${image.digest}`);
   const unknownDigest = `sha256:${'1'.repeat(64)}`;
   const pullUnknown = await call(socket, 'POST', `/images/create?fromImage=${encodeURIComponent(repository)}&tag=${unknownDigest}`);
@@ -80,6 +81,14 @@ try {
       NetworkMode: 'host',
       Mounts: [{ Type: 'volume', Source: volume, Target: '/workspace' }],
       RestartPolicy: { Name: 'no' },
+      Privileged: false,
+      SecurityOpt: ['no-new-privileges:true'],
+      CapDrop: ['ALL'],
+      CapAdd: ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE'],
+      NanoCpus: 1_000_000_000,
+      Memory: 256 * 1024 * 1024,
+      MemorySwap: 256 * 1024 * 1024,
+      PidsLimit: 256,
       LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
     },
   });
@@ -94,6 +103,11 @@ try {
   const inspectRunning = await json(socket, 'GET', `/containers/${created.Id}/json`);
   const startAgain = await call(socket, 'POST', `/containers/${created.Id}/start`);
   await daemon.docker(['exec', created.Id, 'sh', '-c', 'mkdir -p /workspace/out && echo result > /workspace/out/result.txt']);
+  // What the confinement watch reads: one stats reading (host networking: no interface of its own) and the size of
+  // the writable layer after a write outside the volume.
+  await daemon.docker(['exec', created.Id, 'sh', '-c', 'dd if=/dev/zero of=/scratch.bin bs=1k count=64 2>/dev/null']);
+  const stats = await json(socket, 'GET', `/containers/${created.Id}/stats?stream=false&one-shot=true`);
+  const inspectSize = (await json(socket, 'GET', `/containers/${created.Id}/json?size=true`)) as { SizeRw?: number; SizeRootFs?: number };
   const list = await json(socket, 'GET', `/containers/json?all=1&filters=${encodeURIComponent(JSON.stringify({ label: ['ark.job_id'] }))}`);
   // The supervisor's grace is 10 s; sleep as PID 1 ignores SIGTERM, so the stop ends in SIGKILL either way.
   await json(socket, 'POST', `/containers/${created.Id}/stop?t=1`);
@@ -130,6 +144,13 @@ try {
     about:
       'Docker Engine API answers recorded by host-agent/scripts/record-docker-answers.ts from the private dockerd of test/harness/dockerd.ts; replayed by RecordedContainerRuntime.',
     engine: { Version: version.Version, ApiVersion: version.ApiVersion, Os: version.Os, Arch: version.Arch },
+    engine_info: {
+      Runtimes: info.Runtimes,
+      DefaultRuntime: info.DefaultRuntime,
+      SecurityOptions: info.SecurityOptions,
+      CgroupVersion: info.CgroupVersion,
+      CgroupDriver: info.CgroupDriver,
+    },
     image: { reference: image.digestRef, repository, digest: image.digest },
     pull: { status: pull.status, events: lines(pull.body) },
     pull_unknown_digest: {
@@ -145,6 +166,8 @@ try {
     container_create: created,
     container_created: inspectCreated,
     container_running: inspectRunning,
+    container_stats: stats,
+    container_size: { SizeRw: inspectSize.SizeRw, SizeRootFs: inspectSize.SizeRootFs },
     container_start_again: { status: startAgain.status },
     container_list: list,
     container_stopped: inspectStopped,

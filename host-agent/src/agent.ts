@@ -2,6 +2,7 @@ import type {
   CommandKind,
   CommandMessage,
   HeartbeatMessage,
+  JobEventMessage,
   JobStatusMessage,
   MeterReceiptMessage,
   RelayCancelMessage,
@@ -21,7 +22,12 @@ export type HeartbeatBody = Omit<HeartbeatMessage, 'v' | 'sid' | 'seq'>;
 
 type Body<M> = M extends unknown ? Omit<M, 'v' | 'sid' | 'seq' | 'id'> : never;
 /** A reliable message's content; the channel adds v, sid, seq and the per-machine id. */
-export type ReliableBody = TelemetryBatchBody | NettestReceiptBody | Body<JobStatusMessage> | Body<MeterReceiptMessage>;
+export type ReliableBody =
+  | TelemetryBatchBody
+  | NettestReceiptBody
+  | Body<JobStatusMessage>
+  | Body<MeterReceiptMessage>
+  | Body<JobEventMessage>;
 
 /** What the agent needs from the channel client (host-agent/src/channel). */
 export interface AgentChannel {
@@ -63,8 +69,8 @@ export interface AgentJobs {
   close(): Promise<void>;
 }
 
-/** The reliable queue a job runtime reports through: job_status and meter_receipt bodies. */
-export type JobMessagePort = { enqueue(body: Body<JobStatusMessage> | Body<MeterReceiptMessage>): unknown };
+/** The reliable queue a job runtime reports through: job_status, meter_receipt and job_event bodies. */
+export type JobMessagePort = { enqueue(body: Body<JobStatusMessage> | Body<MeterReceiptMessage> | Body<JobEventMessage>): unknown };
 
 const JOB_COMMANDS: ReadonlySet<CommandKind> = new Set(['launch_job', 'stop_job', 'clean_job']);
 

@@ -128,8 +128,9 @@ describe('loadAgentConfig', () => {
   });
 
   it('configures the job runtime: bridge networking on all addresses by default, host networking and addresses on request', () => {
-    expect(loadAgentConfig({ env: {}, readFile: noFile }).jobs).toEqual({
+    expect(loadAgentConfig({ env: {}, readFile: noFile }).jobs).toMatchObject({
       networkMode: 'bridge',
+      network: null,
       sshBindHost: '0.0.0.0',
       publishHost: '0.0.0.0',
       publicHost: null,
@@ -138,7 +139,7 @@ describe('loadAgentConfig', () => {
     const config = loadAgentConfig({
       env: { ARK_AGENT_CONFIG: path, ARK_AGENT_SSH_BIND_HOST: '127.0.0.1', ARK_AGENT_PUBLISH_HOST: '127.0.0.1' },
     });
-    expect(config.jobs).toEqual({
+    expect(config.jobs).toMatchObject({
       networkMode: 'host',
       sshBindHost: '127.0.0.1',
       publishHost: '127.0.0.1',
@@ -147,6 +148,38 @@ describe('loadAgentConfig', () => {
     expect(loadAgentConfig({ env: { ARK_AGENT_PUBLIC_HOST: '203.0.113.7' }, readFile: noFile }).jobs.publicHost).toBe('203.0.113.7');
     expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_JOB_NETWORK_MODE: 'none' }, readFile: noFile })).message).toBe(
       'config error in environment variable ARK_AGENT_JOB_NETWORK_MODE: job_network_mode must be "bridge" or "host", got "none"',
+    );
+  });
+
+  it('keeps a reserve of 1 CPU and 2 GiB by default, 4096 processes per job, and takes the host own figures', () => {
+    expect(loadAgentConfig({ env: {}, readFile: noFile }).jobs).toMatchObject({
+      reserve: { cpus: 1, memoryBytes: 2n * 1024n ** 3n },
+      ceilings: { cpus: null, memoryBytes: null, pids: 4096 },
+      runtime: 'auto',
+      checkIntervalMs: 10_000,
+      diskCheckIntervalMs: 60_000,
+    });
+    const path = withFile({
+      job_reserve: { cpus: 2.5, memory_bytes: 8 * 1024 ** 3 },
+      job_limits: { cpus: 4, memory_bytes: 16 * 1024 ** 3, pids: 512 },
+      job_runtime: 'runsc',
+      job_network: 'ark-jobs',
+      job_check_interval_s: 2,
+      job_disk_check_interval_s: 30,
+    });
+    expect(loadAgentConfig({ env: { ARK_AGENT_CONFIG: path } }).jobs).toMatchObject({
+      network: 'ark-jobs',
+      reserve: { cpus: 2.5, memoryBytes: 8n * 1024n ** 3n },
+      ceilings: { cpus: 4, memoryBytes: 16n * 1024n ** 3n, pids: 512 },
+      runtime: 'runsc',
+      checkIntervalMs: 2000,
+      diskCheckIntervalMs: 30_000,
+    });
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: withFile({ job_limits: { pids: 3 } }) } })).detail).toBe(
+      'job_limits.pids must be an integer between 16 and 4194304, got 3',
+    );
+    expect(errorOf(() => loadAgentConfig({ env: { ARK_AGENT_CONFIG: withFile({ job_reserve: { gpus: 1 } }) } })).detail).toMatch(
+      /^unknown field job_reserve.gpus \(known fields: cpus, memory_bytes\)$/,
     );
   });
 

@@ -56,6 +56,40 @@ export const AgentConfigFile = Type.Object(
     ),
     /** `bridge` publishes job ports from job_port_range; `host` shares the host's network (where no bridge exists, e.g. tests). */
     job_network_mode: Type.Optional(Type.Union([Type.Literal('bridge'), Type.Literal('host')], { problem: 'must be "bridge" or "host"' })),
+    /** A user-defined Docker network jobs attach to instead of the engine's default bridge (bridge mode only). */
+    job_network: Type.Optional(text(255, 'a Docker network name')),
+    /**
+     * What the agent keeps back for itself, Docker and the host: each job's container may use the machine's CPUs and
+     * memory less this (host-agent/README.md "What a job may use").
+     */
+    job_reserve: Type.Optional(
+      Type.Object(
+        {
+          cpus: Type.Optional(Type.Number({ minimum: 0, maximum: 4096, problem: 'must be a number of CPUs between 0 and 4096' })),
+          memory_bytes: Type.Optional(integer(0, 64 * 1024 * GIB, ' (bytes)')),
+        },
+        { additionalProperties: false, problem: 'must be an object with cpus, memory_bytes' },
+      ),
+    ),
+    /** Ceilings on what one job may use, below what the reserve leaves (a host renting out part of a machine). */
+    job_limits: Type.Optional(
+      Type.Object(
+        {
+          cpus: Type.Optional(Type.Number({ minimum: 0.01, maximum: 4096, problem: 'must be a number of CPUs between 0.01 and 4096' })),
+          memory_bytes: Type.Optional(integer(64 * 1024 * 1024, 64 * 1024 * GIB, ' (bytes)')),
+          pids: Type.Optional(integer(16, 4_194_304)),
+        },
+        { additionalProperties: false, problem: 'must be an object with cpus, memory_bytes, pids' },
+      ),
+    ),
+    /**
+     * The OCI runtime for job containers: `auto` (the default) takes gVisor (runsc) or Kata when the engine has one,
+     * `default` always the engine's default (runc), any other value that runtime by name.
+     */
+    job_runtime: Type.Optional(text(64, 'auto, default or a runtime name')),
+    /** How often a running job's processes and egress are read (its disk less often: job_disk_check_interval_s). */
+    job_check_interval_s: Type.Optional(integer(1, 3600, ' (seconds)')),
+    job_disk_check_interval_s: Type.Optional(integer(1, 86_400, ' (seconds)')),
     /** Address the per-job SSH listeners bind to. */
     ssh_bind_host: Type.Optional(text(253, 'an address')),
     /** Address job ports are published on with bridge networking. */
@@ -97,7 +131,21 @@ export interface AgentConfig {
   nettest: { maxDownloadBytes: number; maxUploadBytes: number; pingCount: number };
   docker: { socketPath: string; required: boolean };
   jobPortRange: { from: number; to: number };
-  jobs: { networkMode: 'bridge' | 'host'; sshBindHost: string; publishHost: string; publicHost: string | null };
+  jobs: {
+    networkMode: 'bridge' | 'host';
+    /** A user-defined network instead of the default bridge; null: the default. */
+    network: string | null;
+    sshBindHost: string;
+    publishHost: string;
+    publicHost: string | null;
+    /** Kept back from jobs for the agent, Docker and the host. */
+    reserve: { cpus: number; memoryBytes: bigint };
+    /** Ceilings on one job's share; pids always has one. */
+    ceilings: { cpus: number | null; memoryBytes: bigint | null; pids: number };
+    runtime: string;
+    checkIntervalMs: number;
+    diskCheckIntervalMs: number;
+  };
   nvidiaSmiPath: string;
   /** Tests only. */
   nvidiaSmiFixtures: string[] | null;
@@ -124,6 +172,11 @@ export const CONFIG_DEFAULTS = {
   nvidia_smi_path: 'nvidia-smi',
   min_disk_free_bytes: GIB,
   log_level: 'info',
+  job_reserve: { cpus: 1, memory_bytes: 2 * GIB },
+  job_pids: 4096,
+  job_runtime: 'auto',
+  job_check_interval_s: 10,
+  job_disk_check_interval_s: 60,
 } as const;
 
 export class ConfigError extends Error {
@@ -154,6 +207,8 @@ export const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: readonly string[
   { name: 'ARK_AGENT_REQUIRE_DOCKER', path: ['require_docker'], kind: 'boolean' },
   { name: 'ARK_AGENT_JOB_PORT_RANGE', path: ['job_port_range'], kind: 'range' },
   { name: 'ARK_AGENT_JOB_NETWORK_MODE', path: ['job_network_mode'], kind: 'string' },
+  { name: 'ARK_AGENT_JOB_NETWORK', path: ['job_network'], kind: 'string' },
+  { name: 'ARK_AGENT_JOB_RUNTIME', path: ['job_runtime'], kind: 'string' },
   { name: 'ARK_AGENT_SSH_BIND_HOST', path: ['ssh_bind_host'], kind: 'string' },
   { name: 'ARK_AGENT_PUBLISH_HOST', path: ['publish_host'], kind: 'string' },
   { name: 'ARK_AGENT_PUBLIC_HOST', path: ['public_host'], kind: 'string' },
@@ -245,9 +300,22 @@ export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
     jobPortRange: { from: range.from, to: range.to },
     jobs: {
       networkMode: valid.job_network_mode ?? CONFIG_DEFAULTS.job_network_mode,
+      network: valid.job_network ?? null,
       sshBindHost: valid.ssh_bind_host ?? CONFIG_DEFAULTS.ssh_bind_host,
       publishHost: valid.publish_host ?? CONFIG_DEFAULTS.publish_host,
       publicHost: valid.public_host ?? null,
+      reserve: {
+        cpus: valid.job_reserve?.cpus ?? CONFIG_DEFAULTS.job_reserve.cpus,
+        memoryBytes: BigInt(valid.job_reserve?.memory_bytes ?? CONFIG_DEFAULTS.job_reserve.memory_bytes),
+      },
+      ceilings: {
+        cpus: valid.job_limits?.cpus ?? null,
+        memoryBytes: valid.job_limits?.memory_bytes === undefined ? null : BigInt(valid.job_limits.memory_bytes),
+        pids: valid.job_limits?.pids ?? CONFIG_DEFAULTS.job_pids,
+      },
+      runtime: valid.job_runtime ?? CONFIG_DEFAULTS.job_runtime,
+      checkIntervalMs: (valid.job_check_interval_s ?? CONFIG_DEFAULTS.job_check_interval_s) * 1000,
+      diskCheckIntervalMs: (valid.job_disk_check_interval_s ?? CONFIG_DEFAULTS.job_disk_check_interval_s) * 1000,
     },
     nvidiaSmiPath: valid.nvidia_smi_path ?? CONFIG_DEFAULTS.nvidia_smi_path,
     nvidiaSmiFixtures:

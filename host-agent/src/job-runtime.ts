@@ -1,8 +1,10 @@
+import { availableParallelism, totalmem } from 'node:os';
 import type { AgentJobs, JobMessagePort } from './agent.js';
 import type { Clock } from '@ark/shared';
 import type { GpuInventorySource } from './collectors/index.js';
 import type { AgentConfig } from './config.js';
 import type { JobMessageBody } from './jobs/job-record.js';
+import { jobLimitsFor } from './jobs/job-limits.js';
 import { JobSupervisor, type JobSupervisorLogger } from './jobs/job-supervisor.js';
 import type { AgentMetricsHooks } from './metrics/hooks.js';
 import type { ContainerRuntime } from './runtime/container-runtime.js';
@@ -37,6 +39,12 @@ export function createJobRuntime(settings: JobRuntimeSettings): AgentJobs {
     gpuInventory: settings.gpuInventory,
     portRange: { first: config.jobPortRange.from, last: config.jobPortRange.to },
     networkMode: config.jobs.networkMode,
+    ...(config.jobs.network !== null ? { network: config.jobs.network } : {}),
+    // The machine as it is now, less the reserve: a launch announcing more (the manifest's, from enrollment) gets this.
+    jobLimits: jobLimitsFor({ cpuCores: availableParallelism(), ramBytes: BigInt(totalmem()) }, config.jobs.reserve, config.jobs.ceilings),
+    jobRuntime: config.jobs.runtime,
+    confinementCheckIntervalMs: config.jobs.checkIntervalMs,
+    diskCheckIntervalMs: config.jobs.diskCheckIntervalMs,
     sshBindHost: config.jobs.sshBindHost,
     publishHost: config.jobs.publishHost,
     logger: settings.logger,

@@ -26,6 +26,7 @@ describe('describeMachine', () => {
       },
       agentVersion: '0.1.0',
       region: 'eu-west',
+      jobLimits: { nano_cpus: 63_000_000_000, memory_bytes: String(510 * 1024 ** 3), pids: 4096 },
     });
     expect(manifest).toEqual({
       hostname: 'rig-1',
@@ -42,6 +43,7 @@ describe('describeMachine', () => {
       cuda_version: '12.5',
       agent_version: '0.1.0',
       region: 'eu-west',
+      job_limits: { nano_cpus: 63_000_000_000, memory_bytes: String(510 * 1024 ** 3), pids: 4096 },
     });
     expect([...Value.Errors(MachineManifest, manifest)]).toEqual([]);
   });

@@ -1,6 +1,6 @@
 import { statfs } from 'node:fs/promises';
 import { hostname } from 'node:os';
-import type { MachineManifest } from '@ark/shared';
+import type { JobLimits, MachineManifest } from '@ark/shared';
 import { cpu as readCpu } from 'systeminformation/lib/cpu.js';
 import { mem } from 'systeminformation/lib/memory.js';
 import { osInfo } from 'systeminformation/lib/osinfo.js';
@@ -24,6 +24,8 @@ export function describeMachine(input: {
   inventory: GpuInventory;
   agentVersion: string;
   region: string | null;
+  /** What each job may use here (jobs/job-limits.ts jobLimitsFor); the offer shows it. */
+  jobLimits?: JobLimits;
 }): MachineManifest {
   const { facts, inventory } = input;
   const manifest: MachineManifest = {
@@ -44,6 +46,7 @@ export function describeMachine(input: {
   if (inventory.driver_version !== undefined) manifest.driver_version = clip(inventory.driver_version, 64);
   if (inventory.cuda_version !== undefined) manifest.cuda_version = clip(inventory.cuda_version, 64);
   if (input.region !== null) manifest.region = clip(input.region, 64);
+  if (input.jobLimits !== undefined) manifest.job_limits = { ...input.jobLimits };
   return manifest;
 }
 

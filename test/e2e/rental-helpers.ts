@@ -81,6 +81,8 @@ export interface SiteOptions {
   creditMicro?: bigint;
   /** Give the control plane an ARK_REPLICA_URL (its own loopback address), so that a second replica can reach it. */
   replica?: boolean;
+  /** Extra fields of the agent's config file (job limits, check intervals). */
+  agentConfig?: Record<string, unknown>;
 }
 
 export interface RenterKey {
@@ -170,6 +172,7 @@ export class RentalSite {
         job_port_range: { from: first, to: first + 49 },
         // No GPU on this machine: the agent enrolls without one and is rented whole.
         nvidia_smi_path: '/nonexistent/nvidia-smi',
+        ...options.agentConfig,
       },
       { ARK_AGENT_LOG_LEVEL: 'info' },
     );

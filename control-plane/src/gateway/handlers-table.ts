@@ -22,6 +22,7 @@ export function channelHandlerTable(services: Pick<Services, 'jobs' | 'hosting'>
       telemetry: (trx, machineId, msg, now) => hosting.ingestTelemetry(trx, machineId, msg, now),
       nettest_receipt: (trx, machineId, msg, now) => hosting.applyNettestReceipt(trx, machineId, msg, now),
       job_status: (trx, machineId, msg, now) => jobs.applyJobStatus(trx, machineId, msg, now),
+      job_event: (trx, machineId, msg, now) => jobs.applyJobEvent(trx, machineId, msg, now),
       meter_receipt: (trx, machineId, msg, now) => jobs.applyMeterReceipt(trx, machineId, msg, now),
     },
     // The relay on another replica finds this one through the record (nothing is recorded for a single replica).

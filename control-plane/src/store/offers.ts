@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
-import type { MaintenanceWindow } from '@ark/shared';
+import type { MachineManifest, MaintenanceWindow } from '@ark/shared';
 import { iso } from '../clock.js';
 import type { ListedOffer, OfferTerms, OfferVersionRecord } from '../domain/offers/offer.js';
 import { DomainError } from '../errors.js';
-import { type Executor, isUniqueViolation, toBool } from './db.js';
+import { type Executor, fromJson, isUniqueViolation, toBool } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import { openListing } from './market.js';
 
@@ -251,6 +251,7 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       'machines.live_state',
       'machines.last_heartbeat_at',
       'machines.healthy',
+      'machines.manifest',
       'machine_reliability.score_e4',
       'machine_reliability.is_new',
     ])
@@ -305,6 +306,7 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       liveState: row.live_state,
       lastHeartbeatAt: row.last_heartbeat_at,
       healthy: row.healthy === null ? null : toBool(row.healthy),
+      jobLimits: fromJson<MachineManifest>(row.manifest)?.job_limits ?? null,
     },
     reliability: row.score_e4 === null ? null : { scoreE4: Number(row.score_e4), isNew: toBool(row.is_new) },
   }));

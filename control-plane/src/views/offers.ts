@@ -46,6 +46,7 @@ export function offerSummaryView(
     ...(offer.measuredBandwidthMbps !== null ? { measured_bandwidth_mbps: offer.measuredBandwidthMbps.toString() } : {}),
     ...(m.region !== null ? { region: m.region } : {}),
     manifest_hash: m.manifestHash,
+    ...(m.jobLimits !== null ? { job_limits: m.jobLimits } : {}),
   };
 }
 

@@ -4,6 +4,7 @@ import type { Static, TSchema } from '@sinclair/typebox';
 import { Value } from '@sinclair/typebox/value';
 import nacl from 'tweetnacl';
 import { registerFormats } from '../formats.js';
+import { jobLimitsFor } from '../jobs/job-limits.js';
 import { describeMachine } from '../manifest.js';
 import {
   type AgentIdentity,
@@ -53,7 +54,8 @@ export async function pairCommand(ctx: CliContext, options: PairOptions): Promis
   const logger = ctx.createLogger('stderr');
   const gpu = await ctx.createGpuCollector(logger);
   const [facts, inventory] = await Promise.all([ctx.readMachineFacts(stateDir), gpu.inventory()]);
-  const manifest = describeMachine({ facts, inventory, agentVersion: ctx.agentVersion, region: config.region });
+  const jobLimits = jobLimitsFor(facts, config.jobs.reserve, config.jobs.ceilings);
+  const manifest = describeMachine({ facts, inventory, agentVersion: ctx.agentVersion, region: config.region, jobLimits });
 
   if (options.enrollmentToken !== undefined) {
     const keys = nacl.sign.keyPair();

@@ -3,6 +3,8 @@ export {
   JOB_RECORD_VERSION,
   type JobAccess,
   type JobChannelPort,
+  type ConfinementState,
+  type JobEventBody,
   type JobEvidence,
   type JobMessageBody,
   type JobPhase,
@@ -27,4 +29,6 @@ export { createJobContext, type JobContext, type JobSettings, type LiveJob, live
 export { enterPhase, type JobPhaseEvent, JobPhaseRefusedError, nextPhase, type PhaseTransition, statusOfPhase } from './job-phase.js';
 export { nextMeterDelayMs, nextReceipt, type ReceiptInput, type RunInterval, runtimeInPeriodMs } from './meter.js';
 export { checkReadiness, type HttpAnswer, NotReadyError, probeHttp, probeTcp, type ReadinessPlan } from './readiness.js';
+export { JobConfinement, QUOTA_WARNING_RATIO, quotaVerdict } from './job-confinement.js';
+export { chooseIsolation, containerLimitsOf, effectiveLimits, type JobIsolation, jobLimitsFor } from './job-limits.js';
 export { boundedText, DETAIL_MAX_CHARS, errorText, redact } from './text.js';

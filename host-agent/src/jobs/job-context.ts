@@ -3,7 +3,7 @@
 // a RecordedContainerRuntime and a ManualClock and drives a single part.
 import type { GpuInventorySource } from '../collectors/types.js';
 import type { AccessMode, JobSshServer } from '../access/job-ssh-server.js';
-import { type Clock, type ClockTimer, systemClock } from '@ark/shared';
+import { type Clock, type ClockTimer, type JobLimits, systemClock } from '@ark/shared';
 import type { ContainerRuntime, NetworkMode } from '../runtime/container-runtime.js';
 import type { PortRange } from '../runtime/port-allocator.js';
 import type { JobChannelPort, JobRecord } from './job-record.js';
@@ -33,6 +33,19 @@ export type JobSupervisorOptions = {
   portRange: PortRange;
   /** `bridge` in production; `host` where no bridge exists (tests), making container ports host ports. */
   networkMode: Exclude<NetworkMode, 'none'>;
+  /** With `bridge`: a user-defined Docker network instead of the engine's default one. */
+  network?: string;
+  /**
+   * What one job may use on this machine (job-limits.ts jobLimitsFor): every container gets these, or the
+   * launch's own if lower. Absent: only a launch's own limits apply (a launch without any runs unlimited).
+   */
+  jobLimits?: JobLimits;
+  /** `auto` (default), `default` or a runtime name (job-limits.ts chooseIsolation). */
+  jobRuntime?: string;
+  /** How often a running job's processes, OOM kills and egress are read (default 10 s). */
+  confinementCheckIntervalMs?: number;
+  /** How often its disk (volume and writable layer) is measured (default 60 s). */
+  diskCheckIntervalMs?: number;
   /** SSH listeners bind here: 0.0.0.0 in production (the default), 127.0.0.1 in tests. */
   sshBindHost?: string;
   /** Template ports are published here with bridge networking (default 0.0.0.0). */
@@ -71,6 +84,11 @@ export type JobSettings = {
   gpuInventory: GpuInventorySource | undefined;
   portRange: PortRange;
   networkMode: Exclude<NetworkMode, 'none'>;
+  network: string | undefined;
+  jobLimits: JobLimits | undefined;
+  jobRuntime: string;
+  confinementCheckIntervalMs: number;
+  diskCheckIntervalMs: number;
   sshBindHost: string;
   publishHost: string;
   probeHost: string;
@@ -92,6 +110,11 @@ export function resolveJobSettings(options: JobSupervisorOptions): JobSettings {
     gpuInventory: options.gpuInventory,
     portRange: options.portRange,
     networkMode: options.networkMode,
+    network: options.network,
+    jobLimits: options.jobLimits,
+    jobRuntime: options.jobRuntime ?? 'auto',
+    confinementCheckIntervalMs: options.confinementCheckIntervalMs ?? 10_000,
+    diskCheckIntervalMs: options.diskCheckIntervalMs ?? 60_000,
     sshBindHost: options.sshBindHost ?? '0.0.0.0',
     publishHost: options.publishHost ?? '0.0.0.0',
     probeHost: options.probeHost ?? '127.0.0.1',
@@ -130,6 +153,9 @@ export type LiveJob = {
   flushRetryTimer?: ClockTimer;
   ssh?: JobSshServer;
   containerState?: string;
+  /** When the confinement watch last read the job's counters, and its disk (clock ms; unset: not yet in this run). */
+  confinementCheckedAtMs?: number;
+  diskCheckedAtMs?: number;
 };
 
 export function liveJob(record: JobRecord): LiveJob {

@@ -89,6 +89,48 @@ describe('JobLaunch with recorded Docker answers', () => {
     expect(kit.channel.story().slice(4)).toEqual(['pulling', 'pulling', 'starting', 'ready']);
   });
 
+  it("creates the container within the agent's limits, or the launch's where lower, in a sandbox runtime the engine has", async () => {
+    const own = { nano_cpus: 3_000_000_000, memory_bytes: String(6 * 1024 ** 3), pids: 4096 };
+    await setUp({ jobLimits: own, network: 'ark-jobs' });
+    kit.runtime.isolation = { runtimes: ['runc', 'runsc'], defaultRuntime: 'runc', userNamespaceRemap: true, rootless: false };
+    const body = kit.launchBody({ limits: { nano_cpus: 7_000_000_000, memory_bytes: String(2 * 1024 ** 3), pids: 8192 } });
+    const job = await launched(body);
+    const limits = { nano_cpus: 3_000_000_000, memory_bytes: String(2 * 1024 ** 3), pids: 4096 };
+    expect(job.record.confinement).toEqual({ limits, isolation: 'gvisor+userns' });
+    expect(kit.runtime.specOf(job.record.container_name)).toMatchObject({
+      limits: { nanoCpus: 3_000_000_000, memoryBytes: 2 * 1024 ** 3, pids: 4096 },
+      runtime: 'runsc',
+      networkName: 'ark-jobs',
+    });
+    expect(kit.channel.statuses().at(-1)?.evidence).toMatchObject({
+      isolation: 'gvisor+userns',
+      limit_nano_cpus: 3_000_000_000,
+      limit_memory_bytes: String(2 * 1024 ** 3),
+      limit_pids: 4096,
+    });
+    // A second launch asks the engine again only after a while.
+    await launched(kit.launchBody());
+    expect(kit.runtime.callsOf('engineIsolation')).toHaveLength(1);
+  });
+
+  it('fails a launch whose host named a runtime the engine does not have, before any container is made', async () => {
+    await setUp({ jobLimits: { nano_cpus: 1_000_000_000, memory_bytes: String(1024 ** 3), pids: 512 }, jobRuntime: 'kata-fc' });
+    const job = await launched(kit.launchBody());
+    expect(kit.channel.statuses().at(-1)).toMatchObject({
+      status: 'failed',
+      detail: expect.stringMatching(/^job_runtime kata-fc is not registered with the Docker engine/),
+    });
+    expect(job.record.phase).toBe('failed');
+    expect(kit.runtime.callsOf('createContainer')).toEqual([]);
+  });
+
+  it('creates a container without limits only when neither the agent nor the launch has any (before confinement)', async () => {
+    const job = await launched(kit.launchBody());
+    expect(kit.runtime.specOf(job.record.container_name)).not.toHaveProperty('limits');
+    expect(job.record.confinement).toBeUndefined();
+    expect(kit.runtime.callsOf('engineIsolation')).toEqual([]);
+  });
+
   it('adds the engine key to the environment of a model template and asks for GPUs by device ID', async () => {
     await setUp({
       gpuInventory: { inventory: async () => ({ gpus: [{ pci_address: '0000:3b:00.0', model: 'NVIDIA L4', uuid: 'GPU-1234' }] }) },

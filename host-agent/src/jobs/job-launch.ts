@@ -4,7 +4,7 @@
 // that cannot complete stops the container at once (nothing runs unpaid) and reports failed.
 import { engineContainerPort } from './engine-relay.js';
 import type { LaunchJobBody } from '@ark/shared';
-import type { ContainerState } from '../runtime/container-runtime.js';
+import type { ContainerLimits, ContainerState, EngineIsolation } from '../runtime/container-runtime.js';
 import { gpuDeviceIds } from '../runtime/gpu-devices.js';
 import { formatDigestReference, parseDigestReference } from '../runtime/image-reference.js';
 import { PortAllocator } from '../runtime/port-allocator.js';
@@ -20,6 +20,7 @@ import {
 } from './job-context.js';
 import type { JobMetering } from './job-metering.js';
 import { jobAccess, jobDetail } from './job-outbox.js';
+import { chooseIsolation, containerLimitsOf, effectiveLimits } from './job-limits.js';
 import { enterPhase } from './job-phase.js';
 import type { JobEvidence, PublishedPort } from './job-record.js';
 import { checkReadiness, NotReadyError, type ReadinessPlan } from './readiness.js';
@@ -35,8 +36,12 @@ export class LaunchFailure extends Error {
   }
 }
 
+/** How long what the engine offers (its runtimes, a user-namespace remap) is taken as known. */
+const ENGINE_ISOLATION_TTL_MS = 5 * 60_000;
+
 export class JobLaunch {
   private readonly ports: PortAllocator;
+  private engine: { isolation: EngineIsolation; readAtMs: number } | undefined;
 
   constructor(
     private readonly context: JobContext,
@@ -92,7 +97,9 @@ export class JobLaunch {
           hostPort: port.host_port,
           hostIp: (record.probe_ports ?? []).includes(port) ? settings.probeHost : settings.publishHost,
         }));
+        const confinement = await this.confine(job);
         record.container_id = await runtime.createContainer({
+          ...confinement,
           name: record.container_name,
           image,
           labels,
@@ -103,6 +110,7 @@ export class JobLaunch {
           networkMode: settings.networkMode,
           portBindings: bindings,
           gpuDeviceIds: deviceIds,
+          ...(settings.network !== undefined ? { networkName: settings.network } : {}),
         });
         await outbox.commit(job);
         state = await runtime.inspectContainer(record.container_id);
@@ -118,6 +126,13 @@ export class JobLaunch {
       const evidence = await this.waitReady(job, signal);
       if (signal.aborted) return;
       evidence.readiness_ms = clock.now().getTime() - startedAtMs;
+      if (record.confinement !== undefined) {
+        // What the renter's container is confined to, on the record of its readiness.
+        evidence.isolation = record.confinement.isolation;
+        evidence.limit_nano_cpus = record.confinement.limits.nano_cpus;
+        evidence.limit_memory_bytes = record.confinement.limits.memory_bytes;
+        evidence.limit_pids = record.confinement.limits.pids;
+      }
       const now = clock.now().toISOString();
       enterPhase(record, 'readiness_verified');
       record.ready_at = now;
@@ -132,6 +147,35 @@ export class JobLaunch {
       if (signal.aborted) return;
       await this.fail(job, error);
     }
+  }
+
+  /**
+   * The job's limits (this agent's own, or the launch's when lower; none when neither is known) and its runtime
+   * (job-limits.ts), recorded before the container is created with them.
+   */
+  private async confine(job: LiveJob): Promise<{ limits?: ContainerLimits; runtime?: string }> {
+    const { settings } = this.context;
+    const record = job.record;
+    const announced = record.launch?.limits;
+    const limits = settings.jobLimits === undefined ? announced : effectiveLimits(settings.jobLimits, announced);
+    if (limits === undefined) return {};
+    let isolation: ReturnType<typeof chooseIsolation>;
+    try {
+      isolation = chooseIsolation(settings.jobRuntime, await this.engineIsolation());
+    } catch (error) {
+      throw new LaunchFailure(errorText(error));
+    }
+    record.confinement = { limits, isolation: isolation.description };
+    await this.context.outbox.commit(job);
+    return { limits: containerLimitsOf(limits), ...(isolation.runtime !== undefined ? { runtime: isolation.runtime } : {}) };
+  }
+
+  private async engineIsolation(): Promise<EngineIsolation> {
+    const nowMs = this.context.clock.now().getTime();
+    if (this.engine === undefined || nowMs - this.engine.readAtMs >= ENGINE_ISOLATION_TTL_MS) {
+      this.engine = { isolation: await this.context.runtime.engineIsolation(), readAtMs: nowMs };
+    }
+    return this.engine.isolation;
   }
 
   private async pull(job: LiveJob, image: string, signal: AbortSignal): Promise<void> {

@@ -1,8 +1,10 @@
-// Metering while the job runs: a tick at least every exitWatchIntervalMs checks the container, sends
-// the periodic receipt when one is due, and ends the meter with the final receipt when the container
-// stopped on its own or vanished. The arithmetic is meter.ts's; this part owns the timer.
+// Metering while the job runs: a tick at least every exitWatchIntervalMs checks the container, has the
+// confinement watch look at it (job-confinement.ts: limits and quotas), sends the periodic receipt when
+// one is due, and ends the meter with the final receipt when the container stopped on its own, was
+// stopped for a quota, or vanished. The arithmetic is meter.ts's; this part owns the timer.
 import type { ContainerState } from '../runtime/container-runtime.js';
 import type { JobAccessListener } from './job-access.js';
+import { JobConfinement } from './job-confinement.js';
 import { FAILURE_LOG_BYTES, FAILURE_LOG_LINES, type JobContext, type LiveJob, serial } from './job-context.js';
 import { jobDetail } from './job-outbox.js';
 import { enterPhase } from './job-phase.js';
@@ -11,10 +13,14 @@ import { nextMeterDelayMs, nextReceipt } from './meter.js';
 import { errorText } from './text.js';
 
 export class JobMetering {
+  private readonly confinement: JobConfinement;
+
   constructor(
     private readonly context: JobContext,
     private readonly access: JobAccessListener,
-  ) {}
+  ) {
+    this.confinement = new JobConfinement(context);
+  }
 
   /** Arms the job's next tick: when the next receipt is due, or sooner to notice an exit. */
   schedule(job: LiveJob, afterFailure = false): void {
@@ -76,12 +82,21 @@ export class JobMetering {
           .ensure(job, this.access.executionMode(job))
           .catch((error: unknown) => logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job access still unavailable'));
       }
-      if (nextMeterDelayMs(record.meter, record.launch.meter_interval_s, clock.now()) === 0) {
-        const receipt = this.takeReceipt(job, state, false);
-        if (receipt !== undefined) await outbox.commit(job, [receipt]);
+      if (!(await this.confinement.check(job, state))) {
+        if (nextMeterDelayMs(record.meter, record.launch.meter_interval_s, clock.now()) === 0) {
+          const receipt = this.takeReceipt(job, state, false);
+          if (receipt !== undefined) await outbox.commit(job, [receipt]);
+        }
+        this.schedule(job);
+        return;
       }
-      this.schedule(job);
-      return;
+      // Stopped for a quota: the meter ends here as for any container that stopped.
+      state = await runtime.inspectContainer(state.id).catch(() => state);
+      job.containerState = state?.status ?? 'missing';
+      if (state?.running === true) {
+        this.schedule(job, true);
+        return;
+      }
     }
     // The container stopped on its own (or vanished): the meter ends with what really ran.
     const messages: JobMessageBody[] = [];
@@ -93,13 +108,16 @@ export class JobMetering {
       record.failure = 'the container disappeared while the job ran';
       messages.push(outbox.status(record, 'failed', { detail: record.failure }));
     } else {
+      await this.confinement.exitEvents(job, state);
       enterPhase(record, 'container_exited');
       if (state.exitCode !== undefined) record.exit_code = state.exitCode;
       const logs = await runtime.containerLogs(state.id, { tailLines: FAILURE_LOG_LINES, maxBytes: FAILURE_LOG_BYTES }).catch(() => '');
+      const why = this.confinement.stopDetail(job) ?? (state.oomKilled === true ? 'killed for going past its memory limit' : undefined);
+      const lines = [...(why !== undefined ? [why] : []), ...(logs.trim() !== '' ? [`last output:\n${logs.trim()}`] : [])];
       messages.push(
         outbox.status(record, 'exited', {
           ...(state.exitCode !== undefined ? { exit_code: state.exitCode } : {}),
-          ...(logs.trim() !== '' ? { detail: jobDetail(record, `last output:\n${logs.trim()}`) } : {}),
+          ...(lines.length > 0 ? { detail: jobDetail(record, lines.join('; ')) } : {}),
         }),
       );
     }

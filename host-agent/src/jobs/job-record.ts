@@ -1,10 +1,11 @@
 // What the supervisor persists per job (`<stateDir>/jobs/<job_id>.json`) and what it hands the channel.
-import type { JobStatusMessage, LaunchJobBody, MeterReceiptMessage } from '@ark/shared';
+import type { JobEventMessage, JobLimits, JobStatusMessage, LaunchJobBody, MeterReceiptMessage } from '@ark/shared';
 
 /** The envelope fields (`v`, `sid`, `seq`, `id`) are the channel's to add. */
 export type JobStatusBody = Omit<JobStatusMessage, 'v' | 'sid' | 'seq' | 'id'>;
 export type MeterReceiptBody = Omit<MeterReceiptMessage, 'v' | 'sid' | 'seq' | 'id'>;
-export type JobMessageBody = JobStatusBody | MeterReceiptBody;
+export type JobEventBody = Omit<JobEventMessage, 'v' | 'sid' | 'seq' | 'id'>;
+export type JobMessageBody = JobStatusBody | MeterReceiptBody | JobEventBody;
 export type JobStatus = JobStatusMessage['status'];
 export type JobAccess = NonNullable<JobStatusMessage['access']>;
 export type JobEvidence = NonNullable<JobStatusMessage['evidence']>;
@@ -50,6 +51,23 @@ export type StopRequest = {
   requested_at: string;
 };
 
+/** How the job's container is confined, and what the confinement watch has already told (job-confinement.ts). */
+export type ConfinementState = {
+  /** The limits the container was created with. */
+  limits: JobLimits;
+  /** gvisor, kata or runc, with `+userns` when the engine remaps users (job-limits.ts chooseIsolation). */
+  isolation: string;
+  /** OOM kills are counted from here on (the engine's events). */
+  oom_checked_until?: string;
+  disk_warned?: boolean;
+  egress_warned?: boolean;
+  egress_unmetered_told?: boolean;
+  /** Set while the container holds as many processes as its limit: told once per time it gets there. */
+  pids_at_limit?: boolean;
+  /** Set when the agent stopped the container for a quota: the exited status says why. */
+  stopped_for?: string;
+};
+
 export const JOB_RECORD_VERSION = 1;
 
 export type JobRecord = {
@@ -83,6 +101,8 @@ export type JobRecord = {
   retrieval_until?: string;
   exit_code?: number;
   failure?: string;
+  /** Absent for jobs launched before confinement (their containers have no limits). */
+  confinement?: ConfinementState;
   /**
    * Messages recorded with the state change that caused them and not yet handed to the channel.
    * Written before `enqueue` and cleared after, so a crash in between resends rather than loses them.

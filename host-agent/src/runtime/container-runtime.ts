@@ -12,6 +12,24 @@ export type PortBinding = {
   hostIp?: string;
 };
 
+/**
+ * The capabilities a job's container keeps; Docker's default set less NET_RAW (raw sockets: forged packets, ARP
+ * games on a shared network), MKNOD (device nodes), AUDIT_WRITE, SETFCAP, SETPCAP and SYS_CHROOT. What is left is
+ * what root inside a container needs for ordinary work: installing packages (apt switches to its own user and chowns
+ * its files), fixing file ownership and modes in the volume, binding ports under 1024, signalling its own processes.
+ * The agent's SSH and SFTP paths need none of them: they run `docker exec` from the host or read the volume there.
+ */
+export const JOB_CAPABILITIES = ['CHOWN', 'DAC_OVERRIDE', 'FOWNER', 'FSETID', 'KILL', 'SETGID', 'SETUID', 'NET_BIND_SERVICE'] as const;
+
+/** Docker's HostConfig figures for one job's limits (host-agent/src/jobs/job-limits.ts works them out). */
+export type ContainerLimits = {
+  /** 1e9 is one CPU. */
+  nanoCpus: number;
+  /** Memory, and the same figure as memory plus swap: no swap beyond it. */
+  memoryBytes: number;
+  pids: number;
+};
+
 export type ContainerSpec = {
   name: string;
   /** `name@sha256:<64 hex>`: containers only ever run images named by digest. */
@@ -26,6 +44,38 @@ export type ContainerSpec = {
   portBindings: readonly PortBinding[];
   /** GPU device IDs (UUIDs or indexes) for a Docker device request; empty means no device request at all. */
   gpuDeviceIds: readonly string[];
+  /**
+   * A user-defined Docker network to attach to instead of the engine's default one (with `bridge`): the host's own,
+   * e.g. an internal one or one with its own egress rules. Ignored with host networking.
+   */
+  networkName?: string;
+  /** CPU, memory and pids limits; absent: none (every job container the agent creates has them). */
+  limits?: ContainerLimits;
+  /** An OCI runtime the engine knows (runsc for gVisor, kata-runtime for Kata); absent: the engine's default. */
+  runtime?: string;
+};
+
+/** What the engine offers to confine containers beyond namespaces and cgroups (`docker info`). */
+export type EngineIsolation = {
+  /** The OCI runtimes registered with the engine (runc always; runsc, kata-runtime, ... when installed). */
+  runtimes: string[];
+  defaultRuntime: string;
+  /** The engine remaps container users into a user namespace (dockerd --userns-remap). */
+  userNamespaceRemap: boolean;
+  /** The engine itself runs without root (rootless Docker). */
+  rootless: boolean;
+};
+
+/** A running container's counters as the engine reports them (one stats reading). */
+export type ContainerUsage = {
+  /** Processes and threads in the container now. */
+  pids?: number;
+  /**
+   * Bytes sent out of the container's network interfaces since it started, all interfaces summed; undefined when it
+   * has none of its own (host networking shares the host's, whose counters are not the job's).
+   */
+  networkTxBytes?: number;
+  memoryBytes?: number;
 };
 
 /** What the supervisor needs to know about one container. */
@@ -38,6 +88,8 @@ export type ContainerState = {
   startedAt?: Date;
   finishedAt?: Date;
   exitCode?: number;
+  /** Docker says the kernel's OOM killer struck inside the container (set when it exited). */
+  oomKilled?: boolean;
   labels: Record<string, string>;
 };
 
@@ -102,6 +154,14 @@ export interface ContainerRuntime {
   containerLogs(id: string, options: LogOptions): Promise<string>;
   /** A tar stream of a path inside a (possibly stopped) container. */
   exportPath(containerId: string, path: string, signal?: AbortSignal): Promise<Readable>;
+  /** The engine's runtimes and security options. */
+  engineIsolation(): Promise<EngineIsolation>;
+  /** One reading of a running container's counters; undefined when no such container exists. */
+  containerUsage(id: string): Promise<ContainerUsage | undefined>;
+  /** The size of the container's writable layer (what it wrote outside its volumes); undefined when unknown. */
+  containerWritableBytes(id: string): Promise<number | undefined>;
+  /** How many times the kernel's OOM killer struck inside the container in [since, until). */
+  oomKillsBetween(id: string, since: Date, until: Date): Promise<number>;
 }
 
 export type ContainerRuntimeErrorCode =

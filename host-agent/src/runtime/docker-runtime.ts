@@ -9,13 +9,22 @@ import {
   ContainerRuntimeError,
   type ContainerSpec,
   type ContainerState,
+  type ContainerUsage,
+  type EngineIsolation,
   type ExecRequest,
   type ExecSession,
   type LogOptions,
   type PulledImage,
   type PullOptions,
+  JOB_CAPABILITIES,
 } from './container-runtime.js';
-import { containerStateFromInspect } from './docker-inspect.js';
+import {
+  containerStateFromInspect,
+  containerUsageFromStats,
+  type DockerInfoAnswer,
+  type DockerStatsAnswer,
+  engineIsolationFromInfo,
+} from './docker-inspect.js';
 import { demultiplex, demultiplexBuffer } from './docker-stream.js';
 import { formatDigestReference, parseDigestReference, repoDigestsMatch } from './image-reference.js';
 import { type PullEvent, PullProgressTracker } from './pull-progress.js';
@@ -38,6 +47,8 @@ export const DOCKER_PULL_STALL_TIMEOUT_MS_DEFAULT = 5 * 60_000;
 /** Longest pull-stream line parsed; Docker's are a few hundred bytes. */
 const PULL_LINE_MAX_BYTES = 64 * 1024;
 const ERROR_TEXT_MAX_CHARS = 500;
+/** Bound on an events answer read for OOM kills; each event is a few hundred bytes. */
+const EVENTS_MAX_BYTES = 256 * 1024;
 
 type DockerError = Error & { statusCode?: number; json?: { message?: string } };
 
@@ -293,7 +304,7 @@ export class DockerRuntime implements ContainerRuntime {
         Labels: spec.labels,
         ...(bridge ? { ExposedPorts: exposed } : {}),
         HostConfig: {
-          NetworkMode: spec.networkMode,
+          NetworkMode: spec.networkMode === 'bridge' && spec.networkName !== undefined ? spec.networkName : spec.networkMode,
           ...(bridge ? { PortBindings: bindings } : {}),
           Mounts: [{ Type: 'volume', Source: spec.volumeName, Target: spec.volumeMountPath }],
           // No GPU, no device request: an empty request would still ask for the nvidia runtime.
@@ -301,6 +312,22 @@ export class DockerRuntime implements ContainerRuntime {
             ? { DeviceRequests: [{ Driver: 'nvidia', DeviceIDs: [...spec.gpuDeviceIds], Capabilities: [['gpu']] }] }
             : {}),
           RestartPolicy: { Name: 'no' },
+          // The renter's code is trusted no more than it must be: never privileged, no privilege gained through
+          // setuid binaries, a reduced capability set (JOB_CAPABILITIES says what is kept and why).
+          Privileged: false,
+          SecurityOpt: ['no-new-privileges:true'],
+          CapDrop: ['ALL'],
+          CapAdd: [...JOB_CAPABILITIES],
+          ...(spec.limits !== undefined
+            ? {
+                NanoCpus: spec.limits.nanoCpus,
+                Memory: spec.limits.memoryBytes,
+                // Equal to Memory: no swap on top of the limit, so a hog is stopped, not paged out onto the host.
+                MemorySwap: spec.limits.memoryBytes,
+                PidsLimit: spec.limits.pids,
+              }
+            : {}),
+          ...(spec.runtime !== undefined ? { Runtime: spec.runtime } : {}),
           // Logs are read for failure details only; keep them from filling the disk.
           LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
         },
@@ -463,5 +490,62 @@ export class DockerRuntime implements ContainerRuntime {
       this.callTimeoutMs,
       signal,
     )) as Readable;
+  }
+
+  async engineIsolation(): Promise<EngineIsolation> {
+    // dockerode's info() takes the abort signal at runtime; its typings do not say so.
+    const info = this.docker.info as unknown as (options: Record<string, unknown>) => Promise<DockerInfoAnswer>;
+    return engineIsolationFromInfo(await this.call('engine info', (abortSignal) => info.call(this.docker, signalOption(abortSignal))));
+  }
+
+  async containerUsage(id: string): Promise<ContainerUsage | undefined> {
+    try {
+      // One reading, without waiting for a second one to work out CPU rates.
+      const answer = (await this.call('container stats', (abortSignal) =>
+        this.docker.getContainer(id).stats({ stream: false, 'one-shot': true, ...signalOption(abortSignal) } as { stream: false }),
+      )) as unknown as DockerStatsAnswer;
+      return containerUsageFromStats(answer);
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async containerWritableBytes(id: string): Promise<number | undefined> {
+    try {
+      // size=true makes the engine walk the writable layer: the one costly call here, made at the disk interval only.
+      const info = (await this.call('container inspect with size', (abortSignal) =>
+        this.docker.getContainer(id).inspect({ size: true, ...signalOption(abortSignal) } as Docker.ContainerInspectOptions),
+      )) as unknown as { SizeRw?: number };
+      return typeof info.SizeRw === 'number' && Number.isFinite(info.SizeRw) && info.SizeRw >= 0 ? info.SizeRw : undefined;
+    } catch (error) {
+      if (statusOf(error) === 404) return undefined;
+      throw error;
+    }
+  }
+
+  async oomKillsBetween(id: string, since: Date, until: Date): Promise<number> {
+    // A bounded window (until is given), so the engine answers what it has and ends the stream.
+    const stream = (await this.call('events', (abortSignal) =>
+      this.docker.getEvents({
+        // Seconds, with the milliseconds as a fraction: the engine reads both.
+        since: since.getTime() / 1000,
+        until: until.getTime() / 1000,
+        filters: { type: ['container'], event: ['oom'], container: [id] },
+        ...signalOption(abortSignal),
+      } as Docker.GetEventsOptions),
+    )) as unknown as Readable;
+    return this.call('events read', async (abortSignal) => {
+      let text = '';
+      abortSignal.addEventListener('abort', () => stream.destroy(), { once: true });
+      for await (const chunk of stream) {
+        text += String(chunk);
+        if (text.length > EVENTS_MAX_BYTES) {
+          stream.destroy();
+          break;
+        }
+      }
+      return text.split('\n').filter((line) => line.includes('"oom"')).length;
+    });
   }
 }

@@ -3,7 +3,10 @@ export {
   ContainerRuntimeError,
   type ContainerRuntimeErrorCode,
   type ContainerSpec,
+  type ContainerLimits,
   type ContainerState,
+  type ContainerUsage,
+  type EngineIsolation,
   type ExecRequest,
   type ExecSession,
   type LogOptions,
@@ -11,7 +14,9 @@ export {
   type PortBinding,
   type PulledImage,
   type PullOptions,
+  JOB_CAPABILITIES,
 } from './container-runtime.js';
+export { containerUsageFromStats, engineIsolationFromInfo } from './docker-inspect.js';
 export {
   DOCKER_CALL_TIMEOUT_MS_DEFAULT,
   DOCKER_PULL_STALL_TIMEOUT_MS_DEFAULT,

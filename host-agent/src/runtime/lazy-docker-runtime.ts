@@ -5,6 +5,8 @@ import type {
   ContainerRuntime,
   ContainerSpec,
   ContainerState,
+  ContainerUsage,
+  EngineIsolation,
   ExecRequest,
   ExecSession,
   LogOptions,
@@ -71,5 +73,17 @@ export class LazyDockerRuntime implements ContainerRuntime {
   }
   async exportPath(containerId: string, path: string, signal?: AbortSignal): Promise<Readable> {
     return (await this.runtime()).exportPath(containerId, path, signal);
+  }
+  async engineIsolation(): Promise<EngineIsolation> {
+    return (await this.runtime()).engineIsolation();
+  }
+  async containerUsage(id: string): Promise<ContainerUsage | undefined> {
+    return (await this.runtime()).containerUsage(id);
+  }
+  async containerWritableBytes(id: string): Promise<number | undefined> {
+    return (await this.runtime()).containerWritableBytes(id);
+  }
+  async oomKillsBetween(id: string, since: Date, until: Date): Promise<number> {
+    return (await this.runtime()).oomKillsBetween(id, since, until);
   }
 }

@@ -26,8 +26,10 @@ describe('the channel catalog', () => {
   });
 
   it('derives the reliable set the agent resends and the gateway applies once', () => {
-    expect([...RELIABLE_AGENT_MESSAGE_TYPES].sort()).toEqual(['job_status', 'meter_receipt', 'nettest_receipt', 'telemetry']);
-    expectTypeOf<ReliableAgentMessageType>().toEqualTypeOf<'telemetry' | 'meter_receipt' | 'job_status' | 'nettest_receipt'>();
+    expect([...RELIABLE_AGENT_MESSAGE_TYPES].sort()).toEqual(['job_event', 'job_status', 'meter_receipt', 'nettest_receipt', 'telemetry']);
+    expectTypeOf<ReliableAgentMessageType>().toEqualTypeOf<
+      'telemetry' | 'meter_receipt' | 'job_status' | 'job_event' | 'nettest_receipt'
+    >();
     expectTypeOf<ReliableAgentMessage['id']>().toEqualTypeOf<number>();
     // Commands are reliable too, but they go the other way: not in the agent's set.
     expect(CHANNEL_CATALOG.command.reliable).toBe(true);
@@ -39,7 +41,14 @@ describe('the channel catalog', () => {
   it('splits the types by direction, and the handler table serves all agent types but the gateway’s own', () => {
     expectTypeOf<ServerMessageType>().toEqualTypeOf<'challenge' | 'welcome' | 'ack' | 'command' | 'relay_open' | 'relay_cancel'>();
     expectTypeOf<Extract<AgentMessageType, ServerMessageType>>().toBeNever();
-    expect([...HANDLED_AGENT_MESSAGE_TYPES].sort()).toEqual(['heartbeat', 'job_status', 'meter_receipt', 'nettest_receipt', 'telemetry']);
+    expect([...HANDLED_AGENT_MESSAGE_TYPES].sort()).toEqual([
+      'heartbeat',
+      'job_event',
+      'job_status',
+      'meter_receipt',
+      'nettest_receipt',
+      'telemetry',
+    ]);
     for (const type of ['hello', 'command_ack', 'relay_head', 'relay_data', 'relay_end'] as const) {
       expect(CHANNEL_CATALOG[type]).toMatchObject({ from: 'agent', consumedBy: 'gateway' });
     }

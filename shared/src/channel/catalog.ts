@@ -6,6 +6,7 @@ import {
   CommandMessage,
   HeartbeatMessage,
   HelloMessage,
+  JobEventMessage,
   JobStatusMessage,
   MeterReceiptMessage,
   NettestReceiptMessage,
@@ -81,6 +82,7 @@ export const CHANNEL_CATALOG = defineChannelCatalog({
   telemetry: { schema: TelemetryMessage, from: 'agent', reliable: true },
   meter_receipt: { schema: MeterReceiptMessage, from: 'agent', reliable: true },
   job_status: { schema: JobStatusMessage, from: 'agent', reliable: true },
+  job_event: { schema: JobEventMessage, from: 'agent', reliable: true },
   nettest_receipt: { schema: NettestReceiptMessage, from: 'agent', reliable: true },
 });
 

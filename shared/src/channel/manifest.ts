@@ -13,6 +13,26 @@ export const GpuManifest = Type.Object(
 );
 export type GpuManifest = Static<typeof GpuManifest>;
 
+/**
+ * What one job's container may use on a machine: CPU (in billionths of a CPU, Docker's NanoCpus), memory (swap
+ * included: the same figure) and processes. The agent works them out from the machine and the reserve its host
+ * keeps for the agent, Docker and the host (host-agent/README.md "What a job may use"), reports them in its
+ * manifest, and applies them to every job's container; the control plane shows them on the offer and sends them
+ * back with each launch_job.
+ */
+export const JobLimits = Type.Object(
+  {
+    /** 1e9 is one CPU; at least a hundredth of one. */
+    nano_cpus: Type.Integer({ minimum: 10_000_000, maximum: 4096 * 1_000_000_000 }),
+    /** Memory and swap together; Docker refuses less than 6 MiB. */
+    memory_bytes: ByteCount,
+    /** Processes and threads the container may hold at once. */
+    pids: Type.Integer({ minimum: 16, maximum: 4_194_304 }),
+  },
+  { additionalProperties: false },
+);
+export type JobLimits = Static<typeof JobLimits>;
+
 export const MachineManifest = Type.Object(
   {
     hostname: Type.String({ maxLength: 255 }),
@@ -28,6 +48,11 @@ export const MachineManifest = Type.Object(
     cuda_version: Type.Optional(Type.String({ maxLength: 64 })),
     agent_version: Type.String({ maxLength: 64 }),
     region: Type.Optional(Type.String({ maxLength: 64 })),
+    /**
+     * What each job may use (absent from agents older than confinement). Its presence also says the agent takes
+     * launch_job's `limits` and included quotas, which the control plane only sends to such an agent.
+     */
+    job_limits: Type.Optional(JobLimits),
   },
   { additionalProperties: false },
 );

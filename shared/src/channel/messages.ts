@@ -1,5 +1,6 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
-import { COUNTER_MAX, ImageDigest, Int64String, Rfc3339Utc, Uuid } from '../formats.js';
+import { ByteCount, COUNTER_MAX, ImageDigest, Int64String, Rfc3339Utc, Uuid } from '../formats.js';
+import { JobLimits } from './manifest.js';
 
 /**
  * The agent channel, protocol version 1 (DESIGN.md "The agent channel").
@@ -100,6 +101,16 @@ export const LaunchJobBody = Type.Object(
     /** Model-kind templates: the per-job engine key (43 chars). */
     engine_api_key: Type.Optional(Type.String({ pattern: '^[A-Za-z0-9_-]{43}$' })),
     meter_interval_s: Type.Integer({ minimum: 1 }),
+    /**
+     * The container's CPU, memory and process limits, as the machine's manifest announced them (the agent never
+     * applies more than its own reserve leaves). Sent only to an agent whose manifest has `job_limits`; its presence
+     * tells the agent that this control plane takes `job_event` messages.
+     */
+    limits: Type.Optional(JobLimits),
+    /** The offer's included disk (the job's volume and writable layer together); absent: none enforced. */
+    included_disk_bytes: Type.Optional(ByteCount),
+    /** The offer's included egress (bytes the container sends out of its network interfaces); absent: none enforced. */
+    included_egress_bytes: Type.Optional(ByteCount),
   },
   { additionalProperties: false },
 );
@@ -308,6 +319,44 @@ export const JobStatusMessage = Type.Object(
   { additionalProperties: false },
 );
 export type JobStatusMessage = Static<typeof JobStatusMessage>;
+
+/** What the agent saw its confinement do to a job (host-agent/src/jobs/job-confinement.ts). */
+export const JOB_EVENT_KINDS = [
+  /** The kernel killed a process of the job for going past its memory limit. */
+  'oom_kill',
+  /** The job holds as many processes as its pids limit allows: more forks fail inside it. */
+  'pids_limit_reached',
+  'disk_quota_warning',
+  /** The job wrote past its included disk: the agent stopped its container. */
+  'disk_quota_exceeded',
+  'egress_quota_warning',
+  /** The job sent past its included egress: the agent stopped its container. */
+  'egress_quota_exceeded',
+  /** The job has no network interface of its own (host networking), so its egress cannot be counted. */
+  'egress_unmetered',
+] as const;
+export type JobEventKind = (typeof JOB_EVENT_KINDS)[number];
+
+/**
+ * Agent -> control plane: something that happened to a running job that is no change of its state, recorded as one
+ * of the job's events. Sent only for launches that carried `limits` (a control plane that knows this type).
+ */
+export const JobEventMessage = Type.Object(
+  {
+    ...base('job_event'),
+    id: MessageId,
+    job_id: Uuid,
+    fence: Int64String,
+    at: Rfc3339Utc,
+    kind: Type.Union(JOB_EVENT_KINDS.map((kind) => Type.Literal(kind))),
+    message: Type.String({ maxLength: 500 }),
+    data: Type.Record(Type.String({ maxLength: 64 }), Type.Union([Type.String({ maxLength: 200 }), Type.Number(), Type.Boolean()]), {
+      maxProperties: 16,
+    }),
+  },
+  { additionalProperties: false },
+);
+export type JobEventMessage = Static<typeof JobEventMessage>;
 
 export const NettestReceiptMessage = Type.Object(
   {

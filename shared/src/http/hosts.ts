@@ -1,5 +1,5 @@
 import { type Static, Type } from '@sinclair/typebox';
-import { MachineManifest } from '../channel/manifest.js';
+import { JobLimits, MachineManifest } from '../channel/manifest.js';
 import { ByteCount, DecimalString, Int64String, MicroAmount, MicroTotal, Nullable, Rfc3339Utc, Sha256Hash, Uuid } from '../formats.js';
 import { PageQuery } from './common.js';
 import { TemplateFit } from './templates.js';
@@ -200,6 +200,11 @@ export const OfferSummary = Type.Object(
     region: Type.Optional(Type.String()),
     template_compatibility: Type.Optional(Type.Array(Type.String())),
     manifest_hash: Type.Optional(Sha256Hash),
+    /**
+     * What one job's container may use on this machine (CPU, memory with swap, processes): the machine less the
+     * reserve its host keeps for the agent and the system. Absent for an agent older than confinement.
+     */
+    job_limits: Type.Optional(JobLimits),
     /** TemplateFit: present only when the request named a template. */
     fit: Type.Optional(TemplateFit),
   },

@@ -56,6 +56,9 @@ describe('buildLaunchBody', () => {
       },
       engineApiKey: key,
       meterIntervalS: 30,
+      jobLimits: null,
+      includedDiskGib: 50,
+      includedEgressGib: 10,
     });
     expect(body).toEqual({
       job_id: '00000000-0000-4000-8000-000000000001',
@@ -71,5 +74,34 @@ describe('buildLaunchBody', () => {
       engine_api_key: key,
     });
     expect(secretsOfLaunch(body, { TOKEN: 'hunter22' })).toEqual([key, 'hunter22']);
+  });
+
+  const base = {
+    jobId: '00000000-0000-4000-8000-000000000002',
+    fence: 1n,
+    imageDigest: 'registry.test/ark/busybox@sha256:' + 'b'.repeat(64),
+    gpuPciAddresses: [],
+    sshPublicKeys: ['ssh-ed25519 AAAA'],
+    renterEnv: {},
+    template: null,
+    engineApiKey: null,
+    meterIntervalS: 30,
+  };
+  const limits = { nano_cpus: 3_000_000_000, memory_bytes: String(14 * 1024 ** 3), pids: 4096 };
+
+  it("sends the manifest's limits and the quote's included quotas, in bytes, to an agent that announced limits", () => {
+    const body = buildLaunchBody({ ...base, jobLimits: limits, includedDiskGib: 50, includedEgressGib: 10 });
+    expect(body.limits).toEqual(limits);
+    expect(body.included_disk_bytes).toBe(String(50 * 1024 ** 3));
+    expect(body.included_egress_bytes).toBe(String(10 * 1024 ** 3));
+  });
+
+  it('states no quota for an included 0 (the seeded offer) and nothing new to an agent older than confinement', () => {
+    const none = buildLaunchBody({ ...base, jobLimits: limits, includedDiskGib: 0, includedEgressGib: 0 });
+    expect(none.limits).toEqual(limits);
+    expect('included_disk_bytes' in none || 'included_egress_bytes' in none).toBe(false);
+    // Such an agent refuses launch_job fields it does not know (additionalProperties: false), so none are sent.
+    const old = buildLaunchBody({ ...base, jobLimits: null, includedDiskGib: 50, includedEgressGib: 10 });
+    expect(Object.keys(old).filter((key) => ['limits', 'included_disk_bytes', 'included_egress_bytes'].includes(key))).toEqual([]);
   });
 });

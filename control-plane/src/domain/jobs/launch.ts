@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import type { LaunchJobBody, TemplateKind, TemplateSpec } from '@ark/shared';
+import type { JobLimits, LaunchJobBody, TemplateKind, TemplateSpec } from '@ark/shared';
 import { DomainError } from '../../errors.js';
 
 // What an agent is told to run: validated renter input merged with the template's spec.
@@ -75,7 +75,17 @@ export interface LaunchInput {
   template: LaunchTemplate | null;
   engineApiKey: string | null;
   meterIntervalS: number;
+  /**
+   * The machine manifest's `job_limits`: null for an agent older than confinement, which refuses launch_job fields
+   * it does not know, so it is sent neither the limits nor the quotas.
+   */
+  jobLimits: JobLimits | null;
+  /** The quote's included quotas; 0 states none (the seeded offer), and nothing is enforced. */
+  includedDiskGib: number;
+  includedEgressGib: number;
 }
+
+const GIB = 1024n ** 3n;
 
 /** The launch_job command body. The renter's variables override the template's. */
 export function buildLaunchBody(input: LaunchInput): LaunchJobBody {
@@ -93,6 +103,11 @@ export function buildLaunchBody(input: LaunchInput): LaunchJobBody {
   if (spec?.command) body.command = [...spec.command];
   if (spec?.health_check) body.health_check = { ...spec.health_check };
   if (input.engineApiKey !== null) body.engine_api_key = input.engineApiKey;
+  if (input.jobLimits !== null) {
+    body.limits = { ...input.jobLimits };
+    if (input.includedDiskGib > 0) body.included_disk_bytes = (BigInt(input.includedDiskGib) * GIB).toString();
+    if (input.includedEgressGib > 0) body.included_egress_bytes = (BigInt(input.includedEgressGib) * GIB).toString();
+  }
   return body;
 }
 

@@ -1,4 +1,4 @@
-import type { MaintenanceWindow, OfferCommitRequest } from '@ark/shared';
+import type { JobLimits, MaintenanceWindow, OfferCommitRequest } from '@ark/shared';
 import { DomainError } from '../../errors.js';
 
 // Versioned future offers (contract parts 1, 4, 9). Each commit is a new immutable version; the machine's
@@ -49,6 +49,8 @@ export interface ListedOffer extends OfferVersionRecord {
     liveState: 'waiting' | 'live' | 'failed' | 'off';
     lastHeartbeatAt: string | null;
     healthy: boolean | null;
+    /** What each job may use, as the agent's manifest announced it; null for an agent older than confinement. */
+    jobLimits: JobLimits | null;
   };
   /** The reliability worker's last score; null before it scored the machine. */
   reliability: { scoreE4: number; isNew: boolean } | null;

@@ -2,6 +2,7 @@ import type {
   BudgetExtensionRequest,
   HeartbeatMessage,
   JobCreateRequest,
+  JobEventMessage,
   JobStatusMessage,
   MeterReceiptMessage,
   QuoteRequest,
@@ -12,6 +13,7 @@ import type { QuoteRecord } from '../../domain/quotes/quote.js';
 import type { SpendCapStanding } from '../../domain/jobs/spend-cap.js';
 import type { Tx } from '../../store/db.js';
 import type { CommitHook } from '../../store/transaction.js';
+import { applyJobEvent } from './agent-event.js';
 import { applyJobStatus } from './agent-status.js';
 import type { JobDeps, JobSettings } from './deps.js';
 import { type BudgetExtended, extendBudget, stopJob } from './funding.js';
@@ -53,6 +55,8 @@ export interface JobServices {
   ): Promise<BudgetExtended>;
   /** The 'job_status' channel handler (inside the gateway's apply-once transaction). */
   applyJobStatus(trx: Tx, machineId: string, msg: JobStatusMessage, now: Date): Promise<void>;
+  /** The 'job_event' channel handler (inside the gateway's apply-once transaction). */
+  applyJobEvent(trx: Tx, machineId: string, msg: JobEventMessage, now: Date): Promise<void>;
   /** The 'meter_receipt' channel handler (inside the gateway's apply-once transaction). */
   applyMeterReceipt(trx: Tx, machineId: string, msg: MeterReceiptMessage, now: Date): Promise<void>;
   /** The heartbeat hook: reconciling jobs the agent lists as running come back. Returns how many did. */
@@ -75,6 +79,7 @@ export function buildJobServices(deps: JobDeps): JobServices {
     stop: (jobId, caller, reasonText, commit) => stopJob(deps, jobId, caller, reasonText, commit),
     extendBudget: (jobId, accountId, body, commit) => extendBudget(deps, jobId, accountId, body, commit),
     applyJobStatus: (trx, machineId, msg, now) => applyJobStatus(deps, trx, machineId, msg, now),
+    applyJobEvent: (trx, machineId, msg, now) => applyJobEvent(deps, trx, machineId, msg, now),
     applyMeterReceipt: (trx, machineId, msg, now) => applyMeterReceipt(deps, trx, machineId, msg, now),
     reconcileFromHeartbeat: (machineId, msg, now) => reconcileFromHeartbeat(deps, machineId, msg, now),
     readSpendCap: (accountId) => readSpendCap(deps, accountId),

@@ -102,6 +102,9 @@ export async function reserve(
         template: template ? { kind: template.kind, spec: template.spec } : null,
         engineApiKey,
         meterIntervalS: settings.meterIntervalS,
+        jobLimits: manifest.job_limits ?? null,
+        includedDiskGib: quote.includedDiskGib,
+        includedEgressGib: quote.includedEgressGib,
       });
       const { fence: _fence, ...launchWithoutFence } = launch;
 

@@ -6,13 +6,14 @@ import { mkdtemp, rm } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { compileChannelSchema, JobStatusMessage, type LaunchJobBody, ManualClock, MeterReceiptMessage } from '@ark/shared';
+import { compileChannelSchema, JobEventMessage, JobStatusMessage, type LaunchJobBody, ManualClock, MeterReceiptMessage } from '@ark/shared';
 import { generateHostKey } from '../../access/host-key.js';
 import { RecordedContainerRuntime } from '../../runtime/testing/recorded-container-runtime.js';
 import { createJobContext, type JobContext, type JobSupervisorOptions, type LiveJob, liveJob } from '../job-context.js';
 import {
   JOB_RECORD_VERSION,
   type JobChannelPort,
+  type JobEventBody,
   type JobMessageBody,
   type JobRecord,
   type JobStatusBody,
@@ -21,6 +22,8 @@ import {
 
 const statusCheck = compileChannelSchema(JobStatusMessage);
 const receiptCheck = compileChannelSchema(MeterReceiptMessage);
+const eventCheck = compileChannelSchema(JobEventMessage);
+const checkOf = (t: JobMessageBody['t']) => (t === 'job_status' ? statusCheck : t === 'job_event' ? eventCheck : receiptCheck);
 
 export const T0 = '2030-01-01T00:00:00.000Z';
 /** Milliseconds after T0, as the ISO string the agent writes. */
@@ -39,7 +42,7 @@ export class RecordingJobChannel implements JobChannelPort {
     await new Promise((resolve) => setImmediate(resolve));
     if (this.down) throw new Error('the channel is not running');
     const wire = { v: 1, sid: 'test', seq: 1, id: 1, ...message };
-    if (!(message.t === 'job_status' ? statusCheck.Check(wire) : receiptCheck.Check(wire))) this.invalid.push(JSON.stringify(message));
+    if (!checkOf(message.t).Check(wire)) this.invalid.push(JSON.stringify(message));
     this.messages.push(structuredClone(message));
   }
 
@@ -51,11 +54,15 @@ export class RecordingJobChannel implements JobChannelPort {
     return this.messages.filter((m): m is MeterReceiptBody => m.t === 'meter_receipt' && (jobId === undefined || m.job_id === jobId));
   }
 
-  /** Statuses and receipts in the order handed over, as short words: `ready`, `receipt 2 final`. */
+  events(jobId?: string): JobEventBody[] {
+    return this.messages.filter((m): m is JobEventBody => m.t === 'job_event' && (jobId === undefined || m.job_id === jobId));
+  }
+
+  /** Statuses, receipts and events in the order handed over, as short words: `ready`, `receipt 2 final`, `oom_kill`. */
   story(jobId?: string): string[] {
     return this.messages
       .filter((m) => jobId === undefined || m.job_id === jobId)
-      .map((m) => (m.t === 'job_status' ? m.status : `receipt ${m.meter_seq}${m.final ? ' final' : ''}`));
+      .map((m) => (m.t === 'job_status' ? m.status : m.t === 'job_event' ? m.kind : `receipt ${m.meter_seq}${m.final ? ' final' : ''}`));
   }
 }
 

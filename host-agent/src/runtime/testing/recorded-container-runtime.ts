@@ -15,13 +15,22 @@ import {
   ContainerRuntimeError,
   type ContainerSpec,
   type ContainerState,
+  type ContainerUsage,
+  type EngineIsolation,
   type ExecRequest,
   type ExecSession,
   type LogOptions,
   type PulledImage,
   type PullOptions,
 } from '../container-runtime.js';
-import { containerStateFromInspect, type DockerInspectAnswer } from '../docker-inspect.js';
+import {
+  containerStateFromInspect,
+  containerUsageFromStats,
+  type DockerInfoAnswer,
+  type DockerInspectAnswer,
+  type DockerStatsAnswer,
+  engineIsolationFromInfo,
+} from '../docker-inspect.js';
 import { demultiplexBuffer } from '../docker-stream.js';
 import { formatDigestReference, parseDigestReference } from '../image-reference.js';
 import { type PullEvent, PullProgressTracker } from '../pull-progress.js';
@@ -42,6 +51,9 @@ export type DockerAnswers = {
   volume_missing: { status: number; body: { message: string } };
   container_created: RecordedInspect;
   container_running: RecordedInspect;
+  engine_info: DockerInfoAnswer;
+  container_stats: DockerStatsAnswer;
+  container_size: { SizeRw?: number };
   container_stopped: RecordedInspect;
   container_exited: RecordedInspect;
   container_logs_stopped_base64: string;
@@ -70,7 +82,15 @@ export type RecordedContainerRuntimeOptions = {
   volumeRoot?: string;
 };
 
-type SimulatedContainer = { answer: RecordedInspect; logs: Buffer; spec: ContainerSpec };
+type SimulatedContainer = {
+  answer: RecordedInspect;
+  logs: Buffer;
+  spec: ContainerSpec;
+  /** What a test says the container uses now (stats), and when the OOM killer struck in it. */
+  usage: ContainerUsage;
+  writableBytes: number;
+  oomKills: Date[];
+};
 
 export class RecordedContainerRuntime implements ContainerRuntime {
   readonly answers: DockerAnswers;
@@ -90,6 +110,7 @@ export class RecordedContainerRuntime implements ContainerRuntime {
     this.answers = options.answers ?? recordedDockerAnswers();
     this.volumeRoot = options.volumeRoot;
     this.missingDigests = new Set([this.answers.pull_unknown_digest.digest]);
+    this.isolation = engineIsolationFromInfo(this.answers.engine_info);
   }
 
   // ---- what happens to containers outside the agent ----
@@ -103,6 +124,26 @@ export class RecordedContainerRuntime implements ContainerRuntime {
     container.answer.State.StartedAt = startedAt;
     container.answer.State.FinishedAt = this.clock.now().toISOString();
     container.logs = Buffer.from(this.answers.container_logs_exited_base64, 'base64');
+  }
+
+  /** What the container uses from now on, as its stats and its writable layer's size would say. */
+  setUsage(idOrName: string, usage: ContainerUsage & { writableBytes?: number }): void {
+    const container = this.find(idOrName);
+    if (container === undefined) throw new Error(`no container ${idOrName}`);
+    const { writableBytes, ...stats } = usage;
+    container.usage = { ...container.usage, ...stats };
+    if (writableBytes !== undefined) container.writableBytes = writableBytes;
+  }
+
+  /** The kernel's OOM killer strikes a process in the container now; `exits` when it was the main one. */
+  oomKill(idOrName: string, exits = false): void {
+    const container = this.find(idOrName);
+    if (container === undefined) throw new Error(`no container ${idOrName}`);
+    container.oomKills.push(this.clock.now());
+    if (!exits) return;
+    this.exitOnItsOwn(idOrName);
+    container.answer.State.ExitCode = 137;
+    container.answer.State.OOMKilled = true;
   }
 
   /** Someone removed the container behind the agent's back. */
@@ -207,7 +248,15 @@ export class RecordedContainerRuntime implements ContainerRuntime {
       );
     }
     const id = randomBytes(32).toString('hex');
-    const container: SimulatedContainer = { answer: this.answers.container_created, logs: Buffer.alloc(0), spec };
+    const container: SimulatedContainer = {
+      answer: this.answers.container_created,
+      logs: Buffer.alloc(0),
+      spec,
+      // What the recorded container reported: its processes, no interface of its own (host networking), its layer.
+      usage: containerUsageFromStats(this.answers.container_stats),
+      writableBytes: this.answers.container_size.SizeRw ?? 0,
+      oomKills: [],
+    };
     container.answer = this.rewrite(this.answers.container_created, container, id);
     container.answer.Created = this.clock.now().toISOString();
     this.containers.set(id, container);
@@ -275,6 +324,31 @@ export class RecordedContainerRuntime implements ContainerRuntime {
     }
     if (path !== '/workspace') throw new ContainerRuntimeError('DOCKER_FAILED', `container archive failed: ${path} is not recorded`);
     return Readable.from([Buffer.from(this.answers.container_archive_workspace_base64, 'base64')]);
+  }
+
+  /** What the recorded engine offers (runc alone); a test may change it. */
+  isolation: EngineIsolation;
+
+  async engineIsolation(): Promise<EngineIsolation> {
+    this.record('engineIsolation', []);
+    return structuredClone(this.isolation);
+  }
+
+  async containerUsage(id: string): Promise<ContainerUsage | undefined> {
+    this.record('containerUsage', [id]);
+    const container = this.find(id);
+    return container === undefined ? undefined : { ...container.usage };
+  }
+
+  async containerWritableBytes(id: string): Promise<number | undefined> {
+    this.record('containerWritableBytes', [id]);
+    return this.find(id)?.writableBytes;
+  }
+
+  async oomKillsBetween(id: string, since: Date, until: Date): Promise<number> {
+    this.record('oomKillsBetween', [id, since, until]);
+    const kills = this.find(id)?.oomKills ?? [];
+    return kills.filter((at) => at.getTime() >= since.getTime() && at.getTime() < until.getTime()).length;
   }
 
   // ---- helpers ----
