@@ -1,8 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter } from 'kysely';
 import { ledgerAccountKey } from '../domain/ledger/accounts.js';
 import type { DepositState } from '../domain/payments/deposits.js';
-import type { Executor, Tx } from './db.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { ChainDepositsTable, ChainWatchStateTable } from './tables/deposits.js';
 
@@ -480,8 +479,4 @@ export async function depositCountsByState(db: Executor, chainId: number): Promi
     .groupBy('state')
     .execute();
   return Object.fromEntries(rows.map((r) => [r.state, BigInt(r.n)]));
-}
-
-function isPostgres(db: Executor): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
 }

@@ -1,8 +1,8 @@
-import { PostgresAdapter, type Selectable, sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { ledgerAccountKey } from '../domain/ledger/accounts.js';
 import type { WithdrawalKind, WithdrawalState } from '../domain/withdrawals/states.js';
 import { OPEN_STATES, WITHDRAWAL_KINDS } from '../domain/withdrawals/states.js';
-import type { Executor, Tx } from './db.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { WithdrawalsTable, WithdrawalTransactionsTable } from './tables/withdrawals.js';
 
@@ -31,10 +31,6 @@ export const NOT_YET_PAID = {
   failure_reason: null,
 } as const;
 export type WithdrawalTransactionRow = Selectable<WithdrawalTransactionsTable>;
-
-function isPostgres(db: Executor): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
-}
 
 export async function insertWithdrawal(trx: Tx, row: PaidRow): Promise<void> {
   await trx.insertInto('withdrawals').values(row).execute();

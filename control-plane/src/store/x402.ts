@@ -1,6 +1,5 @@
-import { PostgresAdapter } from 'kysely';
 import type { X402IntentState } from '../domain/payments/x402.js';
-import { type Executor, isUniqueViolation, type Tx } from './db.js';
+import { type Executor, isPostgres, isUniqueViolation, type Tx } from './db.js';
 import type { X402IntentsTable } from './tables/x402.js';
 
 // x402 top-up intents: one per (chain, token, payer, nonce), from VERIFIED to CONFIRMED or EXCEPTION. Both dialects.
@@ -47,7 +46,7 @@ export async function intentById(db: Executor, id: string): Promise<X402IntentRo
 /** Locks the intent's row on Postgres (SQLite serialises writers). */
 export async function lockIntent(trx: Tx, id: string): Promise<X402IntentRow | null> {
   let query = trx.selectFrom('x402_intents').selectAll().where('id', '=', id);
-  if (trx.getExecutor().adapter instanceof PostgresAdapter) query = query.forUpdate();
+  if (isPostgres(trx)) query = query.forUpdate();
   return (await query.executeTakeFirst()) ?? null;
 }
 
