@@ -17,7 +17,7 @@ import {
 } from '@ark/shared';
 import { DomainError } from '../../errors.js';
 import type { ApprovedPairing } from '../../services/hosting/pairing.js';
-import type { IssuedEnrollmentToken } from '../../store/pairings.js';
+import type { IssuedEnrollmentToken } from '../../services/hosting/enrollment.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
 import { answerInTransaction } from '../idempotency.js';
