@@ -247,9 +247,7 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
     const now = new Date();
     const queued = [];
     for (let i = 0; i < 5; i++) {
-      queued.push(
-        await outboxWriter(a.store.dialect).enqueue(a.store.db, { machineId, kind: 'update_go_live', body: { go_live: i % 2 === 0 }, now }),
-      );
+      queued.push(await outboxWriter().enqueue(a.store.db, { machineId, kind: 'update_go_live', body: { go_live: i % 2 === 0 }, now }));
     }
     const client = agent();
     await client.start();
@@ -269,7 +267,7 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
     const restarted = agent();
     await restarted.start();
     await restarted.connected();
-    const sixth = await outboxWriter(a.store.dialect).enqueue(a.store.db, {
+    const sixth = await outboxWriter().enqueue(a.store.db, {
       machineId,
       kind: 'update_go_live',
       body: { go_live: true },
@@ -292,7 +290,7 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
     const started = Date.now();
     // Queued through replica A's store, inside a transaction as a route would.
     const queued = await a.store.db.transaction().execute((trx) =>
-      outboxWriter(a.store.dialect).enqueue(trx, {
+      outboxWriter().enqueue(trx, {
         machineId,
         kind: 'run_nettest',
         body: { endpoint: 'http://127.0.0.1:1', timeout_ms: 5_000, download_bytes: 1, upload_bytes: 1 },
@@ -340,7 +338,7 @@ describe('agent channel across replicas on sqlite (one process, polling fallback
       await client.start();
       await client.connected();
       // Written through A's own connection: B's in-process wake-up fires too early to see it, or not at all.
-      await outboxWriter(a.store.dialect).enqueue(a.store.db, {
+      await outboxWriter().enqueue(a.store.db, {
         machineId,
         kind: 'update_go_live',
         body: { go_live: false },

@@ -43,8 +43,7 @@ describe.each(DIALECTS)('ark-cp deposits held, credit and refund on %s', (dialec
   const held = async () => {
     const id = await recordSeen(store, seenUsdcDeposit(renter, 12n * USDC), now);
     await store.db.transaction().execute((trx) =>
-      finishDeposit(trx, id, 'SEEN', {
-        state: 'HELD',
+      finishDeposit(trx, id, 'SEEN', 'HELD', {
         amountMicro: 12n * USDC,
         reason: 'exceeds_balance_cap',
         price: null,

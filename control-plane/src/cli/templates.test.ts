@@ -12,7 +12,7 @@ import { findTemplate, isTemplatePublished, listPublishedTemplates } from '../st
 import { insertAccount } from '../store/accounts.js';
 import type { Executor } from '../store/db.js';
 import { insertMachine } from '../store/machines.js';
-import { issueEnrollmentToken } from '../store/pairings.js';
+import { issueEnrollmentToken } from '../services/hosting/enrollment.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import { CliRefusal } from './context.js';
 import { importTemplatesCommand, qualifyTemplateCommand, readImportFile } from './templates.js';

@@ -518,8 +518,7 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     await t.clock.advance(90_000);
     const id = await recordSeen(t.store, seenUsdcDeposit(renter.accountId, 11_000_000n), t.clock.now());
     await t.store.db.transaction().execute((trx) =>
-      finishDeposit(trx, id, 'SEEN', {
-        state: 'HELD',
+      finishDeposit(trx, id, 'SEEN', 'HELD', {
         amountMicro: 11_000_000n,
         reason: 'exceeds_balance_cap',
         price: null,

@@ -373,7 +373,7 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
   it('delivers commands queued while the agent was offline after it connects, each once, in order', async () => {
     const now = new Date();
     for (let i = 0; i < 3; i++)
-      await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+      await outboxWriter().enqueue(cp.store.db, {
         machineId: machine.id,
         kind: 'update_go_live',
         body: { go_live: i % 2 === 0 },
@@ -402,7 +402,7 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
     expect(resent).toMatchObject({ command_seq: 3, command_id: third.command_id });
 
     // Queued while connected: the in-process wake-up delivers it at once (the poll is a minute away).
-    const queued = await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+    const queued = await outboxWriter().enqueue(cp.store.db, {
       machineId: machine.id,
       kind: 'run_nettest',
       body: nettest,
@@ -421,13 +421,13 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
 
   it('resumes commands from what the agent says it applied when the acknowledgement was lost', async () => {
     const now = new Date();
-    await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+    await outboxWriter().enqueue(cp.store.db, {
       machineId: machine.id,
       kind: 'update_go_live',
       body: { go_live: true },
       now,
     });
-    await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+    await outboxWriter().enqueue(cp.store.db, {
       machineId: machine.id,
       kind: 'update_go_live',
       body: { go_live: false },
@@ -441,7 +441,7 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
     await agent.closed;
     const again = await connect();
     await again.handshake({ commands_applied_upto: 50 });
-    await outboxWriter(cp.store.dialect).enqueue(cp.store.db, {
+    await outboxWriter().enqueue(cp.store.db, {
       machineId: machine.id,
       kind: 'update_go_live',
       body: { go_live: true },

@@ -79,7 +79,7 @@ class AnswerWriter {
   }
 
   write(row: StoredAnswer): Promise<void> {
-    if (this.#store.dialect === 'postgres') return insertStoredAnswers(this.#store.db, 'postgres', [row]).then(() => undefined);
+    if (this.#store.dialect === 'postgres') return insertStoredAnswers(this.#store.db, [row]).then(() => undefined);
     return new Promise((resolve, reject) => {
       this.#pending.push({ row, resolve, reject });
       if (!this.#running) {
@@ -110,7 +110,6 @@ class AnswerWriter {
     try {
       await insertStoredAnswers(
         db,
-        this.#store.dialect,
         group.map((job) => job.row),
       );
     } catch (error) {
@@ -184,7 +183,7 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
   // SQLite: the stored answer is read synchronously (storedAnswerReader); Postgres: a query.
   const readStored = storedAnswerReader(store);
   const findStored = (claim: Claim): StoredAnswer | undefined | Promise<StoredAnswer | undefined> =>
-    readStored ? readStored(claim) : findStoredAnswer(store.db, store.dialect, claim);
+    readStored ? readStored(claim) : findStoredAnswer(store.db, claim);
   // SQLite: the answer is inserted synchronously in the use case's transaction (storedAnswerInserter); Postgres: a query.
   const insertStored = storedAnswerInserter(store);
   app.decorateRequest('idempotency', null);
@@ -222,7 +221,7 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
       try {
         const row = rowOf(this, status, payload);
         if (insertStored) insertStored(row);
-        else await insertStoredAnswers(trx, store.dialect, [row]);
+        else await insertStoredAnswers(trx, [row]);
       } catch (error) {
         // A twin's effect committed first (possible only if a claim was lost): this effect rolls back, and a retry
         // replays the twin's answer.
@@ -260,7 +259,7 @@ export function installIdempotency(app: FastifyInstance, options: IdempotencyOpt
   const settleClaim = async (request: FastifyRequest, reply: FastifyReply, claim: Claim, locked: boolean | Promise<boolean>) => {
     if (!(locked instanceof Promise ? await locked : locked)) {
       // A twin holds the claim: read through the store (committed rows only), not the synchronous reader.
-      const existing = await findStoredAnswer(store.db, store.dialect, claim);
+      const existing = await findStoredAnswer(store.db, claim);
       if (existing && existing.request_hash !== claim.requestHash) throw new DomainError('IDEMPOTENCY_CONFLICT');
       throw new DomainError('IDEMPOTENCY_IN_PROGRESS');
     }

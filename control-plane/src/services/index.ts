@@ -101,7 +101,7 @@ export interface Services {
 
 export function buildServices(deps: ServiceDeps): Services {
   const { store, clock, config } = deps;
-  const outbox = outboxWriter(store.dialect);
+  const outbox = outboxWriter();
   // One guard for every paid operation: reservations, offer publication, funding credits, payouts, withdrawals.
   const admissionGuard = paidAdmissionGuard({ clock });
   const { alerts, oauthProviders } = deps;

@@ -6,7 +6,7 @@ import { privateKeyToAccount } from 'viem/accounts';
 import type { Principal, Role } from '../domain/accounts/principal.js';
 import { DomainError } from '../errors.js';
 import { insertAccount } from '../store/accounts.js';
-import { issueApiKey } from '../store/accounts-credentials.js';
+import { issueApiKey } from '../services/accounts/credentials.js';
 import { appendAudit } from '../store/audit.js';
 import type { Hex } from '../chain/reader.js';
 import { type Balance, withdrawalRequest } from './adapter.js';

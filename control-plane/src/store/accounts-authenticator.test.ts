@@ -4,7 +4,8 @@ import { migrateToLatest } from './migrate.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import { insertAccount } from './accounts.js';
 import { createAccountAuthenticator } from './accounts-authenticator.js';
-import { issueApiKey, issueSession, recordStepUp, revokeApiKey, revokeSession } from './accounts-credentials.js';
+import { storeApiKey, storeSession } from '../testing/credentials.js';
+import { recordStepUp, revokeApiKey, revokeSession } from './accounts-credentials.js';
 import { turnHostingOn } from './hosts.js';
 
 const T0 = new Date('2026-02-01T00:00:00.000Z');
@@ -32,7 +33,7 @@ describe.each(DIALECTS)('account authenticator on %s', (dialect) => {
 
   it('resolves a host’s session with both scopes until it expires or is revoked', async () => {
     const auth = createAccountAuthenticator(store);
-    const { token, row } = await issueSession(store.db, accountId, T0, 60_000);
+    const { token, row } = await storeSession(store.db, accountId, T0, 60_000);
     const principal = await auth.authenticate(token, later(1));
     expect(principal).toMatchObject({
       accountId,
@@ -54,7 +55,7 @@ describe.each(DIALECTS)('account authenticator on %s', (dialect) => {
 
   it('resolves an API key with its scopes, refreshing last_used_at at most once a minute', async () => {
     const auth = createAccountAuthenticator(store);
-    const { secret, row } = await issueApiKey(store.db, {
+    const { secret, row } = await storeApiKey(store.db, {
       accountId,
       label: 'k',
       scopes: ['host'],
@@ -85,7 +86,7 @@ describe.each(DIALECTS)('account authenticator on %s', (dialect) => {
       emailVerified: true,
       now: T0,
     });
-    const { token } = await issueSession(store.db, renter.id, T0, 60_000);
+    const { token } = await storeSession(store.db, renter.id, T0, 60_000);
     expect([...(await auth.authenticate(token, later(1)))!.scopes]).toEqual(['renter']);
     await turnHostingOn(store.db, renter.id, later(2));
     expect([...(await auth.authenticate(token, later(3)))!.scopes].sort()).toEqual(['host', 'renter']);
@@ -94,12 +95,12 @@ describe.each(DIALECTS)('account authenticator on %s', (dialect) => {
 
   it('reports a step-up only while it is fresh, and sees revocation at once', async () => {
     const auth = createAccountAuthenticator(store);
-    const session = await issueSession(store.db, accountId, T0, 3_600_000);
+    const session = await storeSession(store.db, accountId, T0, 3_600_000);
     await recordStepUp(store.db, { kind: 'session', id: session.row.id }, 'totp', later(10_000));
     expect((await auth.authenticate(session.token, later(9_999)))?.stepUp).toEqual({ method: 'totp', until: later(10_000) });
     expect((await auth.authenticate(session.token, later(10_000)))?.stepUp).toBeNull();
     // A key's step-up counts only when a sign-in wallet signed it: a password or TOTP one is a person's, for sessions.
-    const { secret, row } = await issueApiKey(store.db, { accountId, label: 'k2', scopes: ['renter', 'host'], expiresAt: null, now: T0 });
+    const { secret, row } = await storeApiKey(store.db, { accountId, label: 'k2', scopes: ['renter', 'host'], expiresAt: null, now: T0 });
     await recordStepUp(store.db, { kind: 'api-key', id: row.id }, 'totp', later(10_000));
     expect((await auth.authenticate(secret, later(5_000)))?.stepUp).toBeNull();
     await recordStepUp(store.db, { kind: 'api-key', id: row.id }, 'wallet', later(10_000));
@@ -109,7 +110,7 @@ describe.each(DIALECTS)('account authenticator on %s', (dialect) => {
     expect(await auth.authenticate(secret, later(2))).toBeNull();
     auth.close();
     // A closed authenticator answers nobody.
-    const { secret: fresh } = await issueApiKey(store.db, { accountId, label: 'k3', scopes: ['renter'], expiresAt: null, now: T0 });
+    const { secret: fresh } = await storeApiKey(store.db, { accountId, label: 'k3', scopes: ['renter'], expiresAt: null, now: T0 });
     expect(await auth.authenticate(fresh, later(1))).toBeNull();
   });
 });
@@ -128,7 +129,7 @@ describe('account authenticator on an in-memory SQLite store', () => {
         now: T0,
       })
     ).id;
-    const { token } = await issueSession(store.db, accountId, T0, 60_000);
+    const { token } = await storeSession(store.db, accountId, T0, 60_000);
     const auth = createAccountAuthenticator(store);
     expect((await auth.authenticate(token, later(1)))?.accountId).toBe(accountId);
     auth.close();

@@ -4,7 +4,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import { insertAccount, markEmailVerified } from './accounts.js';
 import { accountOfPrincipal, createAccountAuthenticator } from './accounts-authenticator.js';
-import { issueApiKey, issueSession, recordStepUp, revokeApiKey } from './accounts-credentials.js';
+import { storeApiKey, storeSession } from '../testing/credentials.js';
+import { recordStepUp, revokeApiKey } from './accounts-credentials.js';
 import { CREDENTIAL_TABLES } from './accounts-credential-cache.js';
 import { type Executor, openStore, type Store, sqliteConnectionOf } from './db.js';
 
@@ -68,7 +69,7 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
       .execute();
 
   const freshKey = async (label: string) =>
-    issueApiKey(store.db, { accountId, label, scopes: ['renter'], expiresAt: later(3_600_000).toISOString(), now: T0 });
+    storeApiKey(store.db, { accountId, label, scopes: ['renter'], expiresAt: later(3_600_000).toISOString(), now: T0 });
 
   it('answers the same principal again, and refuses a key revoked here at the next request', async () => {
     const auth = createAccountAuthenticator(store);
@@ -97,7 +98,7 @@ describe.each(DIALECTS)('authenticating a credential it has just verified, on %s
 
   it('sees a step-up and a verified email at the next request', async () => {
     const auth = createAccountAuthenticator(store);
-    const { token, row } = await issueSession(store.db, accountId, T0, 3_600_000);
+    const { token, row } = await storeSession(store.db, accountId, T0, 3_600_000);
     const before = await auth.authenticate(token, later(1));
     expect(before).toMatchObject({ stepUp: null, emailVerified: false });
     await recordStepUp(store.db, { kind: 'session', id: row.id }, 'password', later(600_000));

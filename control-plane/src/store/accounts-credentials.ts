@@ -4,36 +4,29 @@ import type { Selectable } from 'kysely';
 import { iso } from '../clock.js';
 import { encodeScopes } from '../domain/accounts/account.js';
 import type { Credential, StepUpKind } from '../domain/accounts/principal.js';
-import { apiKeyDisplayPrefix, hashToken, newApiKeySecret, newSessionToken } from '../domain/accounts/tokens.js';
 import type { Executor } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { ApiKeysTable } from './tables/accounts.js';
 
 // Credentials: sessions and API keys. Only hashes of their secrets are stored; a step-up is recorded on the
-// credential that made it, so it never spreads to another one.
+// credential that made it, so it never spreads to another one. The secrets are minted and the expiries decided by
+// the use cases (services/accounts/credentials.ts): these functions store what they are given.
 
 export type ApiKeyRow = Selectable<ApiKeysTable>;
 
-export async function insertSession(db: Executor, input: { accountId: string; tokenHash: string; now: Date; ttlMs: number }) {
+export async function insertSession(db: Executor, input: { accountId: string; tokenHash: string; now: Date; expiresAt: Date }) {
   const row = {
     id: randomUUID(),
     account_id: input.accountId,
     token_hash: input.tokenHash,
     created_at: iso(input.now),
-    expires_at: iso(new Date(input.now.getTime() + input.ttlMs)),
+    expires_at: iso(input.expiresAt),
     revoked_at: null,
     step_up_method: null,
     step_up_until: null,
   };
   await db.insertInto('sessions').values(row).execute();
   return row;
-}
-
-/** A new session: the bearer token is returned once and only its hash is stored. */
-export async function issueSession(db: Executor, accountId: string, now: Date, ttlMs: number) {
-  const token = newSessionToken();
-  const row = await insertSession(db, { accountId, tokenHash: hashToken(token), now, ttlMs });
-  return { token, row };
 }
 
 export async function revokeSession(db: Executor, sessionId: string, now: Date): Promise<void> {
@@ -72,16 +65,6 @@ export async function insertApiKey(db: Executor, key: NewApiKey): Promise<ApiKey
   };
   await db.insertInto('api_keys').values(row).execute();
   return row;
-}
-
-/** A new API key: the secret is returned once and only its hash is stored. */
-export async function issueApiKey(
-  db: Executor,
-  input: { accountId: string; label: string; scopes: readonly ApiKeyScope[]; expiresAt: string | null; now: Date },
-) {
-  const secret = newApiKeySecret();
-  const row = await insertApiKey(db, { ...input, prefix: apiKeyDisplayPrefix(secret), secretHash: hashToken(secret) });
-  return { secret, row };
 }
 
 /** Unrevoked keys of one account, newest first, after the cursor position [created_at, id]. */

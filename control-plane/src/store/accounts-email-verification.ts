@@ -5,7 +5,7 @@ import type { Executor } from './db.js';
 
 export async function insertEmailVerification(
   db: Executor,
-  input: { accountId: string; tokenHash: string; now: Date; ttlMs: number },
+  input: { accountId: string; tokenHash: string; now: Date; expiresAt: Date },
 ): Promise<void> {
   await db
     .insertInto('email_verifications')
@@ -13,7 +13,7 @@ export async function insertEmailVerification(
       token_hash: input.tokenHash,
       account_id: input.accountId,
       created_at: iso(input.now),
-      expires_at: iso(new Date(input.now.getTime() + input.ttlMs)),
+      expires_at: iso(input.expiresAt),
       used_at: null,
     })
     .execute();

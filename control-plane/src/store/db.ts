@@ -1,5 +1,12 @@
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, type SqliteDatabase as SqliteDialectDatabase, type Transaction } from 'kysely';
+import {
+  Kysely,
+  PostgresAdapter,
+  PostgresDialect,
+  SqliteDialect,
+  type SqliteDatabase as SqliteDialectDatabase,
+  type Transaction,
+} from 'kysely';
 import pg from 'pg';
 import type { Database } from './schema.js';
 
@@ -20,6 +27,18 @@ export type PostgresConnector = () => pg.Client;
 
 export type Tx = Transaction<Database>;
 export type Executor = Kysely<Database> | Tx;
+
+/**
+ * The dialect an executor runs on, read from its own Kysely adapter: a store function given the store's Kysely or one
+ * of its transactions knows where it runs, so no caller passes the dialect in. `Store.dialect` says the same to the
+ * composition root and the edges that choose by it (a listen URL, a batch size).
+ */
+export function dialectOf(db: Executor): Dialect {
+  return db.getExecutor().adapter instanceof PostgresAdapter ? 'postgres' : 'sqlite';
+}
+
+/** Does this executor run on PostgreSQL (row locks, NOTIFY, `least`/`greatest`)? SQLite serialises writers instead. */
+export const isPostgres = (db: Executor): boolean => dialectOf(db) === 'postgres';
 
 export interface StoreOptions {
   /** postgres:// URL, or null for the embedded SQLite file. */

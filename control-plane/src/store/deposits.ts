@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter } from 'kysely';
 import { ledgerAccountKey } from '../domain/ledger/accounts.js';
-import type { DepositState } from '../domain/payments/deposits.js';
-import type { Executor, Tx } from './db.js';
+import { assertDepositMove, type DepositState } from '../domain/payments/deposits.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { ChainDepositsTable, ChainWatchStateTable } from './tables/deposits.js';
 
 // Deposit addresses, chain deposits and the per-network watch state (cursor, heads, lease). Both dialects.
+// A deposit's state is written here only: upsertSeenDeposits (SEEN) and the moves below, each checked against
+// DEPOSIT_MOVES (domain/payments/deposits.ts) and written by compare-and-set on the state it leaves (moveDeposit).
 
 export type DepositRow = ChainDepositsTable;
 export type WatchStateRow = ChainWatchStateTable;
@@ -309,7 +310,6 @@ export async function belowMinimumDepositsOf(trx: Tx, accountId: string, limit: 
 }
 
 export interface FinalUpdate {
-  state: Exclude<DepositState, 'SEEN'>;
   amountMicro: bigint | null;
   reason: string | null;
   price: { answer: bigint; decimals: number } | null;
@@ -319,28 +319,46 @@ export interface FinalUpdate {
   resolution?: { by: string; reason: string };
 }
 
+/** The columns a move may write besides the state. */
+type DepositPatch = Partial<Omit<DepositRow, 'id' | 'state' | 'chain_id' | 'tx_hash' | 'log_index' | 'account_id'>>;
+
 /**
- * A deposit leaves `from` (SEEN, HELD when released, BELOW_MINIMUM when its account's small deposits add up) for a
- * final state; false when it was not in `from`.
+ * The one state write of a deposit after SEEN, named by its id or by its refund's: `from -> to` must be in
+ * DEPOSIT_MOVES (ForbiddenStateMove otherwise, and nothing is written), and the write is a compare-and-set on `from`:
+ * false when the deposit was no longer there, so two writers never both move it.
  */
-export async function finishDeposit(trx: Tx, id: string, from: DepositState, update: FinalUpdate): Promise<boolean> {
-  const at = update.at.toISOString();
-  const result = await trx
+export async function moveDeposit(
+  trx: Tx,
+  which: { id: string } | { refundId: string },
+  from: DepositState,
+  to: DepositState,
+  patch: DepositPatch,
+): Promise<boolean> {
+  assertDepositMove(from, to);
+  let query = trx
     .updateTable('chain_deposits')
-    .set({
-      state: update.state,
-      amount_micro: update.amountMicro,
-      reason: update.reason,
-      ...(update.price ? { price_answer: update.price.answer.toString(), price_decimals: BigInt(update.price.decimals) } : {}),
-      posting_id: update.postingId,
-      ...(from === 'SEEN' ? { final_at: at } : {}),
-      ...(update.state === 'CREDITED' ? { credited_at: at } : {}),
-      ...(update.resolution ? { resolved_by: update.resolution.by, resolution_reason: update.resolution.reason, resolved_at: at } : {}),
-    })
-    .where('id', '=', id)
-    .where('state', '=', from)
-    .executeTakeFirst();
+    .set({ ...patch, state: to })
+    .where('state', '=', from);
+  query = 'id' in which ? query.where('id', '=', which.id) : query.where('refund_id', '=', which.refundId);
+  const result = await query.executeTakeFirst();
   return result.numUpdatedRows === 1n;
+}
+
+/**
+ * A deposit leaves `from` (SEEN, HELD when released, BELOW_MINIMUM when its account's small deposits add up) for
+ * `to`, with its amount, price and posting; false when it was not in `from`.
+ */
+export async function finishDeposit(trx: Tx, id: string, from: DepositState, to: DepositState, update: FinalUpdate): Promise<boolean> {
+  const at = update.at.toISOString();
+  return moveDeposit(trx, { id }, from, to, {
+    amount_micro: update.amountMicro,
+    reason: update.reason,
+    ...(update.price ? { price_answer: update.price.answer.toString(), price_decimals: BigInt(update.price.decimals) } : {}),
+    posting_id: update.postingId,
+    ...(from === 'SEEN' ? { final_at: at } : {}),
+    ...(to === 'CREDITED' ? { credited_at: at } : {}),
+    ...(update.resolution ? { resolved_by: update.resolution.by, resolution_reason: update.resolution.reason, resolved_at: at } : {}),
+  });
 }
 
 /** A HELD deposit goes to REFUNDING with its refund, by compare-and-set; false when it was no longer HELD. */
@@ -348,20 +366,13 @@ export async function markRefunding(
   trx: Tx,
   input: { id: string; refundId: string; postingId: string; by: string; reason: string; at: Date },
 ): Promise<boolean> {
-  const result = await trx
-    .updateTable('chain_deposits')
-    .set({
-      state: 'REFUNDING',
-      refund_id: input.refundId,
-      posting_id: input.postingId,
-      resolved_by: input.by,
-      resolution_reason: input.reason,
-      resolved_at: input.at.toISOString(),
-    })
-    .where('id', '=', input.id)
-    .where('state', '=', 'HELD')
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
+  return moveDeposit(trx, { id: input.id }, 'HELD', 'REFUNDING', {
+    refund_id: input.refundId,
+    posting_id: input.postingId,
+    resolved_by: input.by,
+    resolution_reason: input.reason,
+    resolved_at: input.at.toISOString(),
+  });
 }
 
 /**
@@ -369,13 +380,8 @@ export async function markRefunding(
  * `refund_id` stays, so what comes next is keyed apart from the failed refund's postings).
  */
 export async function finishRefund(trx: Tx, refundId: string, to: 'REFUNDED' | 'HELD'): Promise<void> {
-  const result = await trx
-    .updateTable('chain_deposits')
-    .set(to === 'HELD' ? { state: 'HELD', reason: 'refund_failed', posting_id: null } : { state: 'REFUNDED' })
-    .where('refund_id', '=', refundId)
-    .where('state', '=', 'REFUNDING')
-    .executeTakeFirst();
-  if (result.numUpdatedRows !== 1n) throw new Error(`refund ${refundId} has no REFUNDING deposit`);
+  const patch: DepositPatch = to === 'HELD' ? { reason: 'refund_failed', posting_id: null } : {};
+  if (!(await moveDeposit(trx, { refundId }, 'REFUNDING', to, patch))) throw new Error(`refund ${refundId} has no REFUNDING deposit`);
 }
 
 export async function findDeposit(db: Executor, id: string): Promise<DepositRow | null> {
@@ -480,8 +486,4 @@ export async function depositCountsByState(db: Executor, chainId: number): Promi
     .groupBy('state')
     .execute();
   return Object.fromEntries(rows.map((r) => [r.state, BigInt(r.n)]));
-}
-
-function isPostgres(db: Executor): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
 }

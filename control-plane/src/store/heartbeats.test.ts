@@ -5,7 +5,7 @@ import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js'
 import { insertAccount } from './accounts.js';
 import { HeartbeatBuffer } from './heartbeats.js';
 import { insertMachine } from './machines.js';
-import { issueEnrollmentToken } from './pairings.js';
+import { storeEnrollmentToken } from '../testing/credentials.js';
 
 // The write-behind buffer on its own; services/hosting/heartbeats.test.ts covers which heartbeats go through it.
 
@@ -33,7 +33,7 @@ describe.each(DIALECTS)('heartbeat buffer on %s', (dialect) => {
     });
     machines = [];
     for (let i = 0; i < 3; i++) {
-      const token = await issueEnrollmentToken(store.db, { accountId: account.id, pairingId: null, goLive: true, now: t0 });
+      const token = await storeEnrollmentToken(store.db, { accountId: account.id, pairingId: null, goLive: true, now: t0 });
       const machine = await insertMachine(store.db, {
         id: randomUUID(),
         ownerAccountId: account.id,

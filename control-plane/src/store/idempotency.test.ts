@@ -45,8 +45,8 @@ describe.each(DIALECTS)('stored idempotent answers on %s', (dialect) => {
       answer(`old-${String(i).padStart(2, '0')}`, ago(IDEMPOTENCY_RETENTION_MS + 60_000 - i)),
     );
     const fresh = Array.from({ length: 5 }, (_, i) => answer(`fresh-${i}`, ago(IDEMPOTENCY_RETENTION_MS - 60_000 + i)));
-    await insertStoredAnswers(store.db, dialect, old);
-    await insertStoredAnswers(store.db, dialect, fresh);
+    await insertStoredAnswers(store.db, old);
+    await insertStoredAnswers(store.db, fresh);
     // Batches of 4: 23 old answers take six of them, the last one partly full.
     expect(await purgeIdempotencyKeys(store, now, { batch: 4 })).toBe(23);
     expect(await keysOf(store)).toEqual(fresh.map((row) => row.key).sort());
@@ -60,10 +60,10 @@ describe.each(DIALECTS)('stored idempotent answers on %s', (dialect) => {
 
   it('never purges an answer inside the retention, whatever order the answers were stored in', async () => {
     // A wall clock that stepped back: a fresh answer stored between old ones.
-    await insertStoredAnswers(store.db, dialect, [answer('old-1', ago(IDEMPOTENCY_RETENTION_MS + 1))]);
-    await insertStoredAnswers(store.db, dialect, [answer('fresh-1', ago(1_000))]);
-    await insertStoredAnswers(store.db, dialect, [answer('old-2', ago(IDEMPOTENCY_RETENTION_MS + 2))]);
-    await insertStoredAnswers(store.db, dialect, [answer('exactly-at-cutoff', ago(IDEMPOTENCY_RETENTION_MS))]);
+    await insertStoredAnswers(store.db, [answer('old-1', ago(IDEMPOTENCY_RETENTION_MS + 1))]);
+    await insertStoredAnswers(store.db, [answer('fresh-1', ago(1_000))]);
+    await insertStoredAnswers(store.db, [answer('old-2', ago(IDEMPOTENCY_RETENTION_MS + 2))]);
+    await insertStoredAnswers(store.db, [answer('exactly-at-cutoff', ago(IDEMPOTENCY_RETENTION_MS))]);
     const deleted = await purgeIdempotencyKeys(store, now, { batch: 2 });
     const left = await keysOf(store);
     expect(left).toContain('fresh-1');
@@ -92,14 +92,14 @@ describe.each(DIALECTS)('stored idempotent answers on %s', (dialect) => {
         },
       ),
     ).rejects.toThrow('effect failed after the answer');
-    expect(await findStoredAnswer(store.db, dialect, { principal: 'account-1', route: 'POST /api/v1/things', key })).toBeUndefined();
+    expect(await findStoredAnswer(store.db, { principal: 'account-1', route: 'POST /api/v1/things', key })).toBeUndefined();
     // Committed with it.
     await transact(
       store,
       async () => 'effect',
       async () => insert(answer(key, now.toISOString())),
     );
-    const stored = await findStoredAnswer(store.db, dialect, { principal: 'account-1', route: 'POST /api/v1/things', key });
+    const stored = await findStoredAnswer(store.db, { principal: 'account-1', route: 'POST /api/v1/things', key });
     expect(stored?.status_code).toBe(201n);
     expect(stored?.response_body).toBe('plain:{}');
     // A second answer for the key is a unique violation, as through Kysely.

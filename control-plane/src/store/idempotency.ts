@@ -1,5 +1,14 @@
 import { CompiledQuery, type Selectable } from 'kysely';
-import { type Dialect, type Executor, type Store, sqliteConnectionOf, sqliteTransactionWrite, type Tx } from './db.js';
+import {
+  type Dialect,
+  dialectOf,
+  type Executor,
+  isPostgres,
+  type Store,
+  sqliteConnectionOf,
+  sqliteTransactionWrite,
+  type Tx,
+} from './db.js';
 import type { IdempotencyKeysTable } from './tables/foundation.js';
 
 /** Keys are kept at least 24 hours; the purge worker removes older ones. */
@@ -49,8 +58,8 @@ function answerInsert(rows: number, dialect: Dialect): string {
 }
 
 /** The stored answer of a key, if its request has completed. */
-export async function findStoredAnswer(db: Executor, dialect: Dialect, id: IdempotencyKeyId): Promise<StoredAnswer | undefined> {
-  const sqlText = dialect === 'postgres' ? FIND_SQL : FIND_SQL_SQLITE;
+export async function findStoredAnswer(db: Executor, id: IdempotencyKeyId): Promise<StoredAnswer | undefined> {
+  const sqlText = isPostgres(db) ? FIND_SQL : FIND_SQL_SQLITE;
   const result = await db.executeQuery<StoredAnswer>(CompiledQuery.raw(sqlText, [id.principal, id.route, id.key]));
   return result.rows[0];
 }
@@ -89,10 +98,10 @@ export function storedAnswerInserter(store: Store): ((row: StoredAnswer) => void
  * Writes answers (a key that already has one: unique violation). Called inside a use case's
  * transaction (the answer commits with the effect) or, for answers that have no effect to go with (refusals), alone.
  */
-export async function insertStoredAnswers(db: Executor, dialect: Dialect, rows: readonly StoredAnswer[]): Promise<void> {
+export async function insertStoredAnswers(db: Executor, rows: readonly StoredAnswer[]): Promise<void> {
   if (rows.length === 0) return;
   const parameters = rows.flatMap((row) => ANSWER_COLUMNS.map((column) => row[column]));
-  await db.executeQuery(CompiledQuery.raw(answerInsert(rows.length, dialect), parameters));
+  await db.executeQuery(CompiledQuery.raw(answerInsert(rows.length, dialectOf(db)), parameters));
 }
 
 /** Rows one purge step reads and deletes at most, so that a large backlog never holds the store for long. */

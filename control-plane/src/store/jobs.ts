@@ -2,7 +2,7 @@ import type { JobState, TemplateKind } from '@ark/shared';
 import type { Selectable, Updateable } from 'kysely';
 import type { JobAccessReport, JobRecord } from '../domain/jobs/job.js';
 import { OCCUPYING_STATES, type CloseReason } from '../domain/jobs/states.js';
-import { type Dialect, type Executor, fromJson, toJson, type Tx } from './db.js';
+import { type Executor, fromJson, isPostgres, toJson, type Tx } from './db.js';
 import type { JobsTable } from './tables/jobs.js';
 
 // Jobs: one row per reservation. Every change runs with the row held (FOR UPDATE on Postgres; SQLite
@@ -167,9 +167,9 @@ export async function insertJob(db: Executor, job: NewJob): Promise<void> {
 }
 
 /** The job row, held for the caller's transaction (FOR UPDATE on Postgres; SQLite serialises writers). */
-export async function lockJob(trx: Tx, dialect: Dialect, id: string): Promise<JobRow | undefined> {
+export async function lockJob(trx: Tx, id: string): Promise<JobRow | undefined> {
   let query = trx.selectFrom('jobs').selectAll().where('id', '=', id);
-  if (dialect === 'postgres') query = query.forUpdate();
+  if (isPostgres(trx)) query = query.forUpdate();
   return query.executeTakeFirst();
 }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { PostgresAdapter, sql } from 'kysely';
+import { sql } from 'kysely';
 import { type LedgerAccountRef, ledgerAccountKey } from '../domain/ledger/accounts.js';
 import {
   amountTooLarge,
@@ -11,7 +11,7 @@ import {
   transferProblem,
 } from '../domain/ledger/postings.js';
 import { DomainError } from '../errors.js';
-import type { Executor, Store, Tx } from './db.js';
+import { type Executor, isPostgres, type Store, type Tx } from './db.js';
 import { inTransactionWithRetry, type TransactionOptions } from './transaction.js';
 
 export interface TransferInput {
@@ -285,10 +285,6 @@ function toPosting(row: PostingRow): StoredPosting {
     reference: row.reference,
     externalRef: row.external_ref,
   };
-}
-
-function isPostgres(db: Executor): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
 }
 
 async function findByExternalRef(db: Executor, externalRef: string): Promise<PostingRow | undefined> {

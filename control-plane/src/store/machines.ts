@@ -4,7 +4,7 @@ import { iso } from '../clock.js';
 import { initialLiveState } from '../domain/machines/go-live.js';
 import { manifestFacts, manifestHash } from '../domain/machines/manifest.js';
 import type { MeasuredNetwork } from '../domain/machines/network.js';
-import { type Dialect, type Executor, fromBool, toJson, type Tx } from './db.js';
+import { type Executor, fromBool, isPostgres, toJson, type Tx } from './db.js';
 import type { MachinesTable } from './tables/hosts.js';
 
 // Machines: enrolled rigs, their go-live state, last heartbeat and network facts. Queries and row mapping only: the
@@ -73,9 +73,9 @@ export async function findMachine(db: Executor, id: string): Promise<MachineRow 
  * The machine row, held for a reservation's transaction (Postgres FOR NO KEY UPDATE: reservations on one machine
  * queue behind each other, and rows referencing the machine may still take their key-share locks).
  */
-export async function lockMachineForReservation(trx: Tx, dialect: Dialect, id: string): Promise<MachineRow | undefined> {
+export async function lockMachineForReservation(trx: Tx, id: string): Promise<MachineRow | undefined> {
   let query = trx.selectFrom('machines').selectAll().where('id', '=', id);
-  if (dialect === 'postgres') query = query.forNoKeyUpdate();
+  if (isPostgres(trx)) query = query.forNoKeyUpdate();
   return query.executeTakeFirst();
 }
 

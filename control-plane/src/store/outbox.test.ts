@@ -18,7 +18,7 @@ describe.each(DIALECTS)('agent outbox on %s', (dialect) => {
   let outbox: OutboxWriter;
   beforeEach(async () => {
     store = await createTestStore(dialect);
-    outbox = outboxWriter(dialect);
+    outbox = outboxWriter();
   });
   afterEach(async () => {
     await store.destroy();

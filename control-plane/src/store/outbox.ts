@@ -13,7 +13,7 @@ import {
 } from '@ark/shared';
 import { sql } from 'kysely';
 import { iso } from '../clock.js';
-import type { Dialect, Executor, Tx } from './db.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 
 // The agent outbox: commands queued per machine (agent_outbox) and the per-machine counter row that numbers them
 // (agent_channel_state). Use cases queue commands through an OutboxWriter inside their own transaction; the gateway
@@ -59,9 +59,9 @@ export interface OutboxWriter {
   enqueue<K extends CommandKind>(db: Executor, input: EnqueueCommandInput<K>): Promise<QueuedCommand>;
 }
 
-/** The outbox writer for a store of `dialect` (Postgres also notifies the other replicas at commit). */
-export function outboxWriter(dialect: Dialect): OutboxWriter {
-  return { enqueue: (db, input) => enqueueCommand(db, dialect, input) };
+/** The outbox writer (on Postgres it also notifies the other replicas at commit). */
+export function outboxWriter(): OutboxWriter {
+  return { enqueue: enqueueCommand };
 }
 
 /**
@@ -69,11 +69,7 @@ export function outboxWriter(dialect: Dialect): OutboxWriter {
  * commits, in command_seq order, by whichever replica holds the machine's socket (now or after it reconnects).
  * The per-machine counter row is locked until commit, so sequence numbers are gapless and commit in order.
  */
-async function enqueueCommand<K extends CommandKind>(
-  db: Executor,
-  dialect: Dialect,
-  input: EnqueueCommandInput<K>,
-): Promise<QueuedCommand> {
+async function enqueueCommand<K extends CommandKind>(db: Executor, input: EnqueueCommandInput<K>): Promise<QueuedCommand> {
   const check = bodyChecks[input.kind];
   if (!check) throw new Error(`unknown command kind ${String(input.kind)}`);
   if (!check.Check(input.body)) {
@@ -104,7 +100,7 @@ async function enqueueCommand<K extends CommandKind>(
       acked_at: null,
     })
     .execute();
-  if (dialect === 'postgres') {
+  if (isPostgres(db)) {
     // Delivered to every listening replica when (and only if) the transaction commits.
     await sql`select pg_notify(${OUTBOX_NOTIFY_CHANNEL}, ${input.machineId})`.execute(db);
   }
@@ -118,8 +114,8 @@ async function enqueueCommand<K extends CommandKind>(
  * row, then job row, then ledger accounts in key order. The gateway's transaction starts with the channel row (it
  * marks the message applied), and queuing a command takes it too.
  */
-export async function lockMachineChannel(trx: Tx, dialect: Dialect, machineId: string): Promise<void> {
-  if (dialect !== 'postgres') return;
+export async function lockMachineChannel(trx: Tx, machineId: string): Promise<void> {
+  if (!isPostgres(trx)) return;
   await trx.selectFrom('agent_channel_state').select('machine_id').where('machine_id', '=', machineId).forUpdate().execute();
 }
 

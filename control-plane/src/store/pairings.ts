@@ -3,53 +3,53 @@ import type { MachineManifest } from '@ark/shared';
 import type { Selectable } from 'kysely';
 import { iso } from '../clock.js';
 import type { Credential } from '../domain/accounts/principal.js';
-import { ENROLLMENT_TOKEN_TTL_MS, PAIRING_MISS_WINDOW_MS, PAIRING_TTL_MS } from '../domain/pairing/pairing.js';
-import { hashSecret, newEnrollmentToken, newPollSecret } from '../domain/pairing/secrets.js';
-import { generateUserCode } from '../domain/pairing/user-code.js';
 import { type Executor, fromBool, isUniqueViolation, toJson } from './db.js';
 import type { EnrollmentTokensTable, PairingsTable } from './tables/hosts.js';
 
-// Pairings (one-time codes), wrong-code misses and enrollment tokens.
+// Pairings (one-time codes), wrong-code misses and enrollment tokens. The codes, secrets and tokens are minted and
+// their expiries decided by the use cases (services/hosting/pairing.ts, services/hosting/enrollment.ts): these
+// functions store what they are given, and compare the times they are handed.
 
 export type PairingRow = Selectable<PairingsTable>;
 export type EnrollmentTokenRow = Selectable<EnrollmentTokensTable>;
 
-export interface CreatedPairing {
-  row: PairingRow;
-  pollSecret: string;
+export interface NewPairing {
+  pollSecretHash: string;
+  userCode: string;
+  manifest: MachineManifest | null;
+  sourceAddress: string;
+  now: Date;
+  expiresAt: Date;
 }
 
-/** A new pending pairing with a fresh code; a code already taken (rare: 20^8 codes) is drawn again. */
-export async function createPairing(
-  db: Executor,
-  input: { manifest: MachineManifest | null; sourceAddress: string; now: Date; userCode?: () => string },
-): Promise<CreatedPairing> {
-  const draw = input.userCode ?? (() => generateUserCode());
-  for (let attempt = 0; ; attempt++) {
-    const pollSecret = newPollSecret();
-    const row: PairingRow = {
-      id: randomUUID(),
-      poll_secret_hash: hashSecret(pollSecret),
-      user_code: draw(),
-      state: 'pending',
-      manifest: input.manifest ? toJson(input.manifest) : null,
-      source_address: input.sourceAddress,
-      created_at: iso(input.now),
-      expires_at: iso(new Date(input.now.getTime() + PAIRING_TTL_MS)),
-      go_live: 1n,
-      approver_account_id: null,
-      approver_credential_kind: null,
-      approver_credential_id: null,
-      approved_at: null,
-      consumed_at: null,
-      enrollment_token_id: null,
-    };
-    try {
-      await db.insertInto('pairings').values(row).execute();
-      return { row, pollSecret };
-    } catch (error) {
-      if (!isUniqueViolation(error) || attempt >= 4) throw error;
-    }
+/**
+ * Stores a new pending pairing. Null when its code (or poll secret) is already taken (rare: 20^8 codes): the caller
+ * draws again.
+ */
+export async function insertPairing(db: Executor, input: NewPairing): Promise<PairingRow | null> {
+  const row: PairingRow = {
+    id: randomUUID(),
+    poll_secret_hash: input.pollSecretHash,
+    user_code: input.userCode,
+    state: 'pending',
+    manifest: input.manifest ? toJson(input.manifest) : null,
+    source_address: input.sourceAddress,
+    created_at: iso(input.now),
+    expires_at: iso(input.expiresAt),
+    go_live: 1n,
+    approver_account_id: null,
+    approver_credential_kind: null,
+    approver_credential_id: null,
+    approved_at: null,
+    consumed_at: null,
+    enrollment_token_id: null,
+  };
+  try {
+    await db.insertInto('pairings').values(row).execute();
+    return row;
+  } catch (error) {
+    if (isUniqueViolation(error)) return null;
+    throw error;
   }
 }
 
@@ -105,13 +105,13 @@ export async function consumePairing(db: Executor, input: { id: string; enrollme
 
 export const missSubjects = (accountId: string, address: string): string[] => [`account:${accountId}`, `address:${address}`];
 
-/** The highest miss count in the last hour over the subjects. */
-export async function recentMisses(db: Executor, subjects: string[], now: Date): Promise<number> {
+/** The highest miss count since `since` (the start of the window) over the subjects. */
+export async function recentMisses(db: Executor, subjects: string[], since: Date): Promise<number> {
   const rows = await db
     .selectFrom('pairing_misses')
     .select(['subject', (eb) => eb.fn.countAll<bigint>().as('n')])
     .where('subject', 'in', subjects)
-    .where('at', '>', iso(new Date(now.getTime() - PAIRING_MISS_WINDOW_MS)))
+    .where('at', '>', iso(since))
     .groupBy('subject')
     .execute();
   return rows.reduce((max, row) => Math.max(max, Number(row.n)), 0);
@@ -124,50 +124,44 @@ export async function recordMiss(db: Executor, subjects: string[], now: Date): P
     .execute();
 }
 
-/** Worker step: forget misses past the window and pending pairings a day past their expiry. */
-export async function purgePairings(db: Executor, now: Date): Promise<number> {
-  const misses = await db
-    .deleteFrom('pairing_misses')
-    .where('at', '<=', iso(new Date(now.getTime() - PAIRING_MISS_WINDOW_MS)))
-    .executeTakeFirst();
+/** Forgets misses at or before `missesUpTo` and pending pairings that expired before `pendingExpiredBefore`. */
+export async function purgePairings(db: Executor, cutoffs: { missesUpTo: Date; pendingExpiredBefore: Date }): Promise<number> {
+  const misses = await db.deleteFrom('pairing_misses').where('at', '<=', iso(cutoffs.missesUpTo)).executeTakeFirst();
   const pairings = await db
     .deleteFrom('pairings')
     .where('state', '=', 'pending')
-    .where('expires_at', '<', iso(new Date(now.getTime() - 86_400_000)))
+    .where('expires_at', '<', iso(cutoffs.pendingExpiredBefore))
     .executeTakeFirst();
   return Number(misses.numDeletedRows) + Number(pairings.numDeletedRows);
 }
 
 // ---- enrollment tokens
 
-export interface IssuedEnrollmentToken {
+export interface NewEnrollmentToken {
   id: string;
-  token: string;
+  tokenHash: string;
+  accountId: string;
+  pairingId: string | null;
+  goLive: boolean;
+  now: Date;
   expiresAt: Date;
 }
 
-export async function issueEnrollmentToken(
-  db: Executor,
-  input: { id?: string; accountId: string; pairingId: string | null; goLive: boolean; now: Date },
-): Promise<IssuedEnrollmentToken> {
-  const token = newEnrollmentToken();
-  const id = input.id ?? randomUUID();
-  const expiresAt = new Date(input.now.getTime() + ENROLLMENT_TOKEN_TTL_MS);
+export async function insertEnrollmentToken(db: Executor, input: NewEnrollmentToken): Promise<void> {
   await db
     .insertInto('enrollment_tokens')
     .values({
-      id,
-      token_hash: hashSecret(token),
+      id: input.id,
+      token_hash: input.tokenHash,
       account_id: input.accountId,
       pairing_id: input.pairingId,
       go_live: fromBool(input.goLive),
       created_at: iso(input.now),
-      expires_at: iso(expiresAt),
+      expires_at: iso(input.expiresAt),
       consumed_at: null,
       machine_id: null,
     })
     .execute();
-  return { id, token, expiresAt };
 }
 
 export async function findEnrollmentToken(db: Executor, id: string): Promise<EnrollmentTokenRow | undefined> {
@@ -178,12 +172,15 @@ export type ConsumeTokenResult =
   | { ok: true; row: EnrollmentTokenRow }
   | { ok: false; reason: 'ENROLLMENT_TOKEN_USED' | 'ENROLLMENT_TOKEN_INVALID' };
 
-/** Uses a token once: the compare-and-set on consumed_at means two enrollments with one token never both win. */
+/**
+ * Uses a token, named by its hash, once: the compare-and-set on consumed_at means two enrollments with one token never
+ * both win.
+ */
 export async function consumeEnrollmentToken(
   db: Executor,
-  input: { token: string; machineId: string; now: Date },
+  input: { tokenHash: string; machineId: string; now: Date },
 ): Promise<ConsumeTokenResult> {
-  const hash = hashSecret(input.token);
+  const hash = input.tokenHash;
   const result = await db
     .updateTable('enrollment_tokens')
     .set({ consumed_at: iso(input.now), machine_id: input.machineId })

@@ -1,6 +1,6 @@
 import type { Selectable } from 'kysely';
 import type { QuoteRecord } from '../domain/quotes/quote.js';
-import type { Dialect, Executor, Tx } from './db.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 import type { QuotesTable } from './tables/jobs.js';
 
 // Quotes: inserted once, consumed once by a reservation, purged some time after they expire unused.
@@ -65,9 +65,9 @@ export async function insertQuote(db: Executor, q: QuoteRecord): Promise<void> {
 }
 
 /** The quote, locked for the reservation's transaction on Postgres (SQLite serialises writers). */
-export async function lockQuote(trx: Tx, dialect: Dialect, id: string): Promise<QuoteRecord | null> {
+export async function lockQuote(trx: Tx, id: string): Promise<QuoteRecord | null> {
   let query = trx.selectFrom('quotes').selectAll().where('id', '=', id);
-  if (dialect === 'postgres') query = query.forUpdate();
+  if (isPostgres(trx)) query = query.forUpdate();
   const row = await query.executeTakeFirst();
   return row ? toRecord(row) : null;
 }

@@ -1,7 +1,7 @@
 import { iso } from '../clock.js';
 import type { RateSnapshot } from '../domain/metering/charges.js';
 import { COMMITTING_STATES } from '../domain/jobs/spend-cap.js';
-import type { Dialect, Executor, Tx } from './db.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 
 // The spend-rate cap's rows: the account's own cap (accounts.spend_cap_micro_per_hour, null: the operator's default)
 // and the rates of its jobs that count against it.
@@ -11,9 +11,9 @@ import type { Dialect, Executor, Tx } from './db.js';
  * behind each other (Postgres FOR NO KEY UPDATE, so inserts elsewhere that reference the account are not blocked;
  * SQLite serialises writers). Undefined for an unknown account.
  */
-export async function lockSpendCap(trx: Tx, dialect: Dialect, accountId: string): Promise<{ capMicroPerHour: bigint | null } | undefined> {
+export async function lockSpendCap(trx: Tx, accountId: string): Promise<{ capMicroPerHour: bigint | null } | undefined> {
   let query = trx.selectFrom('accounts').select('spend_cap_micro_per_hour').where('id', '=', accountId);
-  if (dialect === 'postgres') query = query.forNoKeyUpdate();
+  if (isPostgres(trx)) query = query.forNoKeyUpdate();
   const row = await query.executeTakeFirst();
   return row ? { capMicroPerHour: row.spend_cap_micro_per_hour } : undefined;
 }

@@ -2,21 +2,17 @@ import { TELEMETRY_RETENTION_S } from '@ark/shared';
 import { sql } from 'kysely';
 import { type BucketContribution, bucketStartOf, type FieldStats } from '../domain/telemetry/rollup.js';
 import { iso } from '../clock.js';
-import type { Dialect, Executor, Store } from './db.js';
+import { type Executor, isPostgres, type Store } from './db.js';
 
 // Telemetry buckets: samples per (machine, bucket) and min/max/sum/count per (machine, bucket, device, field).
 // Upserts merge in the database, so batches (and replicas) never read-modify-write.
 
 /** Merges a batch's contributions into the stored buckets. Call it inside the batch's transaction. */
-export async function mergeTelemetry(
-  db: Executor,
-  dialect: Dialect,
-  machineId: string,
-  contributions: BucketContribution[],
-): Promise<void> {
+export async function mergeTelemetry(db: Executor, machineId: string, contributions: BucketContribution[]): Promise<void> {
   // The two-argument min/max of SQLite are least/greatest on Postgres.
-  const least = sql.raw(dialect === 'postgres' ? 'least' : 'min');
-  const greatest = sql.raw(dialect === 'postgres' ? 'greatest' : 'max');
+  const postgres = isPostgres(db);
+  const least = sql.raw(postgres ? 'least' : 'min');
+  const greatest = sql.raw(postgres ? 'greatest' : 'max');
   for (const bucket of contributions) {
     const start = iso(bucket.bucketStart);
     await db

@@ -7,7 +7,7 @@ import { insertAccount } from './accounts.js';
 import type { Executor } from './db.js';
 import { setHostingBlocked } from './hosts.js';
 import { insertMachine } from './machines.js';
-import { issueEnrollmentToken } from './pairings.js';
+import { storeEnrollmentToken } from '../testing/credentials.js';
 import {
   findPublishedTemplate,
   findTemplate,
@@ -48,7 +48,7 @@ async function seedMachine(db: Executor, vramBytes: bigint[] = [24n * GIB]): Pro
     emailVerified: true,
     now: t0,
   });
-  const token = await issueEnrollmentToken(db, { accountId: owner.id, pairingId: null, goLive: false, now: t0 });
+  const token = await storeEnrollmentToken(db, { accountId: owner.id, pairingId: null, goLive: false, now: t0 });
   const id = randomUUID();
   await insertMachine(db, {
     id,

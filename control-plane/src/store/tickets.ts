@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TicketAuthorRole, TicketState } from '@ark/shared';
 import type { Selectable } from 'kysely';
 import { iso } from '../clock.js';
-import type { Dialect, Executor, Tx } from './db.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 import { keysetPage } from './keyset.js';
 import type { TicketMessagesTable, TicketsTable } from './tables/tickets.js';
 
@@ -46,9 +46,9 @@ export async function findTicket(db: Executor, id: string): Promise<TicketRow | 
 }
 
 /** The ticket row, locked until the transaction ends: messages are numbered on its count. */
-export async function lockTicket(trx: Tx, dialect: Dialect, id: string): Promise<TicketRow | undefined> {
+export async function lockTicket(trx: Tx, id: string): Promise<TicketRow | undefined> {
   const query = trx.selectFrom('tickets').selectAll().where('id', '=', id);
-  return (dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+  return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirst();
 }
 
 /** Appends a message to a ticket the caller holds locked, numbered after its last one. */

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { WebhookEventType } from '@ark/shared';
 import { type Selectable, sql } from 'kysely';
 import { iso } from '../clock.js';
-import type { Dialect, Executor, Tx } from './db.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { WebhookDeliveriesTable, WebhookEndpointsTable } from './tables/webhooks.js';
 
@@ -147,19 +147,14 @@ export async function findWebhookEndpointById(db: Executor, id: string): Promise
 }
 
 /** The live endpoint row, locked until the transaction ends (Postgres; SQLite serialises writers). */
-export async function lockWebhookEndpoint(
-  trx: Tx,
-  dialect: Dialect,
-  accountId: string,
-  id: string,
-): Promise<WebhookEndpointRow | undefined> {
+export async function lockWebhookEndpoint(trx: Tx, accountId: string, id: string): Promise<WebhookEndpointRow | undefined> {
   const query = trx
     .selectFrom('webhook_endpoints')
     .selectAll()
     .where('id', '=', id)
     .where('account_id', '=', accountId)
     .where('removed_at', 'is', null);
-  return (dialect === 'postgres' ? query.forUpdate() : query).executeTakeFirst();
+  return (isPostgres(trx) ? query.forUpdate() : query).executeTakeFirst();
 }
 
 export async function countLiveWebhookEndpoints(db: Executor, accountId: string): Promise<number> {

@@ -1,14 +1,16 @@
-import { PostgresAdapter, type Selectable, sql } from 'kysely';
+import { type Selectable, sql } from 'kysely';
 import { ledgerAccountKey } from '../domain/ledger/accounts.js';
-import type { WithdrawalKind, WithdrawalState } from '../domain/withdrawals/states.js';
-import { OPEN_STATES, WITHDRAWAL_KINDS } from '../domain/withdrawals/states.js';
-import type { Executor, Tx } from './db.js';
+import type { PaidKind, WithdrawalKind, WithdrawalState } from '../domain/withdrawals/states.js';
+import { assertWithdrawalMove, assertWithdrawalStart, OPEN_STATES, WITHDRAWAL_KINDS } from '../domain/withdrawals/states.js';
+import { type Executor, isPostgres, type Tx } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { WithdrawalsTable, WithdrawalTransactionsTable } from './tables/withdrawals.js';
 
 // Withdrawal and payout requests, their signed transactions, and the payout wallet's nonce and lease per network.
 // Both dialects; rows a transaction changes are locked FOR UPDATE on Postgres (SQLite serialises writers).
 // Deposit refunds share the table and the payer, never an account's reads or the review: those see requests only.
+// A request's state is written here only: insertWithdrawal (INTENT) and moveWithdrawal, which checks each move against
+// the kind's table (WITHDRAWAL_MOVES, domain/withdrawals/states.ts) and compares-and-sets on the state it leaves.
 
 /** Anything the payer pays: an account's request or a deposit refund. */
 export type PaidRow = Selectable<WithdrawalsTable>;
@@ -32,11 +34,9 @@ export const NOT_YET_PAID = {
 } as const;
 export type WithdrawalTransactionRow = Selectable<WithdrawalTransactionsTable>;
 
-function isPostgres(db: Executor): boolean {
-  return db.getExecutor().adapter instanceof PostgresAdapter;
-}
-
+/** Stores a new request; it starts as INTENT (ForbiddenStateMove otherwise, and nothing is written). */
 export async function insertWithdrawal(trx: Tx, row: PaidRow): Promise<void> {
+  assertWithdrawalStart(row.kind, row.state);
   await trx.insertInto('withdrawals').values(row).execute();
 }
 
@@ -69,14 +69,29 @@ export async function lockPaidRequest(trx: Tx, id: string): Promise<PaidRow | un
   return query.executeTakeFirst();
 }
 
-/** Moves a request on by compare-and-set on its state; false when it was no longer in `from`. */
-export async function updateWithdrawal(
+/** The columns a move may write besides the state. */
+export type WithdrawalPatch = Partial<Omit<PaidRow, 'id' | 'account_id' | 'kind' | 'created_at' | 'state'>> & { updated_at: string };
+
+/**
+ * Moves a request `from -> to` (the same state for a write of other columns, where the table allows it). A move the
+ * kind's table forbids throws ForbiddenStateMove and writes nothing; otherwise the write is a compare-and-set on `from`
+ * (and the kind): false when the request was no longer there, so two writers never both move it.
+ */
+export async function moveWithdrawal(
   trx: Executor,
-  id: string,
+  request: { id: string; kind: PaidKind },
   from: WithdrawalState,
-  patch: Partial<Omit<WithdrawalRow, 'id' | 'account_id' | 'kind' | 'created_at'>> & { updated_at: string },
+  to: WithdrawalState,
+  patch: WithdrawalPatch,
 ): Promise<boolean> {
-  const result = await trx.updateTable('withdrawals').set(patch).where('id', '=', id).where('state', '=', from).executeTakeFirst();
+  assertWithdrawalMove(request.kind, from, to);
+  const result = await trx
+    .updateTable('withdrawals')
+    .set({ ...patch, state: to })
+    .where('id', '=', request.id)
+    .where('kind', '=', request.kind)
+    .where('state', '=', from)
+    .executeTakeFirst();
   return result.numUpdatedRows === 1n;
 }
 

@@ -1,9 +1,10 @@
-import { PostgresAdapter } from 'kysely';
-import type { X402IntentState } from '../domain/payments/x402.js';
-import { type Executor, isUniqueViolation, type Tx } from './db.js';
+import { assertX402IntentMove, type X402IntentState } from '../domain/payments/x402.js';
+import { type Executor, isPostgres, isUniqueViolation, type Tx } from './db.js';
 import type { X402IntentsTable } from './tables/x402.js';
 
 // x402 top-up intents: one per (chain, token, payer, nonce), from VERIFIED to CONFIRMED or EXCEPTION. Both dialects.
+// An intent's state is written here only: insertIntent (VERIFIED), storeSignedSettlement and moveIntent, each move
+// checked against X402_INTENT_MOVES (domain/payments/x402.ts) and written by compare-and-set on the state it leaves.
 
 export type X402IntentRow = X402IntentsTable;
 
@@ -47,7 +48,7 @@ export async function intentById(db: Executor, id: string): Promise<X402IntentRo
 /** Locks the intent's row on Postgres (SQLite serialises writers). */
 export async function lockIntent(trx: Tx, id: string): Promise<X402IntentRow | null> {
   let query = trx.selectFrom('x402_intents').selectAll().where('id', '=', id);
-  if (trx.getExecutor().adapter instanceof PostgresAdapter) query = query.forUpdate();
+  if (isPostgres(trx)) query = query.forUpdate();
   return (await query.executeTakeFirst()) ?? null;
 }
 
@@ -114,6 +115,7 @@ export async function storeSignedSettlement(
   signed: { gasWallet: string; gasNonce: bigint; rawTx: string; txHash: string },
   at: Date,
 ): Promise<'stored' | 'taken' | 'moved'> {
+  assertX402IntentMove('VERIFIED', 'SETTLING');
   try {
     const result = await db
       .updateTable('x402_intents')
@@ -135,24 +137,27 @@ export async function storeSignedSettlement(
   }
 }
 
-/** Moves an intent from one state to another (compare-and-set); false when it was not in `from`. */
+/** The columns a move may write besides the state. */
+export type IntentPatch = Partial<
+  Pick<X402IntentRow, 'reason' | 'tx_hash' | 'block_number' | 'block_hash' | 'log_index' | 'credited_micro' | 'posting_id' | 'credited_at'>
+>;
+
+/**
+ * Moves an intent `from -> to`: a move X402_INTENT_MOVES forbids throws ForbiddenStateMove and writes nothing;
+ * otherwise the write is a compare-and-set on `from`: false when the intent was no longer there.
+ */
 export async function moveIntent(
   db: Executor,
   id: string,
   from: X402IntentState,
-  to: Partial<
-    Pick<
-      X402IntentRow,
-      'reason' | 'tx_hash' | 'block_number' | 'block_hash' | 'log_index' | 'credited_micro' | 'posting_id' | 'credited_at'
-    >
-  > & {
-    state: X402IntentState;
-  },
+  to: X402IntentState,
+  patch: IntentPatch,
   at: Date,
 ): Promise<boolean> {
+  assertX402IntentMove(from, to);
   const result = await db
     .updateTable('x402_intents')
-    .set({ ...to, updated_at: at.toISOString() })
+    .set({ ...patch, state: to, updated_at: at.toISOString() })
     .where('id', '=', id)
     .where('state', '=', from)
     .executeTakeFirst();

@@ -21,7 +21,8 @@ import { agentPlaceholderEmail } from '../services/accounts/agent-registration.j
 import { insertAccount } from '../store/accounts.js';
 import { insertWallet } from '../store/agent-wallets.js';
 import { createAccountAuthenticator } from '../store/accounts-authenticator.js';
-import { issueApiKey, issueSession, recordStepUp } from '../store/accounts-credentials.js';
+import { issueApiKey, issueSession } from '../services/accounts/credentials.js';
+import { recordStepUp } from '../store/accounts-credentials.js';
 import type { Dialect } from '../store/db.js';
 import { createTestStore, type TestStore } from './stores.js';
 

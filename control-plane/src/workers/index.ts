@@ -3,7 +3,7 @@ import type { Config } from '../config/index.js';
 import type { Services } from '../services/index.js';
 import type { WebhookSender } from '../services/webhooks/index.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
-import { purgePairings } from '../store/pairings.js';
+import { purgeStalePairings } from '../services/hosting/pairing.js';
 import type { Worker } from './runner.js';
 import { jobWorkers } from './jobs.js';
 import { marketWorker } from './market.js';
@@ -34,7 +34,7 @@ export function defaultWorkers(
   return [
     ...jobWorkers(services.jobs.sweeps, config),
     telemetryRetentionWorker,
-    { name: 'pairing-purge', intervalMs: 10 * 60_000, step: (store, now) => purgePairings(store.db, now) },
+    { name: 'pairing-purge', intervalMs: 10 * 60_000, step: (store, now) => purgeStalePairings(store.db, now) },
     { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: (store, now) => purgeIdempotencyKeys(store, now) },
     ...x402Workers(services.x402, config),
     ...webhookWorkers(services.webhooks, deps.webhookSender),

@@ -16,6 +16,21 @@ export const newVerificationToken = (): string => random43();
 
 export const apiKeyDisplayPrefix = (secret: string): string => secret.slice(0, API_KEY_DISPLAY_CHARS);
 
+/** A new session: the bearer token, handed out once, and the hash the store keeps of it. */
+export function mintSessionToken(): { token: string; tokenHash: string } {
+  const token = newSessionToken();
+  return { token, tokenHash: hashToken(token) };
+}
+
+/** A new API key: the secret, handed out once, the clear prefix that tells keys apart, and the hash the store keeps. */
+export function mintApiKey(): { secret: string; prefix: string; secretHash: string } {
+  const secret = newApiKeySecret();
+  return { secret, prefix: apiKeyDisplayPrefix(secret), secretHash: hashToken(secret) };
+}
+
+/** When a session issued at `now` for `ttlMs` expires. */
+export const sessionExpiry = (now: Date, ttlMs: number): Date => new Date(now.getTime() + ttlMs);
+
 /**
  * Hex sha256 of a high-entropy token: no salt or KDF needed, and the lookup stays one indexed read. One-shot `hash`
  * costs a third of `createHash` on a short input, and it runs on every authenticated request.

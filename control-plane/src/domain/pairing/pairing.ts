@@ -14,6 +14,16 @@ export const PAIRING_MISS_WINDOW_MS = 3_600_000;
 /** The first day of hosting, during which the new-host cap applies. */
 export const NEW_HOST_WINDOW_MS = 24 * 3_600_000;
 
+/** When a pairing started at `now` expires. */
+export const pairingExpiry = (now: Date): Date => new Date(now.getTime() + PAIRING_TTL_MS);
+/** When an enrollment token issued at `now` expires. */
+export const enrollmentTokenExpiry = (now: Date): Date => new Date(now.getTime() + ENROLLMENT_TOKEN_TTL_MS);
+/** Wrong codes since this moment count against the limit; older ones are forgotten. */
+export const missWindowStart = (now: Date): Date => new Date(now.getTime() - PAIRING_MISS_WINDOW_MS);
+/** A pending pairing is kept a day past its expiry (a late poll still reads `expired`), then purged. */
+export const PAIRING_KEPT_AFTER_EXPIRY_MS = 86_400_000;
+export const pairingPurgeBefore = (now: Date): Date => new Date(now.getTime() - PAIRING_KEPT_AFTER_EXPIRY_MS);
+
 /** Stored states; `expired` is never stored: a pending pairing past its expiry reads as expired. */
 export type StoredPairingState = 'pending' | 'approved' | 'consumed';
 

@@ -11,6 +11,18 @@ export const newEnrollmentToken = (): string => `${ENROLLMENT_TOKEN_PREFIX}${ran
 
 export const hashSecret = (secret: string): string => createHash('sha256').update(secret).digest('hex');
 
+/** A new poll secret, handed to the installer once, and the hash the store keeps of it. */
+export function mintPollSecret(): { pollSecret: string; pollSecretHash: string } {
+  const pollSecret = newPollSecret();
+  return { pollSecret, pollSecretHash: hashSecret(pollSecret) };
+}
+
+/** A new enrollment token, handed out once, and the hash the store keeps of it. */
+export function mintEnrollmentToken(): { token: string; tokenHash: string } {
+  const token = newEnrollmentToken();
+  return { token, tokenHash: hashSecret(token) };
+}
+
 /** Constant-time comparison of a presented secret with a stored hash. */
 export function secretMatches(presented: string, storedHash: string): boolean {
   const a = Buffer.from(hashSecret(presented), 'hex');

@@ -1,3 +1,5 @@
+import { assertMove, type MoveTable } from '../moves.js';
+
 // Deposit states and the decisions taken when a deposit's block becomes final, when room appears under the balance
 // cap, and when an operator credits or refunds a held deposit. Pure: values in, decision out.
 
@@ -9,6 +11,33 @@
  */
 export const DEPOSIT_STATES = ['SEEN', 'CREDITED', 'HELD', 'BELOW_MINIMUM', 'REFUNDING', 'REFUNDED'] as const;
 export type DepositState = (typeof DEPOSIT_STATES)[number];
+
+/**
+ * The allowed state moves of a deposit; the store's deposit writes (store/deposits.ts) check every one:
+ *
+ *   SEEN          -> CREDITED, HELD, BELOW_MINIMUM   its block is final: decideFinalDeposit (services/billing/deposit-credit.ts)
+ *   BELOW_MINIMUM -> CREDITED, HELD                  the account's small deposits reached the minimum together
+ *   HELD          -> CREDITED                        room under the cap, or an operator's override (deposit-override.ts)
+ *   HELD          -> REFUNDING                       an operator sends it back to its sender (deposit-refund.ts)
+ *   REFUNDING     -> REFUNDED                        the refund's transfer is final (services/withdrawals/unlock.ts)
+ *   REFUNDING     -> HELD                            the refund failed: held again, for an operator or for room
+ *
+ * Every deposit is stored first as SEEN; a SEEN deposit whose block a reorg dropped is deleted, not moved. CREDITED
+ * and REFUNDED are final: the money is in the ledger, or back with its sender.
+ */
+export const DEPOSIT_MOVES: MoveTable<DepositState> = {
+  SEEN: ['CREDITED', 'HELD', 'BELOW_MINIMUM'],
+  BELOW_MINIMUM: ['CREDITED', 'HELD'],
+  HELD: ['CREDITED', 'REFUNDING'],
+  REFUNDING: ['REFUNDED', 'HELD'],
+  CREDITED: [],
+  REFUNDED: [],
+};
+
+/** Throws ForbiddenStateMove unless a deposit may move `from -> to`. */
+export function assertDepositMove(from: DepositState, to: DepositState): void {
+  assertMove('deposit', DEPOSIT_MOVES, from, to);
+}
 
 /** Why a deposit is HELD (or was not credited): the `reason` column. */
 export const HOLD_REASON = {

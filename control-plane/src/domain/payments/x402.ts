@@ -1,3 +1,5 @@
+import { assertMove, type MoveTable } from '../moves.js';
+
 // x402 v2 top-ups (scheme `exact`, EIP-3009 transferWithAuthorization of USDC on Base): what we offer, the checks a
 // payment must pass before anything touches the chain, and the intent's states. Pure: values in, decisions out.
 
@@ -24,6 +26,35 @@ export const VALID_BEFORE_SKEW_S = 60n;
  */
 export const X402_INTENT_STATES = ['VERIFIED', 'SETTLING', 'PENDING_FINALITY', 'CONFIRMED', 'EXCEPTION', 'REFUSED'] as const;
 export type X402IntentState = (typeof X402_INTENT_STATES)[number];
+
+/**
+ * The allowed state moves of an intent; the store's intent writes (store/x402.ts) check every one. Written by
+ * services/billing/x402-settlement.ts:
+ *
+ *   VERIFIED         -> SETTLING           the settlement is signed and stored, before it is sent
+ *   VERIFIED         -> PENDING_FINALITY   someone else's transaction used the authorization and paid the treasury
+ *   VERIFIED         -> EXCEPTION          cancelled, or expired before anything was sent
+ *   VERIFIED         -> REFUSED            the simulation refused it: nothing was sent
+ *   SETTLING         -> PENDING_FINALITY   mined (ours, or another that paid the treasury)
+ *   SETTLING         -> EXCEPTION          reverted, cancelled, or expired unmined
+ *   PENDING_FINALITY -> SETTLING           its block is no longer canonical: followed again
+ *   PENDING_FINALITY -> CONFIRMED          final: credited once, in the same transaction
+ *
+ * Every intent is stored first as VERIFIED. CONFIRMED, EXCEPTION and REFUSED are final.
+ */
+export const X402_INTENT_MOVES: MoveTable<X402IntentState> = {
+  VERIFIED: ['SETTLING', 'PENDING_FINALITY', 'EXCEPTION', 'REFUSED'],
+  SETTLING: ['PENDING_FINALITY', 'EXCEPTION'],
+  PENDING_FINALITY: ['SETTLING', 'CONFIRMED'],
+  CONFIRMED: [],
+  EXCEPTION: [],
+  REFUSED: [],
+};
+
+/** Throws ForbiddenStateMove unless an intent may move `from -> to`. */
+export function assertX402IntentMove(from: X402IntentState, to: X402IntentState): void {
+  assertMove('x402 intent', X402_INTENT_MOVES, from, to);
+}
 
 /** Why a payment is refused (the 402 body's `error`). */
 export type X402Refusal =

@@ -30,8 +30,7 @@ describe.each(DIALECTS)('admin deposit routes on %s', (dialect) => {
     t.clock.advance(1000);
     const id = await recordSeen(t.store, seenUsdcDeposit(renter.accountId, amountMicro), t.clock.now());
     await t.store.db.transaction().execute((trx) =>
-      finishDeposit(trx, id, 'SEEN', {
-        state: 'HELD',
+      finishDeposit(trx, id, 'SEEN', 'HELD', {
         amountMicro,
         reason: 'exceeds_balance_cap',
         price: null,

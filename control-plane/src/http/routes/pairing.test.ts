@@ -6,7 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
 import { loadControlPlaneIdentity } from '../../gateway/identity.js';
 import { isHostEnabled, setHostingBlocked } from '../../store/hosts.js';
-import { issueEnrollmentToken } from '../../store/pairings.js';
+import { issueEnrollmentToken } from '../../services/hosting/enrollment.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import { machinePublicKey, pairMachine, sampleManifest, sendHeartbeat } from '../../testing/hosting.js';
 import { DIALECTS } from '../../testing/stores.js';

@@ -6,7 +6,7 @@ import { INFERENCE_DATA_NOTICE } from '../../domain/templates/template.js';
 import { insertAccount } from '../../store/accounts.js';
 import type { Executor } from '../../store/db.js';
 import { insertMachine } from '../../store/machines.js';
-import { issueEnrollmentToken } from '../../store/pairings.js';
+import { issueEnrollmentToken } from '../../services/hosting/enrollment.js';
 import { importTemplates, recordAgentQualification } from '../../store/templates.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
 import { DIALECTS } from '../../testing/stores.js';

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { getAddress } from 'viem';
 import { DomainError } from '../../errors.js';
 import { type AccountRow, findAccountById, insertAccount } from '../../store/accounts.js';
-import { issueApiKey } from '../../store/accounts-credentials.js';
+import { issueApiKey } from './credentials.js';
 import {
   type AccountWalletRow,
   type AgentProfileFields,

@@ -8,7 +8,8 @@ import { hashToken } from '../../domain/accounts/tokens.js';
 import { DomainError } from '../../errors.js';
 import { type OAuthProviderClient, ProviderFailure, type ProviderIdentity } from '../../oauth/providers.js';
 import { findAccountByEmail, findAccountById, insertAccount } from '../../store/accounts.js';
-import { issueSession, recordStepUp } from '../../store/accounts-credentials.js';
+import { recordStepUp } from '../../store/accounts-credentials.js';
+import { issueSession } from './credentials.js';
 import { appendAudit } from '../../store/audit.js';
 import {
   findIdentity,

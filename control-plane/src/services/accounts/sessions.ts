@@ -3,7 +3,8 @@ import { burnPasswordCheck, verifyPassword } from '../../domain/accounts/passwor
 import type { Principal } from '../../domain/accounts/principal.js';
 import { DomainError } from '../../errors.js';
 import { findAccountByEmail } from '../../store/accounts.js';
-import { issueSession, revokeSession } from '../../store/accounts-credentials.js';
+import { revokeSession } from '../../store/accounts-credentials.js';
+import { issueSession } from './credentials.js';
 import type { AccountDeps } from './deps.js';
 
 /** Sign-in with email and password: a new session token, shown once. */

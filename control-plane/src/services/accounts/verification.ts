@@ -19,11 +19,12 @@ export interface MailOutcome {
 export async function sendVerificationLink(deps: AccountDeps, account: AccountRow): Promise<MailOutcome> {
   const { store, clock, settings } = deps;
   const token = newVerificationToken();
+  const now = clock.now();
   await insertEmailVerification(store.db, {
     accountId: account.id,
     tokenHash: hashToken(token),
-    now: clock.now(),
-    ttlMs: settings.emailVerificationTtlMs,
+    now,
+    expiresAt: new Date(now.getTime() + settings.emailVerificationTtlMs),
   });
   try {
     await deps.mailer.send(verificationMail(account.email, settings.publicBaseUrl, token, settings.emailVerificationTtlMs));

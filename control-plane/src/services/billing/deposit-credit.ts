@@ -61,13 +61,13 @@ export function settleFinalDeposit(
     });
     const base = { amountMicro: valued.amountMicro, price: valued.price, at: now };
     if (decision.action === 'below_minimum') {
-      await finishDeposit(trx, row.id, 'SEEN', { ...base, state: 'BELOW_MINIMUM', reason: HOLD_REASON.belowMinimum, postingId: null });
+      await finishDeposit(trx, row.id, 'SEEN', 'BELOW_MINIMUM', { ...base, reason: HOLD_REASON.belowMinimum, postingId: null });
       return 'below_minimum';
     }
     const joined = decision.joinBelowMinimum ? small : [];
     const holdAll = async (reason: string) => {
-      await finishDeposit(trx, row.id, 'SEEN', { ...base, state: 'HELD', reason, postingId: null });
-      for (const d of joined) await moveSmall(trx, d, { state: 'HELD', reason, postingId: null, at: now });
+      await finishDeposit(trx, row.id, 'SEEN', 'HELD', { ...base, reason, postingId: null });
+      for (const d of joined) await moveSmall(trx, d, 'HELD', { reason, postingId: null, at: now });
       return 'held' as const;
     };
     if (decision.action === 'hold') return holdAll(decision.reason);
@@ -75,10 +75,9 @@ export function settleFinalDeposit(
     // acceptance authorization for it, consumed here with the credit (one for the deposit and the small ones it joins).
     if (!(await deps.admissions.tryAdmit(trx, fundingCredit(row)))) return holdAll(HOLD_REASON.admissionsPaused);
     const postingId = await postDeposit(trx, row, valued.amountMicro, now);
-    await finishDeposit(trx, row.id, 'SEEN', { ...base, state: 'CREDITED', reason: null, postingId });
+    await finishDeposit(trx, row.id, 'SEEN', 'CREDITED', { ...base, reason: null, postingId });
     for (const d of joined) {
-      await moveSmall(trx, d, {
-        state: 'CREDITED',
+      await moveSmall(trx, d, 'CREDITED', {
         reason: null,
         postingId: await postDeposit(trx, d, d.amount_micro ?? 0n, now),
         at: now,
@@ -124,8 +123,7 @@ async function creditHeldThatFit(
     // Paused admission keeps every credit of the account waiting.
     if (!(await deps.admissions.tryAdmit(trx, fundingCredit(held)))) break;
     const postingId = await postDeposit(trx, held, amount, now);
-    const moved = await finishDeposit(trx, held.id, 'HELD', {
-      state: 'CREDITED',
+    const moved = await finishDeposit(trx, held.id, 'HELD', 'CREDITED', {
       amountMicro: amount,
       reason: null,
       price: null,
@@ -140,8 +138,13 @@ async function creditHeldThatFit(
 }
 
 /** A BELOW_MINIMUM deposit joins a decision: its amount (priced when it was final) stays. */
-async function moveSmall(trx: Tx, row: DepositRow, update: Pick<FinalUpdate, 'state' | 'reason' | 'postingId' | 'at'>): Promise<void> {
-  const moved = await finishDeposit(trx, row.id, 'BELOW_MINIMUM', { ...update, amountMicro: row.amount_micro, price: null });
+async function moveSmall(
+  trx: Tx,
+  row: DepositRow,
+  to: 'CREDITED' | 'HELD',
+  update: Pick<FinalUpdate, 'reason' | 'postingId' | 'at'>,
+): Promise<void> {
+  const moved = await finishDeposit(trx, row.id, 'BELOW_MINIMUM', to, { ...update, amountMicro: row.amount_micro, price: null });
   if (!moved) throw new Error(`small deposit ${row.id} changed state under its lock`);
 }
 

@@ -34,8 +34,7 @@ export function creditHeldDeposit(
       if (row.state !== 'HELD') throw new DomainError('DEPOSIT_NOT_HELD');
       await deps.admissions.admit(trx, fundingCredit(row));
       const postingId = await postDeposit(trx, row, amountMicro, now);
-      const moved = await finishDeposit(trx, row.id, 'HELD', {
-        state: 'CREDITED',
+      const moved = await finishDeposit(trx, row.id, 'HELD', 'CREDITED', {
         amountMicro,
         reason: OVERRIDE_REASON,
         price: null,

@@ -67,13 +67,13 @@ async function settle(deps: X402Deps, chain: X402Chain, row: X402IntentRow): Pro
     return;
   }
   if ((await chain.latestTimeS()) >= authorization.validBefore) {
-    await moveIntent(deps.store.db, row.id, 'VERIFIED', { state: 'EXCEPTION', reason: 'authorization_expired_unmined' }, deps.clock.now());
+    await moveIntent(deps.store.db, row.id, 'VERIFIED', 'EXCEPTION', { reason: 'authorization_expired_unmined' }, deps.clock.now());
     return;
   }
   const simulated = await chain.simulate(token, authorization, row.signature as Hex);
   if (!simulated.ok) {
     deps.logger?.warn({ intent_id: row.id, why: simulated.why }, 'x402 settlement refused in simulation');
-    await moveIntent(deps.store.db, row.id, 'VERIFIED', { state: 'REFUSED', reason: 'settlement_refused' }, deps.clock.now());
+    await moveIntent(deps.store.db, row.id, 'VERIFIED', 'REFUSED', { reason: 'settlement_refused' }, deps.clock.now());
     return;
   }
   const stored = await serialized(async () => {
@@ -108,7 +108,8 @@ async function follow(deps: X402Deps, chain: X402Chain, row: X402IntentRow): Pro
         deps.store.db,
         row.id,
         'SETTLING',
-        { state: 'PENDING_FINALITY', block_number: step.blockNumber, block_hash: step.blockHash, log_index: BigInt(step.logIndex) },
+        'PENDING_FINALITY',
+        { block_number: step.blockNumber, block_hash: step.blockHash, log_index: BigInt(step.logIndex) },
         now,
       );
       return;
@@ -119,7 +120,7 @@ async function follow(deps: X402Deps, chain: X402Chain, row: X402IntentRow): Pro
       return;
     case 'exception':
       if (step.reason === 'authorization_used_elsewhere') await usedElsewhere(deps, chain, row, 'SETTLING');
-      else await moveIntent(deps.store.db, row.id, 'SETTLING', { state: 'EXCEPTION', reason: step.reason }, now);
+      else await moveIntent(deps.store.db, row.id, 'SETTLING', 'EXCEPTION', { reason: step.reason }, now);
   }
 }
 
@@ -139,8 +140,8 @@ async function usedElsewhere(deps: X402Deps, chain: X402Chain, row: X402IntentRo
       deps.store.db,
       row.id,
       from,
+      'PENDING_FINALITY',
       {
-        state: 'PENDING_FINALITY',
         reason: 'settled_by_another_transaction',
         tx_hash: other,
         block_number: receipt.blockNumber,
@@ -151,7 +152,7 @@ async function usedElsewhere(deps: X402Deps, chain: X402Chain, row: X402IntentRo
     );
     return;
   }
-  await moveIntent(deps.store.db, row.id, from, { state: 'EXCEPTION', reason: 'authorization_cancelled' }, now);
+  await moveIntent(deps.store.db, row.id, from, 'EXCEPTION', { reason: 'authorization_cancelled' }, now);
 }
 
 /**
@@ -168,13 +169,7 @@ async function creditIfFinal(deps: X402Deps, chain: X402Chain, row: X402IntentRo
   const now = deps.clock.now();
   if (canonical !== row.block_hash) {
     deps.logger?.warn({ intent_id: row.id, block: block.toString() }, 'x402 settlement block is no longer canonical: following it again');
-    await moveIntent(
-      deps.store.db,
-      row.id,
-      'PENDING_FINALITY',
-      { state: 'SETTLING', block_number: null, block_hash: null, log_index: null },
-      now,
-    );
+    await moveIntent(deps.store.db, row.id, 'PENDING_FINALITY', 'SETTLING', { block_number: null, block_hash: null, log_index: null }, now);
     return;
   }
   await transact(deps.store, async (trx) => {
@@ -193,7 +188,8 @@ async function creditIfFinal(deps: X402Deps, chain: X402Chain, row: X402IntentRo
       trx,
       locked.id,
       'PENDING_FINALITY',
-      { state: 'CONFIRMED', credited_micro: locked.amount_micro, posting_id: posted.postingId, credited_at: now.toISOString() },
+      'CONFIRMED',
+      { credited_micro: locked.amount_micro, posting_id: posted.postingId, credited_at: now.toISOString() },
       now,
     );
     // Told in the credit's own transaction (issue 22): the event exists exactly when the credit does, and once, as the

@@ -5,17 +5,38 @@ import type { Config } from '../../config/index.js';
 import { credentialOf, type Principal } from '../../domain/accounts/principal.js';
 import { seedOfferTerms } from '../../domain/offers/offer.js';
 import { assertHostingAllowed } from '../../domain/pairing/hosting-rules.js';
+import { enrollmentTokenExpiry } from '../../domain/pairing/pairing.js';
+import { hashSecret, mintEnrollmentToken } from '../../domain/pairing/secrets.js';
 import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
-import { type Store, toBool } from '../../store/db.js';
+import { type Executor, type Store, toBool } from '../../store/db.js';
 import { isHostingBlocked, readHostingFacts, turnHostingOn } from '../../store/hosts.js';
 import { insertMachine } from '../../store/machines.js';
 import { seedOffer } from '../../store/offers.js';
-import { consumeEnrollmentToken, type IssuedEnrollmentToken, issueEnrollmentToken } from '../../store/pairings.js';
+import { consumeEnrollmentToken, insertEnrollmentToken } from '../../store/pairings.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
 
 // Enrollment: a single-use token (from a pairing's poll, or created directly by a host who skips pairing) turns
 // into a machine.
+
+export interface IssuedEnrollmentToken {
+  id: string;
+  /** Handed out once; the store keeps only its hash. */
+  token: string;
+  expiresAt: Date;
+}
+
+/** A single-use enrollment token, minted here and stored by its hash (a pairing's poll passes the id it recorded). */
+export async function issueEnrollmentToken(
+  db: Executor,
+  input: { id?: string; accountId: string; pairingId: string | null; goLive: boolean; now: Date },
+): Promise<IssuedEnrollmentToken> {
+  const { token, tokenHash } = mintEnrollmentToken();
+  const id = input.id ?? randomUUID();
+  const expiresAt = enrollmentTokenExpiry(input.now);
+  await insertEnrollmentToken(db, { ...input, id, tokenHash, expiresAt });
+  return { id, token, expiresAt };
+}
 
 export interface EnrollmentDeps {
   store: Store;
@@ -62,7 +83,7 @@ export async function enrollMachine(
   const now = deps.clock.now();
   const machineId = randomUUID();
   await transact(deps.store, async (trx) => {
-    const consumed = await consumeEnrollmentToken(trx, { token: input.token, machineId, now });
+    const consumed = await consumeEnrollmentToken(trx, { tokenHash: hashSecret(input.token), machineId, now });
     if (!consumed.ok) throw new DomainError(consumed.reason);
     const token = consumed.row;
     // A block that landed after the token was handed out still stops the machine (the consumption rolls back).

@@ -52,7 +52,7 @@ export function buildHostingServices(deps: HostingDeps): HostingServices {
     replicas: agentReplicas(deps),
     recordHeartbeat: (machineId, msg, now) => recordHeartbeat(deps, machineId, msg, now),
     applyHeartbeat: (db, machineId, msg, now) => applyHeartbeat(db, machineId, msg, now, deps.admissions, deps.settings.onlineGraceMs),
-    ingestTelemetry: (trx, machineId, msg, now) => ingestTelemetry(deps, trx, machineId, msg, now),
+    ingestTelemetry: (trx, machineId, msg, now) => ingestTelemetry(trx, machineId, msg, now),
     applyNettestReceipt: (trx, machineId, msg, now) => applyNettestReceipt(deps, trx, machineId, msg, now),
     queueNettest: (caller, machineId, commit) => queueNettest(deps, caller, machineId, commit),
     setGoLive: (accountId, machineId, goLive, commit) => setGoLive(deps, accountId, machineId, goLive, commit),

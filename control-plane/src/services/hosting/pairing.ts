@@ -4,30 +4,43 @@ import type { Clock } from '../../clock.js';
 import type { Config } from '../../config/index.js';
 import { credentialOf, type Principal } from '../../domain/accounts/principal.js';
 import { assertHostingAllowed } from '../../domain/pairing/hosting-rules.js';
-import { PAIRING_MISS_LIMIT, PAIRING_POLL_INTERVAL_S, pairingStateAt, pairingSummary } from '../../domain/pairing/pairing.js';
-import { secretMatches } from '../../domain/pairing/secrets.js';
-import { formatUserCode, normalizeUserCode } from '../../domain/pairing/user-code.js';
+import {
+  missWindowStart,
+  PAIRING_MISS_LIMIT,
+  PAIRING_POLL_INTERVAL_S,
+  pairingExpiry,
+  pairingPurgeBefore,
+  pairingStateAt,
+  pairingSummary,
+} from '../../domain/pairing/pairing.js';
+import { mintPollSecret, secretMatches } from '../../domain/pairing/secrets.js';
+import { formatUserCode, generateUserCode, normalizeUserCode } from '../../domain/pairing/user-code.js';
 import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
-import { fromJson, type Store, toBool } from '../../store/db.js';
+import { type Executor, fromJson, type Store, toBool } from '../../store/db.js';
 import { readHostingFacts, turnHostingOn } from '../../store/hosts.js';
 import { machineOfPairing } from '../../store/machines.js';
 import {
   approvePairing as approvePendingPairing,
   consumePairing,
-  createPairing,
   findEnrollmentToken,
   findPairing,
   findPendingPairingByCode,
-  type IssuedEnrollmentToken,
-  issueEnrollmentToken,
+  insertPairing,
   missSubjects,
   type PairingRow,
+  purgePairings,
   recentMisses,
   recordMiss,
 } from '../../store/pairings.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
-import { createEnrollmentToken, type EnrollmentDeps, enrollMachine } from './enrollment.js';
+import {
+  createEnrollmentToken,
+  type EnrollmentDeps,
+  enrollMachine,
+  type IssuedEnrollmentToken,
+  issueEnrollmentToken,
+} from './enrollment.js';
 
 // Pairing by one-time code (RFC 8628 device flow): the installer starts a pairing and polls it; the host looks the
 // code up and approves it; the one poll that sees the approval gets a single-use enrollment token.
@@ -54,7 +67,8 @@ export async function startPairing(
   input: { manifest: MachineManifest | null; sourceAddress: string },
 ): Promise<StartedPairing> {
   const { settings } = deps;
-  const { row, pollSecret } = await createPairing(deps.store.db, { ...input, now: deps.clock.now() });
+  const now = deps.clock.now();
+  const { row, pollSecret } = await newPendingPairing(deps.store.db, { ...input, now });
   return {
     pairingId: row.id,
     pollSecret,
@@ -63,6 +77,24 @@ export async function startPairing(
     expiresAt: row.expires_at,
     intervalS: PAIRING_POLL_INTERVAL_S,
   };
+}
+
+/** Draws a code and a poll secret and stores the pairing; a code already taken (rare: 20^8 codes) is drawn again. */
+async function newPendingPairing(
+  db: Executor,
+  input: { manifest: MachineManifest | null; sourceAddress: string; now: Date },
+): Promise<{ row: PairingRow; pollSecret: string }> {
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const { pollSecret, pollSecretHash } = mintPollSecret();
+    const row = await insertPairing(db, { ...input, pollSecretHash, userCode: generateUserCode(), expiresAt: pairingExpiry(input.now) });
+    if (row) return { row, pollSecret };
+  }
+  throw new Error('no free pairing code after 5 draws');
+}
+
+/** Worker step: forget misses past the window and pending pairings a day past their expiry. */
+export function purgeStalePairings(db: Executor, now: Date): Promise<number> {
+  return purgePairings(db, { missesUpTo: missWindowStart(now), pendingExpiredBefore: pairingPurgeBefore(now) });
 }
 
 const summaryOf = (pairing: PairingRow): PairingSummary =>
@@ -76,7 +108,7 @@ async function pendingPairingFor(deps: PairingDeps, userCode: string, principal:
   const { db } = deps.store;
   const now = deps.clock.now();
   const subjects = missSubjects(principal.accountId, address);
-  if ((await recentMisses(db, subjects, now)) >= PAIRING_MISS_LIMIT) {
+  if ((await recentMisses(db, subjects, missWindowStart(now))) >= PAIRING_MISS_LIMIT) {
     throw new DomainError('UNAVAILABLE', 'Too many wrong pairing codes; wait an hour and retry.');
   }
   const canonical = normalizeUserCode(userCode);

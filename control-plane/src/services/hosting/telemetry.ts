@@ -5,8 +5,8 @@ import { mergeTelemetry, readTelemetry } from '../../store/telemetry.js';
 import type { HostingDeps } from './deps.js';
 
 /** The 'telemetry' handler: a batch merges into the 300-second buckets, in the gateway's apply-once transaction. */
-export async function ingestTelemetry(deps: HostingDeps, trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<void> {
-  await mergeTelemetry(trx, deps.store.dialect, machineId, rollUp(msg.samples, now));
+export async function ingestTelemetry(trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<void> {
+  await mergeTelemetry(trx, machineId, rollUp(msg.samples, now));
 }
 
 /** Buckets overlapping the last `windowS` seconds, oldest first. */

@@ -214,7 +214,7 @@ export async function emitJobStateChanged(
 
 /** The job row held in the caller's transaction, which already holds the machine's channel row (the gateway's). */
 export async function holdJob(deps: JobDeps, trx: Tx, jobId: string): Promise<HeldJob | null> {
-  const row = await lockJob(trx, deps.store.dialect, jobId);
+  const row = await lockJob(trx, jobId);
   return row ? new HeldJob(deps, trx, row) : null;
 }
 
@@ -226,7 +226,7 @@ export async function holdJob(deps: JobDeps, trx: Tx, jobId: string): Promise<He
 export async function holdJobAfterChannel(deps: JobDeps, trx: Tx, jobId: string): Promise<HeldJob | null> {
   const machineId = await machineIdOfJob(trx, jobId);
   if (machineId === null) return null;
-  await lockMachineChannel(trx, deps.store.dialect, machineId);
+  await lockMachineChannel(trx, machineId);
   return holdJob(deps, trx, jobId);
 }
 

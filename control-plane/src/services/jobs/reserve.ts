@@ -48,7 +48,7 @@ export async function reserve(
   return transact(
     store,
     async (trx) => {
-      const quote = await lockQuote(trx, store.dialect, body.quote_id);
+      const quote = await lockQuote(trx, body.quote_id);
       if (!quote || quote.accountId !== accountId) throw new DomainError('QUOTE_NOT_FOUND');
       assertQuoteUsable(quote, now);
       // While admission is paused only a presented acceptance authorization lets it through, spent with it.
@@ -62,10 +62,10 @@ export async function reserve(
       const standing = await lockedSpendCapStanding(deps, trx, accountId);
       assertWithinSpendCap(standing, totalRateOf(quote));
       // Reservations on one machine queue behind each other, so two never take the same GPU.
-      const machine = await lockMachineForReservation(trx, store.dialect, quote.machineId);
+      const machine = await lockMachineForReservation(trx, quote.machineId);
       if (!machine) throw new DomainError('MACHINE_NOT_AVAILABLE');
       // The machine's channel row before any ledger row, as the gateway's transactions take them.
-      await lockMachineChannel(trx, store.dialect, machine.id);
+      await lockMachineChannel(trx, machine.id);
       await assertMachineAvailable(deps, trx, machine, now);
       const offer = await currentOfferOf(trx, machine.id);
       if (!offer?.listed || (await isReliabilityHeld(trx, machine.id))) {

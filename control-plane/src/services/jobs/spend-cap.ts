@@ -29,7 +29,7 @@ export function readSpendCap(deps: JobDeps, accountId: string): Promise<SpendCap
 
 /** The account's standing with its row held: what a reservation decides on (reserve.ts). */
 export async function lockedSpendCapStanding(deps: JobDeps, trx: Tx, accountId: string): Promise<SpendCapStanding> {
-  const own = await lockSpendCap(trx, deps.store.dialect, accountId);
+  const own = await lockSpendCap(trx, accountId);
   if (!own) throw new DomainError('NOT_FOUND');
   return standingIn(deps, trx, accountId, own.capMicroPerHour);
 }
@@ -57,7 +57,7 @@ export async function changeSpendCap(
   return transact(
     deps.store,
     async (trx) => {
-      const current = await lockSpendCap(trx, deps.store.dialect, change.accountId);
+      const current = await lockSpendCap(trx, change.accountId);
       if (!current) throw new DomainError('NOT_FOUND');
       const setting: SpendCapSetting = {
         ownCapMicroPerHour: current.capMicroPerHour,
@@ -103,7 +103,7 @@ export async function setSpendCapByOperator(
 ): Promise<SpendCapStanding> {
   const now = deps.clock.now();
   return transact(deps.store, async (trx) => {
-    const current = await lockSpendCap(trx, deps.store.dialect, input.accountId);
+    const current = await lockSpendCap(trx, input.accountId);
     if (!current) throw new DomainError('NOT_FOUND');
     await setSpendCap(trx, input.accountId, input.capMicroPerHour, now);
     await appendAudit(trx, {

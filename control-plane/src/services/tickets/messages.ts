@@ -21,7 +21,7 @@ export function postTicketMessage(
   return transact(
     deps.store,
     async (trx) => {
-      const { ticket, parties } = await lockedTicket(deps, trx, input.ticketId);
+      const { ticket, parties } = await lockedTicket(trx, input.ticketId);
       const decision = decideMessage(parties, input.caller);
       if (!decision.ok) throw new DomainError(decision.refusal === 'forbidden' ? 'TICKET_FORBIDDEN' : 'TICKET_CLOSED');
       if (ticket.message_count >= BigInt(TICKET_MESSAGES_MAX)) throw new DomainError('TICKET_MESSAGE_LIMIT_REACHED');

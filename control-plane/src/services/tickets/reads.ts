@@ -21,8 +21,8 @@ export const partiesOf = (ticket: TicketRow): TicketParties => ({
 });
 
 /** The ticket row locked in the caller's transaction, with its parties; NOT_FOUND when there is none. */
-export async function lockedTicket(deps: TicketDeps, trx: Tx, ticketId: string): Promise<{ ticket: TicketRow; parties: TicketParties }> {
-  const ticket = await lockTicket(trx, deps.store.dialect, ticketId);
+export async function lockedTicket(trx: Tx, ticketId: string): Promise<{ ticket: TicketRow; parties: TicketParties }> {
+  const ticket = await lockTicket(trx, ticketId);
   if (!ticket) throw new DomainError('NOT_FOUND', 'No ticket of yours has this id.');
   return { ticket, parties: partiesOf(ticket) };
 }

@@ -16,7 +16,7 @@ export function setTicketStateAs(
   return transact(
     deps.store,
     async (trx) => {
-      const { ticket, parties } = await lockedTicket(deps, trx, input.ticketId);
+      const { ticket, parties } = await lockedTicket(trx, input.ticketId);
       if (!mayChangeState(parties, input.caller)) throw new DomainError('TICKET_FORBIDDEN');
       if (ticket.state === input.state) return ticket;
       await setTicketState(trx, ticket.id, input.state, now);

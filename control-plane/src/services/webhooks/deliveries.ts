@@ -15,8 +15,8 @@ import {
 import type { WebhookDeps } from './deps.js';
 
 /** The account's live endpoint, locked in the caller's transaction; NOT_FOUND when there is none. */
-export async function lockedEndpoint(deps: WebhookDeps, trx: Tx, input: { accountId: string; id: string }): Promise<WebhookEndpointRow> {
-  const endpoint = await lockWebhookEndpoint(trx, deps.store.dialect, input.accountId, input.id);
+export async function lockedEndpoint(trx: Tx, input: { accountId: string; id: string }): Promise<WebhookEndpointRow> {
+  const endpoint = await lockWebhookEndpoint(trx, input.accountId, input.id);
   if (!endpoint) throw new DomainError('NOT_FOUND', 'No webhook endpoint of yours has this id.');
   return endpoint;
 }
@@ -36,7 +36,7 @@ export function sendTestEvent(
   return transact(
     deps.store,
     async (trx) => {
-      const endpoint = await lockedEndpoint(deps, trx, input);
+      const endpoint = await lockedEndpoint(trx, input);
       const eventId = newWebhookEventId();
       await insertWebhookEvent(trx, {
         id: eventId,
@@ -65,7 +65,7 @@ export function replayDelivery(
   return transact(
     deps.store,
     async (trx) => {
-      const endpoint = await lockedEndpoint(deps, trx, input);
+      const endpoint = await lockedEndpoint(trx, input);
       const original = await findDelivery(trx, endpoint.id, input.deliveryId);
       if (!original) throw new DomainError('NOT_FOUND', 'No delivery of this endpoint has this id.');
       const delivery = await enqueueDelivery(trx, {

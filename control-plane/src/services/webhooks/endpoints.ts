@@ -95,7 +95,7 @@ export function rotateWebhookSecret(
   return transact(
     deps.store,
     async (trx) => {
-      const endpoint = await lockedEndpoint(deps, trx, input);
+      const endpoint = await lockedEndpoint(trx, input);
       const context = webhookSecretContext(endpoint.id);
       await updateWebhookEndpoint(trx, endpoint.id, {
         secret_sealed: deps.box.seal(secret, context),

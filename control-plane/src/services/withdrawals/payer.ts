@@ -19,7 +19,7 @@ import {
   pinnedUnconfirmedMicro,
   releasePayerLease,
   requestedSince,
-  updateWithdrawal,
+  moveWithdrawal,
   withdrawalTransactions,
   withdrawalsToWork,
 } from '../../store/withdrawals.js';
@@ -138,7 +138,7 @@ export class Payer {
         now,
       });
       if (reasons.length === 0) return true;
-      await updateWithdrawal(trx, current.id, 'INTENT', { state: 'UNSIGNED', hold_reasons: JSON.stringify(reasons), updated_at: iso(now) });
+      await moveWithdrawal(trx, current, 'INTENT', 'UNSIGNED', { hold_reasons: JSON.stringify(reasons), updated_at: iso(now) });
       await emitWithdrawalStateChanged(trx, current, { from: 'INTENT', to: 'UNSIGNED', txHash: null }, now);
       result.held++;
       return false;
@@ -180,8 +180,7 @@ export class Payer {
         now,
       });
       if (!claimed) return false;
-      const moved = await updateWithdrawal(trx, row.id, 'INTENT', {
-        state: 'SIGNED',
+      const moved = await moveWithdrawal(trx, row, 'INTENT', 'SIGNED', {
         payer_address: this.#wallet.address,
         nonce,
         raw_tx: signed.raw,
@@ -214,8 +213,7 @@ export class Payer {
     this.#events.fault?.('payout.broadcast');
     const now = this.#now();
     const moved = await transact(this.#deps.store, async (trx) => {
-      if (!(await updateWithdrawal(trx, row.id, 'SIGNED', { state: 'BROADCAST', broadcast_at: iso(now), updated_at: iso(now) })))
-        return false;
+      if (!(await moveWithdrawal(trx, row, 'SIGNED', 'BROADCAST', { broadcast_at: iso(now), updated_at: iso(now) }))) return false;
       await emitWithdrawalStateChanged(trx, row, { from: 'SIGNED', to: 'BROADCAST', txHash: row.tx_hash }, now);
       return true;
     });
@@ -243,11 +241,11 @@ export class Payer {
           updated_at: iso(now),
         };
         if (receipt.success) {
-          await updateWithdrawal(trx, row.id, 'BROADCAST', { ...done, state: 'CONFIRMED', confirmed_at: iso(now) });
+          await moveWithdrawal(trx, current, 'BROADCAST', 'CONFIRMED', { ...done, confirmed_at: iso(now) });
           await settleLock(trx, current, now);
           result.confirmed++;
         } else {
-          await updateWithdrawal(trx, row.id, 'BROADCAST', { ...done, state: 'FAILED', failure_reason: 'reverted_on_chain' });
+          await moveWithdrawal(trx, current, 'BROADCAST', 'FAILED', { ...done, failure_reason: 'reverted_on_chain' });
           await releaseLock(trx, current, now);
           result.failed++;
         }
@@ -278,7 +276,8 @@ export class Payer {
     const stored = await transact(this.#deps.store, async (trx) => {
       const current = await lockPaidRequest(trx, row.id);
       if (current?.state !== 'BROADCAST' || current.tx_hash !== row.tx_hash) return false;
-      await updateWithdrawal(trx, row.id, 'BROADCAST', {
+      // Replaced at the same nonce: the request stays BROADCAST.
+      await moveWithdrawal(trx, current, 'BROADCAST', 'BROADCAST', {
         raw_tx: signed.raw,
         tx_hash: signed.hash,
         max_fee_per_gas: fees.maxFeePerGas.toString(),

@@ -3,7 +3,7 @@ import { reviewable } from '../../domain/withdrawals/states.js';
 import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
-import { lockWithdrawal, updateWithdrawal } from '../../store/withdrawals.js';
+import { lockWithdrawal, moveWithdrawal } from '../../store/withdrawals.js';
 import type { WithdrawalDeps } from './deps.js';
 import { emitWithdrawalStateChanged } from './state-events.js';
 import { releaseLock } from './unlock.js';
@@ -38,10 +38,8 @@ export function reviewWithdrawal(deps: WithdrawalDeps, input: ReviewInput, commi
       const reviewed = { reviewed_by: input.adminAccountId, reviewed_at: iso(now), review_reason: input.reason, updated_at: iso(now) };
       const state: ReviewResult['state'] = input.decision === 'approve' ? 'INTENT' : 'FAILED';
       const patch =
-        input.decision === 'approve'
-          ? { ...reviewed, state, approved: 1n, hold_reasons: '[]' }
-          : { ...reviewed, state, failure_reason: 'rejected' };
-      if (!(await updateWithdrawal(trx, row.id, row.state, patch))) throw new DomainError('WITHDRAWAL_NOT_UNSIGNED');
+        input.decision === 'approve' ? { ...reviewed, approved: 1n, hold_reasons: '[]' } : { ...reviewed, failure_reason: 'rejected' };
+      if (!(await moveWithdrawal(trx, row, row.state, state, patch))) throw new DomainError('WITHDRAWAL_NOT_UNSIGNED');
       if (state === 'FAILED') await releaseLock(trx, row, now);
       // Approving a request still INTENT (the payer had not held it yet) moves nothing: nothing to tell.
       if (row.state !== state) await emitWithdrawalStateChanged(trx, row, { from: row.state, to: state, txHash: row.tx_hash }, now);
