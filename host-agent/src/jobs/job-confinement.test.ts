@@ -128,6 +128,15 @@ describe('JobConfinement through the meter ticks, on a manual clock', () => {
     expect(job.record).toMatchObject({ phase: 'exited', confinement: { stopped_for: 'egress', egress_warned: true } });
   });
 
+  it('still warns before it stops when one reading jumps past both marks', async () => {
+    const job = await confinedJob({ included_egress_bytes: String(10 * MIB) });
+    kit.runtime.setUsage(job.record.container_name, { networkTxBytes: 12 * MIB });
+    await kit.clock.advance(1_000);
+    expect(kit.runtime.callsOf('stopContainer')).toEqual([[job.record.container_id, 10]]);
+    expect(kinds(job.record.job_id)).toEqual(['egress_quota_warning', 'egress_quota_exceeded']);
+    expect(job.record).toMatchObject({ confinement: { stopped_for: 'egress', egress_warned: true } });
+  });
+
   it('measures the volume from the host and the writable layer against the included disk', async () => {
     const job = await confinedJob({ included_disk_bytes: String(MIB) });
     const id = job.record.container_name;

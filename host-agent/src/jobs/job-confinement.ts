@@ -256,6 +256,19 @@ export class JobConfinement {
       return undefined;
     }
     if (verdict !== 'exceeded') return undefined;
+    // One reading can jump past both marks (a burst between two checks, a slow engine): the renter is still told
+    // first that the job reached its share, then that it was stopped, so the two events always come as a pair.
+    if (confinement[warnedKey] !== true) {
+      confinement[warnedKey] = true;
+      events.push(
+        this.event(
+          job,
+          `${kind}_quota_warning` as const,
+          `The job ${what} ${formatBytes(used)} of its included ${kind} of ${formatBytes(included)}; past it the job is stopped.`,
+          data,
+        ),
+      );
+    }
     events.push(
       this.event(
         job,
