@@ -134,6 +134,33 @@ export async function ensureBundle(name) {
   return bundlePath(name);
 }
 
+/**
+ * What bin/ark-cp.mjs and bin/ark.mjs run: the package's bundle (built first when stale), in this same process so
+ * signals and exit codes are the command's own. Where no bundle can be built (no esbuild) or ARK_FROM_SOURCE=1 is
+ * set, the sources run through tsx instead: same behaviour, slower start.
+ */
+export async function runPackage(name, command) {
+  let entry;
+  if (process.env.ARK_FROM_SOURCE !== '1') {
+    try {
+      entry = await ensureBundle(name);
+    } catch (error) {
+      process.stderr.write(
+        `${command}: no usable build (${error instanceof Error ? error.message.split('\n')[0] : error}); running the sources through tsx\n`,
+      );
+    }
+  }
+  if (entry === undefined) {
+    const require = createRequire(import.meta.url);
+    const { register } = await import(
+      pathToFileURL(join(dirname(require.resolve('tsx/package.json')), 'dist', 'esm', 'api', 'index.mjs')).href
+    );
+    register();
+    entry = join(repoRoot, PACKAGES[name].entry);
+  }
+  await import(pathToFileURL(entry).href);
+}
+
 if (import.meta.url === pathToFileURL(process.argv[1] ?? '').href) {
   const names = process.argv.length > 2 ? process.argv.slice(2) : Object.keys(PACKAGES);
   for (const name of names) {

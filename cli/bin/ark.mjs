@@ -1,29 +1,9 @@
 #!/usr/bin/env node
-// Installed entry point. Runs the compiled CLI (dist/main.mjs, built by scripts/bundle.mjs when it is
-// missing or older than its sources) on plain Node, in this same process, so signals (Ctrl-C during `ark jobs events --follow`) and exit codes are the CLI's
-// own. Where it cannot be built (no esbuild) or ARK_FROM_SOURCE=1 is set, it loads src/main.ts through tsx instead.
-import { createRequire } from 'node:module';
+// Installed entry point: the compiled CLI (dist/main.mjs, rebuilt by scripts/bundle.mjs when a source changed),
+// or its sources through tsx where no bundle can be built or ARK_FROM_SOURCE=1 is set (scripts/bundle.mjs runPackage).
 import { dirname, join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const here = dirname(fileURLToPath(import.meta.url));
-let entry;
-if (process.env.ARK_FROM_SOURCE !== '1') {
-  try {
-    const { ensureBundle } = await import(pathToFileURL(join(here, '..', '..', 'scripts', 'bundle.mjs')).href);
-    entry = await ensureBundle('cli');
-  } catch (error) {
-    process.stderr.write(
-      `ark: no usable build (${error instanceof Error ? error.message.split('\n')[0] : error}); running the sources through tsx\n`,
-    );
-  }
-}
-if (entry === undefined) {
-  const require = createRequire(import.meta.url);
-  const { register } = await import(
-    pathToFileURL(join(dirname(require.resolve('tsx/package.json')), 'dist', 'esm', 'api', 'index.mjs')).href
-  );
-  register();
-  entry = join(here, '..', 'src', 'main.ts');
-}
-await import(pathToFileURL(entry).href);
+const { runPackage } = await import(pathToFileURL(join(here, '..', '..', 'scripts', 'bundle.mjs')).href);
+await runPackage('cli', 'ark');
