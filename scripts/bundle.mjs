@@ -26,9 +26,11 @@ export const PACKAGES = {
   'control-plane': {
     entry: 'control-plane/src/main.ts',
     sources: ['control-plane/src', 'shared/src', 'mcp/src'],
+    // The console finds them beside its own module (console/index.ts); it is loaded only through `serve`'s
+    // dynamic import, so it always sits in a chunk under dist/chunks/.
     assets: [
-      ['control-plane/src/console/assets', 'control-plane/dist/assets'],
-      ['control-plane/src/console/views', 'control-plane/dist/views'],
+      ['control-plane/src/console/assets', 'control-plane/dist/chunks/assets'],
+      ['control-plane/src/console/views', 'control-plane/dist/chunks/views'],
     ],
   },
   cli: { entry: 'cli/src/main.ts', sources: ['cli/src', 'shared/src', 'mcp/src'], assets: [] },
@@ -107,8 +109,14 @@ export async function bundle(name) {
   mkdirSync(temporary, { recursive: true });
   try {
     await esbuild.build({
-      entryPoints: [join(repoRoot, spec.entry)],
-      outfile: join(temporary, 'main.mjs'),
+      entryPoints: { main: join(repoRoot, spec.entry) },
+      outdir: temporary,
+      outExtension: { '.js': '.mjs' },
+      // Each dynamic import() of ours becomes a chunk that loads its own npm imports only when first imported:
+      // without splitting, esbuild hoists every external import to the top of the one file, so `ark-cp --help`
+      // would load the HTTP server, the chain clients and the workers before printing a line.
+      splitting: true,
+      chunkNames: 'chunks/[name]-[hash]',
       bundle: true,
       platform: 'node',
       target: 'node20',
@@ -119,6 +127,12 @@ export async function bundle(name) {
       legalComments: 'none',
     });
     for (const [from, to] of spec.assets) cpSync(join(repoRoot, from), join(repoRoot, to), { recursive: true });
+    // Chunks are named by content hash and moved in first, the entry last, so a running process's chunks stay put.
+    const chunks = join(temporary, 'chunks');
+    if (existsSync(chunks)) {
+      mkdirSync(join(outdir, 'chunks'), { recursive: true });
+      for (const file of readdirSync(chunks)) renameSync(join(chunks, file), join(outdir, 'chunks', file));
+    }
     renameSync(join(temporary, 'main.mjs.map'), join(outdir, 'main.mjs.map'));
     renameSync(join(temporary, 'main.mjs'), bundlePath(name));
     writeFileSync(stampPath(name), `${hash}\n`);

@@ -1,10 +1,13 @@
-import { depositView, networkStatusView, topUpView } from '../views/deposits.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
+
+/** The deposit views load viem: imported when a command runs, so `ark-cp --help` never loads it. */
+export const depositViews = () => import('../views/deposits.js');
 
 // Operator commands for money in: each watched network's progress, and an account's deposits.
 
 /** `chain status`: per network, head, finalized, cursor, lag, the finality alert, the lease and deposit counts. */
 export async function chainStatusCommand(ctx: Pick<CliContext, 'services'>) {
+  const { networkStatusView } = await depositViews();
   return { networks: (await ctx.services.deposits.chainStatus()).map(networkStatusView) };
 }
 
@@ -12,6 +15,7 @@ export async function chainStatusCommand(ctx: Pick<CliContext, 'services'>) {
 export async function depositsListCommand(ctx: Pick<CliContext, 'services'>, input: { email: string; limit: number }) {
   const account = await ctx.services.accounts.accountWithEmail(input.email);
   if (!account) throw new CliRefusal(`no account with email "${input.email}"`);
+  const { depositView, topUpView } = await depositViews();
   const [deposits, topUps] = await Promise.all([
     ctx.services.deposits.history(account.id, null, input.limit),
     ctx.services.x402.history(account.id, null, input.limit),

@@ -1,6 +1,5 @@
 import type { DepositState } from '../domain/payments/deposits.js';
-import { adminDepositView, depositResolutionView } from '../views/deposits.js';
-import { limitOf } from './chain.js';
+import { depositViews, limitOf } from './chain.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
 // Operator commands for held deposits (issue 22): the queue of held and refundable deposits, and the two ways home
@@ -14,6 +13,7 @@ export async function depositsHeldCommand(ctx: Pick<CliContext, 'services'>, inp
   const state = (input.state ?? 'HELD') as DepositState;
   if (!OPERATOR_STATES.includes(state)) throw new CliRefusal(`--state must be one of ${OPERATOR_STATES.join(', ')}`);
   const found = await ctx.services.deposits.forOperators(state, null, input.limit);
+  const { adminDepositView } = await depositViews();
   return { state, deposits: found.map(adminDepositView) };
 }
 
@@ -29,6 +29,7 @@ export async function resolveDepositCommand(
   if (admin?.role !== 'admin') throw new CliRefusal(`no admin account with email "${input.adminEmail}"`);
   const decision = { depositId: input.id.toLowerCase(), adminAccountId: admin.id, reason };
   const result = input.action === 'credit' ? await ctx.services.deposits.credit(decision) : await ctx.services.deposits.refund(decision);
+  const { depositResolutionView } = await depositViews();
   return depositResolutionView(result);
 }
 

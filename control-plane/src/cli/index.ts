@@ -2,9 +2,6 @@ import { parseArgs } from 'node:util';
 import type { Logger } from 'pino';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
-import { logMailer } from '../mail.js';
-import { openConfiguredStore, payoutWalletOf, serviceAdapters } from '../runtime.js';
-import { buildServices } from '../services/index.js';
 import { accountCommands } from './accounts.js';
 import { admissionCommands } from './admissions.js';
 import { chainCommands } from './chain.js';
@@ -98,6 +95,13 @@ async function runOverStore(
   env: CliEnvironment & Pick<CliContext, 'out' | 'err'>,
 ): Promise<number> {
   const { config, logger, clock } = env;
+  // Loaded here, not at the top: `ark-cp --help` and a refused argument never load the store, the services or the
+  // chain clients.
+  const [{ logMailer }, { openConfiguredStore, payoutWalletOf, serviceAdapters }, { buildServices }] = await Promise.all([
+    import('../mail.js'),
+    import('../runtime.js'),
+    import('../services/index.js'),
+  ]);
   const store = await openConfiguredStore(config);
   // Operator commands send no mail of their own; anything that would goes to the log. The adapters come from the
   // composition root's builders, as `ark-cp serve` gets them; no command settles x402 or registers agents.

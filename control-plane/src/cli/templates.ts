@@ -1,7 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { UUID_PATTERN } from '@ark/shared';
-import { TemplateImportRefused } from '../services/templates/import.js';
 import { importSummaryView, qualificationView } from '../views/templates.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
@@ -32,6 +31,8 @@ export function readImportFile(path: string): unknown {
  * problem is named), then upserts every template by id in one transaction. Answers a summary.
  */
 export async function importTemplatesCommand(ctx: Pick<CliContext, 'services'>, document: unknown) {
+  // Loaded when the command runs: the importer brings the JSON Schema validator and the store.
+  const { TemplateImportRefused } = await import('../services/templates/import.js');
   try {
     return importSummaryView(await ctx.services.templates.importCatalog(document));
   } catch (error) {

@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { SWEEP_VALID_S_MAX } from '../services/treasury/sweep-plan.js';
+import { SWEEP_VALID_S_MAX } from '../domain/reconciliation/sweep-plan.js';
 import { reconcileReportView } from '../views/treasury.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, text } from './context.js';
 

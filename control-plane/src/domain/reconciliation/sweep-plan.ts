@@ -1,5 +1,8 @@
 import { nativeToMicro, type PriceReading, stablecoinToMicro } from '../payments/amounts.js';
 
+/** The longest an authorization in a plan stays valid: a lost plan should not stay spendable for long. */
+export const SWEEP_VALID_S_MAX = 30 * 86_400;
+
 // The sweep plan (issue 22): the transfers an offline signer makes to move deposit-address funds to the treasury.
 // The server holds only the deposit xpub, so it can say what to move and from which derivation path, never sign.
 // Pure: the caller reads the balances, picks the nonces and the deadline, and writes the plan out.

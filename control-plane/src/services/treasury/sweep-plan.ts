@@ -1,12 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import type { Hex } from '../../chain/reader.js';
-import { planSweep, type SweepAsset, type SweepPlan } from '../../domain/reconciliation/sweep-plan.js';
+import { planSweep, SWEEP_VALID_S_MAX, type SweepAsset, type SweepPlan } from '../../domain/reconciliation/sweep-plan.js';
 import { stateUnavailable } from '../../errors.js';
 import type { TreasuryDeps } from './deps.js';
 import { loadOwners, readNetwork, requireChain } from './holdings.js';
 
-/** The longest an authorization in a plan stays valid: a lost plan should not stay spendable for long. */
-export const SWEEP_VALID_S_MAX = 30 * 86_400;
+export { SWEEP_VALID_S_MAX };
 
 export interface SweepPlanDocument {
   generated_at: string;
