@@ -35,6 +35,11 @@ export const PACKS = {
     name: 'ark-agent',
     command: 'ark-agent',
     description: 'Ark host agent: lists a GPU rig on the Ark marketplace and runs renters\u2019 jobs through Docker.',
+    // What deploy/host-agent/install.sh installs beside the agent when given this package.
+    extras: [
+      ['deploy/host-agent/config.example.json', 'deploy/config.example.json'],
+      ['deploy/host-agent/ark-agent.service', 'deploy/ark-agent.service'],
+    ],
   },
 };
 
@@ -90,7 +95,7 @@ export async function pack(name, outDir = join(repoRoot, 'dist-pack')) {
           description: spec.description,
           type: 'module',
           bin: { [spec.command]: `dist/${spec.command}.mjs` },
-          files: ['dist'],
+          files: ['dist', ...(spec.extras ? ['deploy'] : [])],
           engines: { node: '>=20' },
           license: 'UNLICENSED',
         },
@@ -99,6 +104,7 @@ export async function pack(name, outDir = join(repoRoot, 'dist-pack')) {
       )}\n`,
     );
     cpSync(join(repoRoot, name, 'README.md'), join(staging, 'README.md'));
+    for (const [from, to] of spec.extras ?? []) cpSync(join(repoRoot, from), join(staging, to));
     mkdirSync(outDir, { recursive: true });
     const output = execFileSync('npm', ['pack', '--silent', '--pack-destination', resolve(outDir)], {
       cwd: staging,

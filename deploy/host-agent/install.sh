@@ -3,7 +3,9 @@
 #
 #   sudo sh deploy/host-agent/install.sh [SOURCE]
 #
-# SOURCE is an Ark source tree or a .tar.gz/.tgz of one; by default the tree this script is in.
+# SOURCE is the agent's npm package (ark-agent-<version>.tgz, from `pnpm pack` in a source tree: one
+# bundled file, nothing to build, no pnpm), an Ark source tree, or a .tar.gz/.tgz of one; by default
+# the tree this script is in.
 # Re-running upgrades the code in place; configuration and state are kept.
 # With DESTDIR=/some/dir the files are staged under it and the machine is left alone (no root
 # needed, no user, ownership or systemd changes): for packaging and for testing this script.
@@ -52,7 +54,11 @@ work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 trap 'exit 130' INT TERM
 
-if [ -f "$source_arg" ]; then
+package_tgz=""
+if [ -f "$source_arg" ] && tar -tzf "$source_arg" 2>/dev/null | grep -qx 'package/dist/ark-agent.mjs'; then
+  # The npm package: installed as it is, below.
+  package_tgz=$(CDPATH='' cd -- "$(dirname -- "$source_arg")" && pwd)/$(basename -- "$source_arg")
+elif [ -f "$source_arg" ]; then
   case "$source_arg" in
     *.tar.gz | *.tgz) ;;
     *) die "$source_arg is not a .tar.gz or .tgz" ;;
@@ -74,7 +80,7 @@ elif [ -d "$source_arg" ]; then
 else
   die "no such source: $source_arg"
 fi
-if [ ! -f "$source_dir/pnpm-workspace.yaml" ] || [ ! -f "$source_dir/host-agent/package.json" ]; then
+if [ -z "$package_tgz" ] && { [ ! -f "$source_dir/pnpm-workspace.yaml" ] || [ ! -f "$source_dir/host-agent/package.json" ]; }; then
   die "$source_dir is not an Ark source tree (no pnpm-workspace.yaml or host-agent/)"
 fi
 
@@ -84,39 +90,51 @@ fi
 staging="$DESTDIR$PREFIX.new"
 rm -rf "$staging"
 mkdir -p "$staging"
-say "copying $source_dir to $PREFIX"
-(cd "$source_dir" && tar --exclude=./.git --exclude=./node_modules --exclude='./*/node_modules' --exclude=./data -cf - .) |
-  (cd "$staging" && tar -xf -)
-
-if [ "$(pnpm --version 2>/dev/null || true)" = "$PNPM_VERSION" ]; then
-  run_pnpm() { pnpm "$@"; }
+if [ -n "$package_tgz" ]; then
+  say "installing $(basename -- "$package_tgz") into $PREFIX"
+  # The package carries every dependency it imports: no registry, no build.
+  npm install --global --prefix "$staging" --offline --no-audit --no-fund --no-update-notifier "$package_tgz" >/dev/null ||
+    die "npm install of $package_tgz failed"
+  agent_entry="$PREFIX/lib/node_modules/ark-agent/dist/ark-agent.mjs"
+  deploy_dir="$PREFIX/lib/node_modules/ark-agent/deploy"
+  (node "$staging/lib/node_modules/ark-agent/dist/ark-agent.mjs" help >/dev/null) || die "the packaged agent does not start"
 else
-  # A one-off pnpm of the pinned version; nothing is installed globally.
-  run_pnpm() { npm exec --yes --package="pnpm@$PNPM_VERSION" -- pnpm "$@"; }
+  say "copying $source_dir to $PREFIX"
+  (cd "$source_dir" && tar --exclude=./.git --exclude=./node_modules --exclude='./*/node_modules' --exclude=./data -cf - .) |
+    (cd "$staging" && tar -xf -)
+
+  if [ "$(pnpm --version 2>/dev/null || true)" = "$PNPM_VERSION" ]; then
+    run_pnpm() { pnpm "$@"; }
+  else
+    # A one-off pnpm of the pinned version; nothing is installed globally.
+    run_pnpm() { npm exec --yes --package="pnpm@$PNPM_VERSION" -- pnpm "$@"; }
+  fi
+
+  # Native addons build against this Node's headers, wherever this Node is installed.
+  node_prefix=$(node -p 'require("node:path").resolve(process.execPath, "..", "..")')
+  if [ -f "$node_prefix/include/node/node.h" ]; then
+    npm_config_nodedir="$node_prefix"
+    export npm_config_nodedir
+  fi
+
+  say "installing dependencies (pnpm $PNPM_VERSION)"
+  # Only the agent and what it imports (shared), plus the root for tsx: its esbuild builds the bundle
+  # below, and bin/ark-agent.mjs falls back to running the sources through it. tsx is a root
+  # devDependency, hence --prod=false; the control plane is left out.
+  (cd "$staging" && CI=true run_pnpm install --frozen-lockfile --prod=false --filter ark --filter '@ark/host-agent...') ||
+    die "pnpm install failed"
+
+  # The agent runs as one bundled file on plain Node (about 30 MB less than through tsx). Built now,
+  # after the copy, so it is newer than every source: the service cannot write under $PREFIX at run
+  # time, and bin/ark-agent.mjs would otherwise fall back to tsx.
+  say "bundling the agent"
+  (cd "$staging" && node host-agent/scripts/bundle.mjs >/dev/null) || die "bundling the agent failed"
+  # Loading it for `help` evaluates every module, so a missing dependency fails here, not in the service.
+  (cd "$staging" && ARK_AGENT_FROM_SOURCE='' node host-agent/bin/ark-agent.mjs help >/dev/null) ||
+    die "the bundled agent does not start"
+  agent_entry="$PREFIX/host-agent/bin/ark-agent.mjs"
+  deploy_dir="$PREFIX/deploy/host-agent"
 fi
-
-# Native addons build against this Node's headers, wherever this Node is installed.
-node_prefix=$(node -p 'require("node:path").resolve(process.execPath, "..", "..")')
-if [ -f "$node_prefix/include/node/node.h" ]; then
-  npm_config_nodedir="$node_prefix"
-  export npm_config_nodedir
-fi
-
-say "installing dependencies (pnpm $PNPM_VERSION)"
-# Only the agent and what it imports (shared), plus the root for tsx: its esbuild builds the bundle
-# below, and bin/ark-agent.mjs falls back to running the sources through it. tsx is a root
-# devDependency, hence --prod=false; the control plane is left out.
-(cd "$staging" && CI=true run_pnpm install --frozen-lockfile --prod=false --filter ark --filter '@ark/host-agent...') ||
-  die "pnpm install failed"
-
-# The agent runs as one bundled file on plain Node (about 30 MB less than through tsx). Built now,
-# after the copy, so it is newer than every source: the service cannot write under $PREFIX at run
-# time, and bin/ark-agent.mjs would otherwise fall back to tsx.
-say "bundling the agent"
-(cd "$staging" && node host-agent/scripts/bundle.mjs >/dev/null) || die "bundling the agent failed"
-# Loading it for `help` evaluates every module, so a missing dependency fails here, not in the service.
-(cd "$staging" && ARK_AGENT_FROM_SOURCE='' node host-agent/bin/ark-agent.mjs help >/dev/null) ||
-  die "the bundled agent does not start"
 node_bin=$(command -v node)
 
 if [ -d "$DESTDIR$PREFIX" ]; then
@@ -140,7 +158,7 @@ export ARK_AGENT_STATE_DIR ARK_AGENT_CONFIG
 if [ "\$(id -u)" -eq 0 ] && id $AGENT_USER >/dev/null 2>&1; then
   exec setpriv --reuid=$AGENT_USER --regid=$AGENT_USER --init-groups -- "\$0" "\$@"
 fi
-exec "$node_bin" "$PREFIX/host-agent/bin/ark-agent.mjs" "\$@"
+exec "$node_bin" "$agent_entry" "\$@"
 EOF
 chmod 0755 "$DESTDIR$BIN"
 
@@ -159,7 +177,7 @@ chmod 0700 "$DESTDIR$STATE_DIR"
 config_file="$DESTDIR$CONFIG_DIR/config.json"
 if [ ! -e "$config_file" ]; then
   say "writing an example configuration to $CONFIG_DIR/config.json"
-  cp "$DESTDIR$PREFIX/deploy/host-agent/config.example.json" "$config_file"
+  cp "$DESTDIR$deploy_dir/config.example.json" "$config_file"
   chmod 0600 "$config_file"
   if on_system; then chown "$AGENT_USER:$AGENT_USER" "$config_file"; fi
 fi
@@ -170,7 +188,7 @@ fi
 
 # --- service ----------------------------------------------------------------------------------
 mkdir -p "$DESTDIR$UNIT_DIR"
-cp "$DESTDIR$PREFIX/deploy/host-agent/ark-agent.service" "$DESTDIR$UNIT_DIR/ark-agent.service"
+cp "$DESTDIR$deploy_dir/ark-agent.service" "$DESTDIR$UNIT_DIR/ark-agent.service"
 chmod 0644 "$DESTDIR$UNIT_DIR/ark-agent.service"
 if on_system; then
   # daemon-reload needs a running systemd; enable works without one (e.g. in an image build).

@@ -102,4 +102,26 @@ describe('the packed CLI and agent, installed with npm into a fresh prefix', () 
     expect(status.code, status.stderr).toBe(1);
     expect(JSON.parse(status.stdout)).toMatchObject({ paired: false, state_dir: state, machine_id: null, daemon: { running: false } });
   });
+  it('the host installer installs the agent package: wrapper, unit and example config, no workspace and no pnpm', async () => {
+    const destdir = mkdtempSync(join(tmpdir(), 'ark-pkg-destdir-'));
+    const install = await runCommand('sh', [join(repoRoot, 'deploy', 'host-agent', 'install.sh'), tarballs[1] as string], {
+      cwd: tmpdir(),
+      env: { DESTDIR: destdir, npm_config_cache: join(destdir, '.npm-cache') },
+      timeoutMs: 60_000,
+    });
+    expect(install.stdout).toContain('installing ark-agent-');
+    const wrapper = readFileSync(join(destdir, 'usr', 'local', 'bin', 'ark-agent'), 'utf8');
+    expect(wrapper).toContain('"/opt/ark-agent/lib/node_modules/ark-agent/dist/ark-agent.mjs"');
+    expect(readFileSync(join(destdir, 'etc', 'systemd', 'system', 'ark-agent.service'), 'utf8')).toContain(
+      'ExecStart=/usr/local/bin/ark-agent run',
+    );
+    expect(JSON.parse(readFileSync(join(destdir, 'etc', 'ark-agent', 'config.json'), 'utf8'))).toBeTypeOf('object');
+    // The staged copy runs on its own (the wrapper names its final place, /opt, which staging leaves alone).
+    const state = mkdtempSync(join(tmpdir(), 'ark-pkg-agent-'));
+    const status = await installed(join(destdir, 'opt', 'ark-agent'), 'ark-agent', ['status', '--json'], {
+      ARK_AGENT_STATE_DIR: state,
+      ARK_AGENT_CONFIG: join(destdir, 'etc', 'ark-agent', 'config.json'),
+    });
+    expect(JSON.parse(status.stdout)).toMatchObject({ paired: false, state_dir: state });
+  });
 });
