@@ -1,6 +1,7 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ERROR_CATALOG, type ErrorCode } from '@ark/shared';
 import { DomainError } from '../errors.js';
+import { storeUnavailable } from '../store/db.js';
 import { RouteMethods } from './method-not-allowed.js';
 
 interface AjvIssue {
@@ -75,6 +76,10 @@ export function installErrorHandling(app: FastifyInstance): void {
     if (typeof error.statusCode === 'number' && error.statusCode >= 400 && error.statusCode < 500) {
       request.log.info({ err: error }, 'client error');
       return sendError(request, reply, error.statusCode === 404 ? 'NOT_FOUND' : 'VALIDATION_FAILED');
+    }
+    if (storeUnavailable(error)) {
+      request.log.warn({ err: error }, 'store unavailable');
+      return sendError(request, reply, 'UNAVAILABLE', 'The database is unavailable for a moment; retry the request.', 503);
     }
     request.log.error({ err: error }, 'unhandled error');
     return sendError(request, reply, 'INTERNAL');

@@ -66,6 +66,12 @@ export function openStore(options: StoreOptions): Store {
     const pool = new pg.Pool({ connectionString: options.databaseUrl, max: options.poolSize ?? 10 });
     // A dropped idle connection must not crash the process; the pool replaces it.
     pool.on('error', () => {});
+    // Nor may one dropped while checked out (a database restart with requests in flight): the pool's listener hears
+    // idle clients only, and a client's 'error' with no listener of its own kills the process. The query on it
+    // rejects (the request answers 503, storeUnavailable below) and the pool drops the broken client on release.
+    pool.on('connect', (client) => {
+      client.on('error', () => {});
+    });
     const db = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
     return { db, dialect: 'postgres', close: () => db.destroy() };
   }
@@ -226,4 +232,26 @@ export function isUniqueViolation(error: unknown): boolean {
 export function isRetryableConflict(error: unknown): boolean {
   const e = error as { code?: string } | null;
   return e?.code === '40001' || e?.code === '40P01' || e?.code === 'SQLITE_BUSY';
+}
+
+// SQLSTATE classes and codes that say the database is not there right now, not that the request is wrong: 08
+// connection exception, 57P01-57P03 admin shutdown, crash shutdown and "cannot connect now" (starting up), 53300
+// too many connections.
+const UNAVAILABLE_SQLSTATE = /^(08[0-9A-Z]{3}|57P0[123]|53300)$/;
+const UNAVAILABLE_ERRNO = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
+// node-postgres reports a socket that closed under a query with these messages and no code.
+const UNAVAILABLE_MESSAGE = /^(Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect)/;
+
+/**
+ * True when an error means the store could not be reached (a PostgreSQL restart, failover or a full connection
+ * table), so the request may be retried as it is: the HTTP layer answers 503 UNAVAILABLE with `retryable: true`
+ * instead of 500. Follows `cause` (Kysely and our transaction helpers may wrap the driver's error).
+ */
+export function storeUnavailable(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    const code = (current as Error & { code?: unknown }).code;
+    if (typeof code === 'string' && (UNAVAILABLE_SQLSTATE.test(code) || UNAVAILABLE_ERRNO.has(code))) return true;
+    if (UNAVAILABLE_MESSAGE.test(current.message)) return true;
+  }
+  return false;
 }
