@@ -43,6 +43,19 @@ describe.each(DIALECTS)('operator CLI for accounts and keys on %s', (dialect) =>
     await t.destroy();
   });
 
+  it('answers --help on every command with its usage, exit 0, and runs nothing', async () => {
+    for (const argv of [
+      ['accounts', 'create', '--help'],
+      ['ledger', 'credit', '-h'],
+      ['serve', '--help'],
+      ['templates', 'import', '--help'],
+    ]) {
+      const help = await run(...argv);
+      expect(help, argv.join(' ')).toMatchObject({ code: 0, stderr: '' });
+      expect(help.stdout, argv.join(' ')).toMatch(new RegExp(`^usage: ark-cp ${argv[0]}`));
+    }
+  });
+
   it('creates an admin with a generated password, printed once, who can then sign in and read the audit log', async () => {
     const { code, stdout, stderr } = await run('accounts', 'create', '--email', 'Ops@Example.test', '--role', 'admin', '--verified');
     expect(stderr).toBe('');

@@ -76,9 +76,14 @@ export async function runCli(argv: string[], env: CliEnvironment): Promise<numbe
     err(`ark-cp: unknown command "${argv.join(' ')}"\n\n${usage()}`);
     return 2;
   }
+  const rest = argv.slice(name.split(' ').length);
+  // Every command answers --help with its own usage, before its options are checked.
+  if (rest.includes('--help') || rest.includes('-h')) {
+    out(`usage: ark-cp ${command?.usage ?? 'serve'}\n`);
+    return 0;
+  }
   let values: CliValues;
   try {
-    const rest = argv.slice(name.split(' ').length);
     values = parseArgs({ args: rest, options: command?.options ?? {}, strict: true, allowPositionals: false }).values;
   } catch (error) {
     err(`ark-cp ${name}: ${(error as Error).message}\nusage: ark-cp ${command?.usage ?? 'serve'}\n`);

@@ -78,6 +78,21 @@ describe('the API reference at /docs', () => {
     expect(withBadKey.status).toBe(200);
   });
 
+  it('gives every operation a tag and a unique, stable operationId (client generators name methods after it)', () => {
+    const ids = new Map<string, string>();
+    for (const { key, op } of operations()) {
+      expect(op.tags, key).toEqual(expect.arrayContaining([expect.stringMatching(/^[a-z][a-z0-9-]*$/)]));
+      expect(op.operationId, key).toMatch(/^(get|post|put|patch|delete)[A-Z][A-Za-z0-9]*$/);
+      expect(ids.get(op.operationId), `${key} and ${ids.get(op.operationId)} share ${op.operationId}`).toBeUndefined();
+      ids.set(op.operationId, key);
+    }
+    // Nothing lands under Swagger UI's "default" group.
+    expect(operations().filter(({ op }) => op.tags.includes('default'))).toEqual([]);
+    // The id follows from the method and the path, so it stays put when a route's code changes.
+    expect(doc.paths['/api/v1/jobs/{id}/events'].get.operationId).toBe('getJobsByIdEvents');
+    expect(doc.paths['/api/v1/jobs'].post.operationId).toBe('postJobs');
+  });
+
   it('gives every operation a description with its requirement and error codes', () => {
     expect(operations().length).toBeGreaterThan(60);
     for (const { key, op } of operations()) {

@@ -221,12 +221,41 @@ export function sampleFromSchema(input: Json, doc: Json, name?: string, depth = 
 }
 
 /** The transformObject of @fastify/swagger: completes every operation of the generated document. */
+const pascal = (word: string) =>
+  word
+    .split(/[^A-Za-z0-9]+/)
+    .filter((part) => part !== '')
+    .map((part) => `${part[0]?.toUpperCase() ?? ''}${part.slice(1)}`)
+    .join('');
+
+/**
+ * A stable operationId from the method and the path, unique by construction (the method, every literal segment and
+ * every parameter's name, in order): `GET /api/v1/jobs/{id}/events` is `getJobsByIdEvents`. Client generators name
+ * their methods after it, so it never changes for an existing route; a route may declare its own instead.
+ */
+export function operationIdOf(method: string, path: string): string {
+  const words = path
+    .replace(/^\/api\/v1(?=\/|$)/, '')
+    .split('/')
+    .filter((segment) => segment !== '')
+    .map((segment) => (/^\{.+\}$/.test(segment) ? `By${pascal(segment.slice(1, -1))}` : pascal(segment)));
+  return `${method.toLowerCase()}${words.join('') || 'Root'}`;
+}
+
+/** The tag of an operation that declares none: its area, the first segment under /api/v1; `system` outside it. */
+export function defaultTagOf(path: string): string {
+  const area = /^\/api\/v1\/([^/{]+)/.exec(path)?.[1];
+  return area ?? 'system';
+}
+
 export function completeOpenApiDocument(doc: Json): Json {
   for (const [path, item] of Object.entries<Json>(doc.paths ?? {})) {
     for (const method of METHODS) {
       const op = item[method] as Json | undefined;
       if (!op) continue;
       const key = `${method.toUpperCase()} ${path}`;
+      op.operationId ??= operationIdOf(method, path);
+      if (!Array.isArray(op.tags) || op.tags.length === 0) op.tags = [defaultTagOf(path)];
       const codes = operationErrorCodes(method, path, op);
       const rows: string[] = [];
       for (const [status, list] of [...codes].sort(([a], [b]) => a - b)) {
