@@ -1,5 +1,5 @@
 import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { ERROR_CATALOG, type ErrorCode } from '@ark/shared';
+import { ERROR_CATALOG, type ErrorCode, ImageDigest, UUID_PATTERN } from '@ark/shared';
 import { DomainError } from '../errors.js';
 import { storeUnavailable } from '../store/db.js';
 import { RouteMethods } from './method-not-allowed.js';
@@ -10,6 +10,18 @@ interface AjvIssue {
   keyword?: string;
   params?: Record<string, unknown>;
 }
+
+/**
+ * Patterns people meet, said in a sentence with an example instead of the regular expression: a UUID, an image pinned
+ * by digest (with how to pin a tag). Any other pattern keeps the validator's own words.
+ */
+const PATTERN_SENTENCES = new Map<string, string>([
+  [UUID_PATTERN.source, 'must be a UUID, such as 3f2c9a4e-8b1d-4c7e-9f0a-5d6e7b8c9d0e'],
+  [
+    ImageDigest.pattern as string,
+    'must be an image pinned by digest, such as ghcr.io/org/app@sha256:<64 hex digits>; a tag (app:1.2) is not enough: `ark images resolve ghcr.io/org/app:1.2` prints its digest',
+  ],
+]);
 
 /** A message that names the offending field, e.g. `body/email must match format "email"`. */
 function describeValidation(context: string | undefined, issues: AjvIssue[]): string {
@@ -22,6 +34,11 @@ function describeValidation(context: string | undefined, issues: AjvIssue[]): st
   if (first.keyword === 'required' && first.params?.missingProperty) {
     return `${where} must have the property "${String(first.params.missingProperty)}"`;
   }
+  if (first.keyword === 'pattern' && typeof first.params?.pattern === 'string') {
+    const sentence = PATTERN_SENTENCES.get(first.params.pattern);
+    if (sentence !== undefined) return `${where} ${sentence}`;
+  }
+  if (first.keyword === 'format' && first.params?.format === 'uuid') return `${where} ${PATTERN_SENTENCES.get(UUID_PATTERN.source)}`;
   return `${where} ${first.message ?? 'is invalid'}`;
 }
 
