@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { registerAccessCommands } from './commands/access.js';
 import { registerAccountCommands } from './commands/account.js';
 import { registerHostCommands } from './commands/host.js';
+import { registerImageCommands } from './commands/images.js';
 import { registerJobCommands } from './commands/jobs.js';
 import { registerMcpCommand } from './commands/mcp.js';
 import { registerMoneyOutCommands } from './commands/money-out.js';
@@ -27,6 +28,7 @@ export function buildProgram(): Command {
     );
   registerAccountCommands(program);
   registerOfferCommands(program);
+  registerImageCommands(program);
   registerJobCommands(program);
   registerAccessCommands(program);
   registerTopUpCommand(program);
