@@ -41,6 +41,11 @@ export class Output {
     if (!this.json) this.stderr.write(`${text}\n`);
   }
 
+  /** Something a script's operator must see too (a lost connection being retried): stderr, also with --json. */
+  warn(text: string): void {
+    this.stderr.write(`${text}\n`);
+  }
+
   table(head: string[], rows: Array<Array<string | number | null | undefined>>): void {
     const table = new Table({ head, style: { head: this.stdout.isTTY ? ['cyan'] : [], border: this.stdout.isTTY ? ['grey'] : [] } });
     for (const row of rows) table.push(row.map((cell) => (cell === null || cell === undefined ? '-' : String(cell))));

@@ -3,7 +3,7 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { action } from '../action.js';
-import type { ApiClient, Page } from '../client.js';
+import { type ApiClient, ApiError, type Page } from '../client.js';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT, usageError } from '../exit-codes.js';
 import { readTextFile } from '../input.js';
@@ -172,6 +172,12 @@ async function releasedMicro(api: ApiClient, jobId: string): Promise<string | nu
 }
 
 /** Follows the event list: answers the events after `seq`; the cursor scheme is opaque, so the seq is what we dedupe on. */
+/** An error a follower waits out: the server unreachable, or an answer that says to retry (503, 429). */
+function transient(error: unknown): boolean {
+  if (error instanceof ApiError) return error.retryable || error.status === 502 || error.status === 503 || error.status === 504;
+  return error instanceof CliError && error.exitCode === EXIT.unreachable;
+}
+
 export class EventFollower {
   private cursor: string | null = null;
   private lastSeq = 0;
@@ -372,8 +378,9 @@ export function registerJobCommands(program: Command): void {
     .description('The job’s events; --follow keeps printing new ones until the job ends (NDJSON with --json)')
     .option('-f, --follow', 'keep following until the job is CLOSED or FAILED')
     .option('--interval <duration>', 'poll interval with --follow', '1s')
+    .option('--retry-for <duration>', 'with --follow, how long to keep reconnecting to an unreachable or busy server', '10m')
     .action(
-      action(async (ctx, jobId: string, options: { follow?: boolean; interval: string }) => {
+      action(async (ctx, jobId: string, options: { follow?: boolean; interval: string; retryFor: string }) => {
         const follower = new EventFollower(ctx.api, jobId);
         const print = (event: JobEvent) =>
           ctx.out.json ? ctx.out.line(JSON.stringify(event)) : ctx.out.line(`${event.at}  #${event.seq}  ${event.kind}: ${event.message}`);
@@ -383,21 +390,38 @@ export function registerJobCommands(program: Command): void {
           return;
         }
         const intervalMs = durationToSeconds(options.interval, '--interval') * 1000;
+        const retryForMs = durationToSeconds(options.retryFor, '--retry-for') * 1000;
         let stopping = false;
         const interrupt = () => {
           stopping = true;
         };
         process.once('SIGINT', interrupt);
+        // A lost connection (a restarting server, a network blip) is retried with backoff; the follower keeps its
+        // cursor and the last seq printed, so the stream resumes after the last event shown, none twice.
+        let failingSince: number | null = null;
+        let backoffMs = 0;
         try {
           while (!stopping) {
-            for (const event of await follower.poll()) print(event);
-            const job = await ctx.api.get<Job>(`/api/v1/jobs/${encodeURIComponent(jobId)}`);
-            if (ENDED.has(job.state)) {
-              // One last read: the closing events land with the state.
+            try {
               for (const event of await follower.poll()) print(event);
-              return;
+              const job = await ctx.api.get<Job>(`/api/v1/jobs/${encodeURIComponent(jobId)}`);
+              if (failingSince !== null) ctx.out.warn(`reconnected to ${ctx.api.baseUrl}; following again`);
+              failingSince = null;
+              backoffMs = 0;
+              if (ENDED.has(job.state)) {
+                // One last read: the closing events land with the state.
+                for (const event of await follower.poll()) print(event);
+                return;
+              }
+              await sleep(intervalMs);
+            } catch (error) {
+              if (!transient(error)) throw error;
+              failingSince ??= Date.now();
+              if (Date.now() - failingSince > retryForMs) throw error;
+              backoffMs = Math.min(30_000, backoffMs === 0 ? 500 : backoffMs * 2);
+              ctx.out.warn(`${(error as Error).message}; retrying in ${Math.round(backoffMs / 100) / 10} s`);
+              await sleep(backoffMs);
             }
-            await sleep(intervalMs);
           }
           return EXIT.interrupted;
         } finally {
