@@ -170,6 +170,11 @@ describe.each(DIALECTS)('ark against a control plane on %s', (dialect) => {
       0,
     );
     expect(Array.isArray(templates.json.items)).toBe(true);
+    // This control plane's catalog is empty: a person is told how it gets filled, not shown an empty table.
+    expect(templates.json.items).toEqual([]);
+    const emptyCatalog = expectExit(await ark(['templates', 'list'], { env: { ARK_URL: cp.base, ARK_CONFIG_DIR: arkConfigDir() } }), 0);
+    expect(emptyCatalog.stdout).toBe('');
+    expect(emptyCatalog.stderr).toContain('ark-cp templates import');
 
     // No deposit addresses configured on this control plane: its 503 is an API error (exit 1) with its code.
     const deposit = await ark(['deposit', '--json'], { env });

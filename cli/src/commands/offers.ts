@@ -137,6 +137,15 @@ export function registerOfferCommands(program: Command): void {
             min_vram_bytes: options.minVramGib === undefined ? undefined : gibToBytes(options.minVramGib, '--min-vram-gib'),
           },
         });
+        const filtered = options.kind !== undefined || options.backend !== undefined || options.minVramGib !== undefined;
+        if (items.length === 0 && !ctx.out.json) {
+          ctx.out.note(
+            filtered
+              ? 'No published template matches these filters; `ark templates list` shows them all.'
+              : 'No published templates yet. The operator fills the catalog with `ark-cp templates import --file deploy/templates/examples.json`; a template is published once a machine qualifies for it (`ark-cp templates qualify` records one by hand). Renting with your own image needs no template: `ark jobs create OFFER --image REF@sha256:…`.',
+          );
+          return;
+        }
         ctx.out.result({ items }, () =>
           ctx.out.table(
             ['TEMPLATE', 'NAME', 'KIND', 'TIER', 'MIN VRAM GiB', 'BACKENDS'],
