@@ -66,10 +66,13 @@ export interface AssembledApp {
 }
 
 /**
- * Fastify's request lines, less "request completed": the app writes that one for every request (requestLogging),
- * where Fastify would write it only from the response listeners it keeps on routes with onResponse hooks.
+ * No request lines from Fastify: the app writes one "request completed" line per request (requestLogging), with the
+ * request's method and URL, where Fastify would write two, the second only from the response listeners it keeps on
+ * routes with onResponse hooks.
  */
 class CompletionLoggedByApp extends LogController {
+  // One line per request: the completion line names the method and the URL as well (http/lazy-logger.ts).
+  override incomingRequest(): void {}
   override requestCompleted(): void {}
 }
 

@@ -8,6 +8,14 @@ const base = { ARK_SECRET_KEY: randomBytes(32).toString('hex'), ARK_DATA_DIR: '/
 const load = (env: Record<string, string> = {}) => loadConfig({ ...base, ...env });
 
 describe('edge and metrics configuration', () => {
+  it('logs readable lines on a terminal and JSON elsewhere unless ARK_LOG_FORMAT says; refuses other formats', () => {
+    expect(load().logFormat).toBe('json');
+    expect(loadConfig(base, { stdoutIsTerminal: true }).logFormat).toBe('pretty');
+    expect(loadConfig({ ...base, ARK_LOG_FORMAT: 'json' }, { stdoutIsTerminal: true }).logFormat).toBe('json');
+    expect(load({ ARK_LOG_FORMAT: 'PRETTY' }).logFormat).toBe('pretty');
+    expect(() => load({ ARK_LOG_FORMAT: 'xml' })).toThrow(ConfigError);
+  });
+
   it('defaults: 60 s per request, 15 s for headers, 256 connections per address, /metrics on the API listener without a token', () => {
     const config = load();
     expect(config).toMatchObject({

@@ -50,6 +50,8 @@ export interface Config {
   /** Hosting: where a person enters a pairing code (RFC 8628 verification_uri); null: `<public URL>/pair`. */
   pairingVerificationUri: string | null;
   logLevel: string;
+  /** `pretty`: one readable line per event (pino-pretty), for a person at a terminal; `json`: one JSON object per line, for collectors. */
+  logFormat: 'pretty' | 'json';
   sqliteSynchronous: 'FULL' | 'NORMAL';
   /** Renting: the terms version quotes carry (accepted by reserving); agent registration challenges carry it too. */
   termsVersion: string;
@@ -141,7 +143,12 @@ function secretKeyFrom(env: Env, dataDir: string, usingPostgres: boolean): Buffe
   return key;
 }
 
-export function loadConfig(env: Env = process.env): Config {
+/** What loadConfig reads besides the environment: whether stdout is a terminal (for ARK_LOG_FORMAT=auto). */
+export interface LoadConfigOptions {
+  stdoutIsTerminal?: boolean;
+}
+
+export function loadConfig(env: Env = process.env, { stdoutIsTerminal = false }: LoadConfigOptions = {}): Config {
   const host = env.HOST || '127.0.0.1';
   const port = int(env, 'PORT', 8080, 0, 65535);
   const dataDir = resolve(env.ARK_DATA_DIR || './data');
@@ -168,6 +175,10 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError('ARK_METRICS_TOKEN must be 16 to 512 printable characters without spaces');
   }
   if (synchronous !== 'FULL' && synchronous !== 'NORMAL') throw new ConfigError('ARK_SQLITE_SYNCHRONOUS must be FULL or NORMAL');
+  // auto: readable lines on a terminal, JSON everywhere else (a service manager, a container, a pipe).
+  const logFormatSetting = (env.ARK_LOG_FORMAT || 'auto').toLowerCase();
+  if (!['auto', 'pretty', 'json'].includes(logFormatSetting)) throw new ConfigError('ARK_LOG_FORMAT must be auto, pretty or json');
+  const logFormat = logFormatSetting === 'auto' ? (stdoutIsTerminal ? 'pretty' : 'json') : (logFormatSetting as 'pretty' | 'json');
   const replicaUrl = env.ARK_REPLICA_URL ? env.ARK_REPLICA_URL.replace(/\/$/, '') : null;
   if (replicaUrl !== null) {
     let parsed: URL | null = null;
@@ -207,6 +218,7 @@ export function loadConfig(env: Env = process.env): Config {
     nettestEndpoint: env.ARK_NETTEST_ENDPOINT ? env.ARK_NETTEST_ENDPOINT.replace(/\/$/, '') : null,
     pairingVerificationUri: env.ARK_PAIRING_VERIFICATION_URI || null,
     logLevel: env.LOG_LEVEL || 'info',
+    logFormat,
     sqliteSynchronous: synchronous,
     termsVersion: env.ARK_TERMS_VERSION || '2026-11',
     termsUrl: env.ARK_TERMS_URL || `${publicBaseUrl}/terms`,

@@ -93,8 +93,8 @@ const requestSerializers = {
 /**
  * The app's logger and its request loggers, for a Fastify instance made without a logger. Fastify then skips the
  * per-response listeners it keeps for its "request completed" line (http/request-end.ts says what they cost); the
- * lines stay the same: `incoming request` from Fastify through these request loggers, `request completed` from
- * `logCompletion`. The logger is what Fastify would have made of `logger`: a child with its serializers (the
+ * request writes one line, `request completed` from `logCompletion`, with the request (method, URL, addresses), the
+ * status and the time taken. The logger is what Fastify would have made of `logger`: a child with its serializers (the
  * logger's own serializers win, as in Fastify).
  */
 export function requestLogging(logger: FastifyBaseLogger): {
@@ -108,8 +108,8 @@ export function requestLogging(logger: FastifyBaseLogger): {
     logger: withSerializers,
     // Fastify hands its own (silent) logger to the factory: each request's logger is a child of this one instead.
     childLoggerFactory: (_silent, bindings, options) => lazyChildLoggerFactory(withSerializers, bindings, options),
-    // As Fastify writes it: the response's status and the time taken, on the request's logger (its id bound).
+    // Fastify's two lines in one: the request, the response's status and the time taken, on the request's logger (its id bound).
     logCompletion: ({ request, statusCode, elapsedMs }) =>
-      request.log.info({ res: { statusCode }, responseTime: elapsedMs }, 'request completed'),
+      request.log.info({ req: request, res: { statusCode }, responseTime: elapsedMs }, 'request completed'),
   };
 }
