@@ -106,6 +106,28 @@ describe('Agent', () => {
     await agent.stop();
   });
 
+  it('logs a problem at start and when it appears, again only every five minutes while it lasts, and when it clears', async () => {
+    const problem = 'docker engine unreachable at /run/user/1000/docker.sock: ECONNREFUSED';
+    const problems: string[] = [problem];
+    const { agent } = build({ problems });
+    logger.warn.mockClear();
+    logger.info.mockClear();
+    const warned = () => logger.warn.mock.calls.filter(([, message]) => String(message).includes(problem));
+    await agent.start();
+    expect(warned()).toHaveLength(1);
+    expect(warned()[0]?.[1]).toBe(`not healthy: ${problem}`);
+    // Twenty heartbeats in five minutes: no line each.
+    await vi.advanceTimersByTimeAsync(4 * 60_000);
+    expect(warned()).toHaveLength(1);
+    await vi.advanceTimersByTimeAsync(60_000);
+    expect(warned()).toHaveLength(2);
+    expect(warned()[1]?.[0]).toMatchObject({ problem, repeated: true });
+    problems.length = 0;
+    await vi.advanceTimersByTimeAsync(15_000);
+    expect(logger.info).toHaveBeenCalledWith({ problem }, `healthy again: ${problem} is gone`);
+    await agent.stop();
+  });
+
   it('samples every interval and sends one batch per batch interval', async () => {
     const { agent, channel } = build();
     await agent.start();

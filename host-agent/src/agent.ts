@@ -114,6 +114,9 @@ export interface AgentOptions {
 const HEALTH_CHECK_MS_MAX = 5000;
 
 /** Wires the channel, heartbeats, telemetry and network tests; main.ts builds the real parts and hands them in. */
+/** A problem that lasts is logged again this often, not at every heartbeat. */
+const PROBLEM_LOG_REPEAT_MS = 5 * 60_000;
+
 export class Agent {
   readonly #options: AgentOptions;
   readonly #now: () => Date;
@@ -128,6 +131,8 @@ export class Agent {
   #lastHeartbeatSentAt: Date | undefined;
   #healthy: boolean | undefined;
   #problems: string[] = [];
+  /** When each current problem was last logged (#logProblems). */
+  readonly #problemLoggedAt = new Map<string, number>();
   #heartbeating = false;
   #commandsHandled = 0;
   #stopping: Promise<void> | undefined;
@@ -184,8 +189,29 @@ export class Agent {
     });
   }
 
+  /**
+   * The host reads its own log first: a problem (Docker unreachable, a full disk) is logged when it appears, again
+   * every PROBLEM_LOG_REPEAT_MS while it lasts (not at every heartbeat), and once when it clears.
+   */
+  #logProblems(problems: readonly string[]): void {
+    const now = this.#now().getTime();
+    for (const problem of problems) {
+      const logged = this.#problemLoggedAt.get(problem);
+      if (logged !== undefined && now - logged < PROBLEM_LOG_REPEAT_MS) continue;
+      this.#options.logger.warn({ problem, repeated: logged !== undefined }, `not healthy: ${problem}`);
+      this.#problemLoggedAt.set(problem, now);
+    }
+    for (const problem of this.#problemLoggedAt.keys()) {
+      if (problems.includes(problem)) continue;
+      this.#options.logger.info({ problem }, `healthy again: ${problem} is gone`);
+      this.#problemLoggedAt.delete(problem);
+    }
+  }
+
   async start(): Promise<void> {
     this.#startedAt = this.#now();
+    // What stops the machine from running jobs is said at start, before any channel or heartbeat.
+    this.#logProblems(await withTimeout(this.#options.checkHealth(), HEALTH_CHECK_MS_MAX, ['health check did not finish in time']));
     // `ark-agent status` should show a connection change or an acknowledgement without waiting for the next tick.
     for (const event of ['connected', 'disconnected', 'ack'] as const) this.#channel.on?.(event, () => void this.#persistStatus());
     // Relay streams live on one connection: the control plane fails them when it ends, so the engine requests stop too.
@@ -220,6 +246,7 @@ export class Agent {
       const problems = await withTimeout(this.#options.checkHealth(), HEALTH_CHECK_MS_MAX, ['health check did not finish in time']);
       const all = this.#jobsProblem === undefined ? problems : [...problems, this.#jobsProblem];
       this.#problems = all.slice(0, 16).map((problem) => problem.slice(0, 200));
+      this.#logProblems(this.#problems);
       this.#healthy = this.#problems.length === 0;
       const at = this.#now();
       const sent = this.#channel.sendHeartbeat({

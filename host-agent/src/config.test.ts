@@ -44,6 +44,21 @@ describe('loadAgentConfig', () => {
     });
   });
 
+  it('takes the engine socket from DOCKER_HOST as Docker does, unless the agent is told one; refuses a remote engine', () => {
+    expect(loadAgentConfig({ env: { DOCKER_HOST: 'unix:///run/user/1000/docker.sock' }, readFile: noFile }).docker.socketPath).toBe(
+      '/run/user/1000/docker.sock',
+    );
+    expect(
+      loadAgentConfig({
+        env: { DOCKER_HOST: 'unix:///run/user/1000/docker.sock', ARK_AGENT_DOCKER_SOCKET: '/srv/docker.sock' },
+        readFile: noFile,
+      }).docker.socketPath,
+    ).toBe('/srv/docker.sock');
+    const remote = errorOf(() => loadAgentConfig({ env: { DOCKER_HOST: 'tcp://10.0.0.5:2375' }, readFile: noFile }));
+    expect(remote.source).toBe('environment variable DOCKER_HOST');
+    expect(remote.message).toContain('is not a unix:// socket');
+  });
+
   it('reads the file named by ARK_AGENT_CONFIG and lets the environment override it', () => {
     const path = withFile({
       control_plane_url: 'https://ark.example.com/',

@@ -227,6 +227,20 @@ export interface LoadConfigOptions {
 }
 
 /** Parses and validates the whole configuration; throws ConfigError naming the file or variable at fault. */
+/**
+ * The engine socket Docker's own clients would use: DOCKER_HOST=unix:///run/user/1000/docker.sock (rootless Docker,
+ * Podman's socket) names it; docker_socket_path and ARK_AGENT_DOCKER_SOCKET still win. A tcp:// or ssh:// engine is
+ * refused: the agent publishes job ports and mounts volumes on this machine, so its engine must run here.
+ */
+function dockerHostSocket(dockerHost: string | undefined): string | undefined {
+  if (dockerHost === undefined || dockerHost === '') return undefined;
+  if (dockerHost.startsWith('unix://') && dockerHost.length > 'unix://'.length) return dockerHost.slice('unix://'.length);
+  throw new ConfigError(
+    'environment variable DOCKER_HOST',
+    `"${dockerHost.slice(0, 100)}" is not a unix:// socket; the agent drives the engine on this machine only (set docker_socket_path, or unset DOCKER_HOST)`,
+  );
+}
+
 export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
   const { env } = options;
   const readFile = options.readFile ?? readTextFileOrNull;
@@ -294,7 +308,7 @@ export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
     telemetryBufferSamples: valid.telemetry_buffer_samples ?? CONFIG_DEFAULTS.telemetry_buffer_samples,
     nettest: { maxDownloadBytes: nettest.max_download_bytes, maxUploadBytes: nettest.max_upload_bytes, pingCount: nettest.ping_count },
     docker: {
-      socketPath: valid.docker_socket_path ?? CONFIG_DEFAULTS.docker_socket_path,
+      socketPath: valid.docker_socket_path ?? dockerHostSocket(env.DOCKER_HOST) ?? CONFIG_DEFAULTS.docker_socket_path,
       required: valid.require_docker ?? CONFIG_DEFAULTS.require_docker,
     },
     jobPortRange: { from: range.from, to: range.to },
