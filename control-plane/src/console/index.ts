@@ -27,6 +27,7 @@ function assets(): Map<string, { type: string; body: Buffer }> {
   return new Map([
     ['console.css', { type: css, body: readFileSync(here('./assets/console.css')) }],
     ['console.js', { type: js, body: readFileSync(here('./assets/console.js')) }],
+    ['favicon.svg', { type: 'image/svg+xml', body: readFileSync(here('./assets/favicon.svg')) }],
     ['htmx.min.js', { type: js, body: readFileSync(require.resolve('htmx.org/dist/htmx.min.js')) }],
     ['uPlot.iife.min.js', { type: js, body: readFileSync(require.resolve('uplot/dist/uPlot.iife.min.js')) }],
     ['uPlot.min.css', { type: css, body: readFileSync(require.resolve('uplot/dist/uPlot.min.css')) }],
