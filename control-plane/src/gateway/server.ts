@@ -14,6 +14,7 @@ import type { ChannelHandlers, MachineDirectory } from './handlers.js';
 import type { ControlPlaneIdentity } from './identity.js';
 import type { GatewayLogger } from './logger.js';
 import { createGatewayMetrics, type GatewayMetrics } from './metrics.js';
+import { releaseAddressSlot } from '../http/edge.js';
 
 /** Tunables, each with a default that suits production. Every timeout runs on the injected clock. */
 export interface GatewaySettings {
@@ -171,6 +172,8 @@ export class ChannelGateway {
       this.#refuseUpgrade(socket, 'SERVICE_UNAVAILABLE');
       return true;
     }
+    // From here the connection counts against this budget, not against its address's (http/edge.ts).
+    releaseAddressSlot(request.socket);
     this.start().then(
       () => {
         if (this.#closing) return void this.#refuseUpgrade(socket, 'SERVICE_UNAVAILABLE');

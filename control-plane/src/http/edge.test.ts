@@ -12,6 +12,8 @@ import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } 
 import { openSocket, type RawAnswer, readUntilClosed, sendRaw, trickle } from '../testing/raw-http.js';
 import { clientErrorCode, connectionsCheckingIntervalMs } from './edge.js';
 import { JSON_BODY_MAX_DEPTH, jsonNestsDeeperThan } from './json-body.js';
+import { CHANNEL_PATH } from '@ark/shared';
+import { WebSocket } from 'ws';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 const ajv = new Ajv.default({ strict: false });
@@ -189,6 +191,30 @@ describe('the HTTP edge, over a real socket', () => {
         expect(admitted.status).toBe(200);
       } finally {
         for (const socket of held) socket.destroy();
+      }
+    });
+  });
+
+  describe('agent channels from one address', () => {
+    it(`hold more than ${MAX_CONNECTIONS} channels (a farm behind one NAT address) without taking the address's HTTP slots`, async () => {
+      const channels = await Promise.all(
+        Array.from({ length: MAX_CONNECTIONS + 2 }, async () => {
+          const ws = new WebSocket(`ws://127.0.0.1:${port}${CHANNEL_PATH}?v=1`);
+          // The gateway's first frame, the challenge, says the channel is open.
+          await new Promise<void>((resolve, reject) => {
+            ws.once('message', () => resolve());
+            ws.once('error', reject);
+            ws.once('unexpected-response', (_request, response) => reject(new Error(`upgrade refused: ${response.statusCode}`)));
+          });
+          return ws;
+        }),
+      );
+      try {
+        expect(channels.every((ws) => ws.readyState === WebSocket.OPEN)).toBe(true);
+        const admitted = await sendRaw(port, get('/healthz'), 3000);
+        expect(admitted.status).toBe(200);
+      } finally {
+        for (const ws of channels) ws.terminate();
       }
     });
   });

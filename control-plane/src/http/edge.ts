@@ -100,9 +100,25 @@ export function edgeServerOptions(
   };
 }
 
+/** How each counted connection gives its per-address slot back (once: at close, or when it becomes a channel). */
+const addressSlots = new WeakMap<object, () => void>();
+
 /**
- * Bounds the connections one address holds open at once. A browser opens a handful, an agent one, a CLI one or
- * two; a slowloris opens hundreds. Over the bound the new connection gets 429 UNAVAILABLE and is closed.
+ * Gives back the per-address slot of a connection that became an agent channel. Channels are bounded by the
+ * gateway's own global budget and by machine identity (one channel per machine), not by source address: a host farm
+ * of hundreds of rigs behind one NAT address holds one channel each. Harmless for a connection never counted.
+ */
+export function releaseAddressSlot(socket: object): void {
+  const release = addressSlots.get(socket);
+  if (release === undefined) return;
+  addressSlots.delete(socket);
+  release();
+}
+
+/**
+ * Bounds the connections one address holds open at once. A browser opens a handful, a CLI one or two; a slowloris
+ * opens hundreds. Over the bound the new connection gets 429 UNAVAILABLE and is closed. Agent channels leave the
+ * count once upgraded (releaseAddressSlot).
  */
 export function boundConnectionsPerAddress(server: Server, options: Pick<EdgeOptions, 'maxConnectionsPerAddress' | 'headers'>): void {
   const max = options.maxConnectionsPerAddress;
@@ -119,11 +135,13 @@ export function boundConnectionsPerAddress(server: Server, options: Pick<EdgeOpt
       return;
     }
     open.set(address, count);
-    socket.once('close', () => {
+    const release = () => {
       const left = (open.get(address) ?? 1) - 1;
       if (left > 0) open.set(address, left);
       else open.delete(address);
-    });
+    };
+    addressSlots.set(socket, release);
+    socket.once('close', () => releaseAddressSlot(socket));
   });
 }
 
