@@ -78,7 +78,7 @@ class CompletionLoggedByApp extends LogController {
 
 /** buildApp, answering also the context and the gateway it built. */
 export async function assembleApp(input: AppContextInput, options: { logger?: FastifyBaseLogger } = {}): Promise<AssembledApp> {
-  const { gateway: gatewayInput, claimLocks, listenConnector, ...contextInput } = input;
+  const { gateway: gatewayInput, claimLocks, listenConnector, attachRelay, ...contextInput } = input;
   const { services } = input;
   const ctx: AppContext = {
     ...contextInput,
@@ -181,6 +181,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   for (const register of routeModules) await register(app, ctx);
   // The relay reaches engines through the agent connections this gateway holds.
   registerRelayRoutes(app, ctx, gateway.relay, (machineId) => gateway.isConnected(machineId));
+  // So does readiness verification: it reads a model job's engine list through this gateway's agents.
+  attachRelay?.({ tunnel: gateway.relay, connectedHere: (machineId) => gateway.isConnected(machineId) });
   await registerApiReference(app);
   // The web console: pages over the public API above (console/index.ts).
   await registerConsole(app, ctx);

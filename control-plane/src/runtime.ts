@@ -28,6 +28,8 @@ import { openStore, type PostgresConnector, type Store } from './store/db.js';
 import { migrateToLatest } from './store/migrate.js';
 import type { WebhookSender } from './services/webhooks/index.js';
 import { httpWebhookSender } from './workers/webhooks.js';
+import { RelayEngineModelsProbe } from './readiness/engine-models-probe.js';
+import { Ssh2HostKeyProbe } from './readiness/ssh-host-key-probe.js';
 
 /** Opens the configured store (SQLite file under the data dir, or Postgres) and migrates it. */
 export async function openConfiguredStore(config: Config): Promise<Store> {
@@ -73,19 +75,32 @@ export function treasuryChainOf(config: Config): TreasuryChain | null {
 
 /**
  * The adapters the use cases reach out through, as every process builds them from its configuration (`ark-cp serve`
- * here, one `ark-cp` command in cli/index.ts): the subsystem test's chain reads, the alert sink, the sign-in providers
- * and the treasury's chain side. The settlement and wallet-code readers are `serve`'s alone (createRuntime).
+ * here, one `ark-cp` command in cli/index.ts): the subsystem test's chain reads, the alert sink, the sign-in providers,
+ * the treasury's chain side and the readiness verifier's probes (`engineModels` is attached to the app's gateway). The settlement and wallet-code readers are `serve`'s alone (createRuntime).
  */
 export function serviceAdapters(
   config: Config,
   clock: Clock,
-): Pick<ServiceDeps, 'chainReaderFor' | 'alerts' | 'oauthProviders' | 'treasuryChain'> {
+): Pick<ServiceDeps, 'chainReaderFor' | 'alerts' | 'oauthProviders' | 'treasuryChain' | 'readinessProbes'> & {
+  engineModels: RelayEngineModelsProbe;
+} {
+  const engineModels = new RelayEngineModelsProbe(clock, config.readiness.engineTimeoutMs);
   return {
     chainReaderFor: (network) => new ViemChainReader({ rpcUrl: network.rpcUrl, timeoutMs: 5_000 }),
     alerts: webhookAlertSink({ url: config.operations.alertWebhookUrl, clock }),
     // Built once: Google's discovery document is cached in its client.
     oauthProviders: buildOAuthProviders(config.oauth),
     treasuryChain: treasuryChainOf(config),
+    // Verified readiness: an SSH handshake with each job's endpoint, and a model job's engine through the relay (the
+    // gateway's tunnel, attached by the app: createRuntime's attachRelay).
+    readinessProbes: {
+      ssh: new Ssh2HostKeyProbe(clock, {
+        connectTimeoutMs: config.readiness.connectTimeoutMs,
+        handshakeTimeoutMs: config.readiness.handshakeTimeoutMs,
+      }),
+      engine: engineModels,
+    },
+    engineModels,
   };
 }
 
@@ -160,7 +175,8 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
   // Agent registration reads contract code on the primary network (the first of ARK_CHAINS); none without it.
   const primary = config.payments.chains?.networks[0];
   const walletCode = primary ? new ViemWalletCodeReader({ rpcUrl: primary.rpcUrl, chainId: primary.chainId }) : null;
-  const services = buildServices({ store, clock, config, mailer, logger, ...serviceAdapters(config, clock), x402Chain, walletCode });
+  const { engineModels, ...adapters } = serviceAdapters(config, clock);
+  const services = buildServices({ store, clock, config, mailer, logger, ...adapters, x402Chain, walletCode });
   return {
     config,
     store,
@@ -171,6 +187,7 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
     metrics: createMetrics(),
     ...replicas,
     services,
+    attachRelay: (reach) => engineModels.attach(reach),
     channelIdentity: identityLoader(store, config.secretKey),
     depositReaderFor: (network) => new ViemChainReader({ rpcUrl: network.rpcUrl }),
     payoutWallet: payoutWalletOf(config),

@@ -9,6 +9,7 @@ import { ed25519PrivateKeyFromSeed, nodeEd25519Signer } from '@ark/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDockerAvailable } from '../harness/dockerd.js';
 import { waitFor } from '../harness/processes.js';
+import { api } from './host-side-helpers.js';
 import {
   DIALECTS,
   type DockerWorld,
@@ -233,7 +234,7 @@ describe.skipIf(!isDockerAvailable())('rentals when parts fail', () => {
       const payableBefore = payable;
       const { available: availableBefore } = await site.renterBalance();
       const { jobId, quote } = await site.reserve({ budgetMicro: 3_000_000n });
-      await site.waitState(jobId, 'RUNNING');
+      const running = await site.waitState(jobId, 'RUNNING');
       const beforeKill = await site.waitJob(jobId, (job) => BigInt(job.accepted_runtime_ms) >= 2_000n, 'receipts before the kill');
 
       await site.killControlPlane();
@@ -263,13 +264,13 @@ describe.skipIf(!isDockerAvailable())('rentals when parts fail', () => {
       );
 
       const closed = await site.stopAndClose(jobId);
-      // Every receipt the agent produced under the one fence was counted once: the totals agree to the millisecond.
+      // Every receipt the agent produced under the one fence was counted once: the totals agree to the millisecond, but
+      // for the time between the agent's ready report (its meter's start) and the verified readiness (the job's).
       const record = await site.agentJobRecord(jobId);
-      expect(record).toMatchObject({
-        phase: 'cleaned',
-        fence: '1',
-        meter: { final_sent: true, runtime_ms_total: closed.accepted_runtime_ms },
-      });
+      expect(record).toMatchObject({ phase: 'cleaned', fence: '1', meter: { final_sent: true } });
+      const reported = (await site.events(jobId)).find((event) => event.kind === 'readiness_reported');
+      const unverifiedMs = BigInt(Date.parse(running.meter_started_at) - Date.parse(reported?.data.reported_at));
+      expect(BigInt(record.meter.runtime_ms_total) - BigInt(closed.accepted_runtime_ms)).toBe(unverifiedMs);
       expect(closed.fence).toBe('1');
       const events = await site.events(jobId);
       expect(transitionsOf(events)).toEqual([
@@ -282,6 +283,49 @@ describe.skipIf(!isDockerAvailable())('rentals when parts fail', () => {
       ]);
       expect(events.filter((event) => event.kind === 'receipt_refused' || event.kind === 'receipt_partly_counted')).toEqual([]);
       payable = await expectSettled(site, quote, closed, payableBefore, availableBefore);
+    });
+
+    it('a job whose reported endpoint nothing listens on never runs: FAILED, nothing charged, the hold back, the host told', {
+      timeout: 150_000,
+    }, async () => {
+      // The agent tells renters to reach its jobs at an address nothing listens on (its SSH listeners bind 127.0.0.1
+      // only), and the control plane gives up on a start after its shortest timeout (10 s from the reservation).
+      await site.stopAgent();
+      site.agentSetup.env.ARK_AGENT_PUBLIC_HOST = '127.0.0.2';
+      await site.restartControlPlane({ ARK_JOB_START_TIMEOUT_S: '10' });
+      await site.startAgent();
+      const payableBefore = await site.hostPayable();
+      const { available: availableBefore } = await site.renterBalance();
+      const { jobId } = await site.reserve({ budgetMicro: 2_000_000n });
+
+      const failed = await site.waitState(jobId, 'FAILED', 60_000);
+      expect(failed).toMatchObject({
+        close_reason: 'readiness_unverified',
+        meter_started_at: null,
+        accepted_runtime_ms: '0',
+        cumulative_charge_micro: '0',
+      });
+      const events = await site.events(jobId);
+      expect(transitionsOf(events)).toEqual(['RESERVED->STARTING', 'STARTING->FAILED']);
+      // The agent did report it ready; the control plane could not reach what it reported, and says so.
+      expect(events.some((event) => event.kind === 'readiness_reported')).toBe(true);
+      const reason = events.find((event) => event.kind === 'readiness_failed')?.data.reason as string;
+      expect(reason).toMatch(/^could not connect to the SSH endpoint 127\.0\.0\.2:\d+: ECONNREFUSED$/);
+      expect(events.find((event) => event.kind === 'hold_released')?.data.released_micro).toBe('2000000');
+      // Nothing charged: the hold is back whole, the host earned nothing, and the ledger verifies.
+      expect(await site.renterBalance()).toEqual({ available: availableBefore, held: 0n });
+      expect(await site.hostPayable()).toBe(payableBefore);
+      expect(await site.verifyLedger()).toMatchObject({ ok: true, sum_micro: '0', discrepancies: [] });
+      // The host sees why on its machine.
+      const machine = await api(site.cp.base, 'GET', `/api/v1/hosts/machines/${site.machineId}`, { token: site.hostToken });
+      expect(machine.status).toBe(200);
+      expect(machine.body.problems).toContain(`job ${jobId}: readiness could not be verified: ${reason}`);
+      // The agent was told to clean up: the container it started is removed.
+      await waitFor(async () => (await jobContainers(world)).length === 0, {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+        description: 'the unverified job container removed',
+      });
     });
   });
 });

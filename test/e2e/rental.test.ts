@@ -73,11 +73,30 @@ describe.skipIf(!isDockerAvailable())('a whole rental on real parts', () => {
       expect(running).toMatchObject({ fence: '1', machine_id: site.machineId, cumulative_charge_micro: '0', close_reason: null });
       expect(running.meter_started_at).not.toBeNull();
 
+      // Verified readiness (issue 24 item 1): the meter starts when the control plane itself verified the host key at the
+      // endpoint the renter is given, never at the agent's own (earlier) word; the evidence is in the RUNNING event.
+      const startEvents = await site.events(jobId);
+      const reported = startEvents.find((event) => event.kind === 'readiness_reported');
+      const toRunning = startEvents.find((event) => event.kind === 'state_changed' && event.data.to === 'RUNNING');
+      expect(reported?.data.reported_at).toEqual(expect.any(String));
+      expect(Date.parse(running.meter_started_at)).toBeGreaterThanOrEqual(Date.parse(reported?.data.reported_at));
+      expect(toRunning?.data).toMatchObject({ from: 'STARTING', meter_started_at: running.meter_started_at });
+      expect(toRunning?.data.verification).toMatchObject({
+        host: '127.0.0.1',
+        verified_at: running.meter_started_at,
+        ssh_host_key_fingerprint: expect.stringMatching(/^SHA256:/),
+      });
+
       // Access: SSH on the agent's own listener, reached at the host the agent reported, its host key pinned by the fingerprint.
       const execution = await site.renter('GET', `/api/v1/jobs/${jobId}/access`);
       expect(execution.status).toBe(200);
       expect(execution.body).toMatchObject({ mode: 'execution', ssh_host_key_fingerprint: expect.stringMatching(/^SHA256:/) });
       const ssh = endpointOf(execution.body, 'ssh');
+      // What was verified is exactly what the renter is handed: the same endpoint and host key.
+      expect(toRunning?.data.verification).toMatchObject({
+        port: ssh.external_port,
+        ssh_host_key_fingerprint: execution.body.ssh_host_key_fingerprint,
+      });
       expect(ssh.external_host).toBe('127.0.0.1');
       expect(execution.body.ssh_command).toBe(`ssh -p ${ssh.external_port} root@127.0.0.1`);
       const shell = await sshConnect(ssh.external_host, ssh.external_port, site.ssh.privateKey, execution.body.ssh_host_key_fingerprint);
@@ -197,7 +216,11 @@ describe.skipIf(!isDockerAvailable())('a whole rental on real parts', () => {
       // The control plane counted exactly what the agent metered, once.
       const record = await site.agentJobRecord(jobId);
       expect(record.phase).toBe('cleaned');
-      expect(record.meter).toMatchObject({ final_sent: true, runtime_ms_total: closed.accepted_runtime_ms });
+      // All of it but the time between the agent's ready report (its meter's start) and the control plane's verification
+      // of the endpoint (the job's meter start): the renter pays from verified readiness on.
+      const unverifiedMs = BigInt(Date.parse(running.meter_started_at) - Date.parse(reported?.data.reported_at));
+      expect(record.meter).toMatchObject({ final_sent: true });
+      expect(BigInt(record.meter.runtime_ms_total) - BigInt(closed.accepted_runtime_ms)).toBe(unverifiedMs);
       expect(runtimeMs).toBeGreaterThanOrEqual(3_000n);
 
       // Every transition is a sequenced event; nothing was refused.

@@ -3,6 +3,7 @@ import { ManualClock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import { payoutWalletOf, serviceAdapters } from '../runtime.js';
 import { buildServices } from '../services/index.js';
+import { fakeReadinessProbes } from '../testing/readiness.js';
 import type { Store } from '../store/db.js';
 import { testConfig } from '../testing/app.js';
 import type { CliContext } from './context.js';
@@ -27,6 +28,7 @@ export function testCliContext(store: Store, now: Date, config: Config = testCon
     config,
     mailer: { send: async () => {} },
     ...serviceAdapters(config, clock),
+    readinessProbes: fakeReadinessProbes(clock),
     x402Chain: null,
     walletCode: null,
   });

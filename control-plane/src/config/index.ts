@@ -6,6 +6,7 @@ import { type PaymentsConfig, paymentsConfigFrom } from './payments.js';
 import { type OAuthConfig, oauthConfigFrom } from './oauth.js';
 import { type OperationsConfig, operationsConfigFrom } from './operations.js';
 import { type RelayConfig, relayConfigFrom } from './relay.js';
+import { type ReadinessConfig, readinessConfigFrom } from './readiness.js';
 import { type ReliabilityConfig, reliabilityConfigFrom } from './reliability.js';
 import { type WebhooksConfig, webhooksConfigFrom } from './webhooks.js';
 import { type X402Config, x402ConfigFrom } from './x402.js';
@@ -102,6 +103,8 @@ export interface Config {
   webhooks: WebhooksConfig;
   /** Machine reliability: the floor, the window, the history a machine needs, the worker's period (config/reliability.ts). */
   reliability: ReliabilityConfig;
+  /** Verified readiness: the SSH and engine checks before a job runs, their timeouts and cap (config/readiness.ts). */
+  readiness: ReadinessConfig;
   /** The treasury and its reconciliation with the ledger: address, Multicall3, the worker's period (config/treasury.ts). */
   treasury: TreasuryConfig;
   /** Fault injection, a test facility: off unless ARK_FAULT_EXIT_AT is set, refused in production (faults.ts). */
@@ -252,6 +255,11 @@ export function loadConfig(env: Env = process.env, { stdoutIsTerminal = false }:
     x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),
     payouts: payoutsConfigFrom(env, (message) => new ConfigError(message)),
     webhooks: webhooksConfigFrom(
+      env,
+      (name, fallback, min, max) => int(env, name, fallback, min, max),
+      (message) => new ConfigError(message),
+    ),
+    readiness: readinessConfigFrom(
       env,
       (name, fallback, min, max) => int(env, name, fallback, min, max),
       (message) => new ConfigError(message),

@@ -89,6 +89,9 @@ export class GroupApplier {
       for (const job of batch) await this.#commit([job], false);
       return;
     }
-    for (const job of batch) job.resolve();
+    for (const job of batch) {
+      this.#handlers.committed(job.machineId, job.msg);
+      job.resolve();
+    }
   }
 }

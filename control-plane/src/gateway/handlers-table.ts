@@ -28,6 +28,10 @@ export function channelHandlerTable(services: Pick<Services, 'jobs' | 'hosting'>
     // The relay on another replica finds this one through the record (nothing is recorded for a single replica).
     connected: (machineId, now) => hosting.replicas.connected(machineId, now),
     disconnected: (machineId) => hosting.replicas.disconnected(machineId),
+    // A readiness report is verified as soon as it is committed (the verifier's worker is only the safety net).
+    committed: (_machineId, msg) => {
+      if (msg.t === 'job_status' && msg.status === 'ready') jobs.readiness.wake();
+    },
   };
 }
 

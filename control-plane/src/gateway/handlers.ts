@@ -45,7 +45,12 @@ export interface ChannelHandlerTable {
   readonly messages: AgentMessageHandlers;
   readonly connected: ConnectionHook;
   readonly disconnected: ConnectionHook;
+  /** After the apply-once transaction holding `msg` committed: work to wake that must see the message's effect. */
+  readonly committed?: CommitHook;
 }
+
+/** Runs after a reliable message's transaction committed; must not throw nor wait (it only wakes work). */
+export type CommitHook = (machineId: string, msg: ReliableAgentMessage) => void;
 
 /** The registry keeps handlers of every message type side by side; `on` and `install` are typed per type. */
 type AnyHandler = (...args: any[]) => Promise<void>;
@@ -59,10 +64,12 @@ export class ChannelHandlers {
   readonly #byType = new Map<HandledAgentMessageType, AnyHandler[]>();
   readonly #connect: ConnectionHook[] = [];
   readonly #disconnect: ConnectionHook[] = [];
+  readonly #committed: CommitHook[] = [];
 
   /** Registers every handler of a complete table (the composition root's, through fillChannelHandlers). */
   install(table: ChannelHandlerTable): this {
     for (const type of HANDLED_AGENT_MESSAGE_TYPES) this.#add(type, table.messages[type]);
+    if (table.committed) this.#committed.push(table.committed);
     return this.onConnect(table.connected).onDisconnect(table.disconnected);
   }
 
@@ -93,6 +100,11 @@ export class ChannelHandlers {
   /** A reliable message, inside the applying transaction. */
   async apply(trx: Tx, machineId: string, msg: ReliableAgentMessage, now: Date): Promise<void> {
     for (const handler of this.#byType.get(msg.t) ?? []) await handler(trx, machineId, msg, now);
+  }
+
+  /** A reliable message's transaction committed (the applier, and tests' deliver). */
+  committed(machineId: string, msg: ReliableAgentMessage): void {
+    for (const hook of this.#committed) hook(machineId, msg);
   }
 
   /** An unreliable message of the table (a heartbeat). */

@@ -1,3 +1,4 @@
+import type { RelayReach } from '../readiness/engine-models-probe.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
 import type { Authenticator } from '../domain/accounts/principal.js';
@@ -45,4 +46,9 @@ export type AppContextInput = Omit<AppContext, 'paginator' | 'channel' | 'channe
   channelIdentity?: () => Promise<ControlPlaneIdentity>;
   /** Agent gateway tunables and machine directory (default: the machines table). */
   gateway?: GatewayInput;
+  /**
+   * Hands the gateway's relay reach to the readiness verifier's engine probe (readiness/engine-models-probe.ts), once
+   * the app has built its gateway; absent where the services were given a fake probe.
+   */
+  attachRelay?: (reach: RelayReach) => void;
 };

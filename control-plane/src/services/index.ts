@@ -25,7 +25,7 @@ import type { X402Chain } from '../chain/x402-chain.js';
 import { buildHostingServices, type HostingServices, hostingSettingsOf } from './hosting/index.js';
 import { buildOfferServices, type OfferServices } from './hosting/offers.js';
 import { buildPairingServices, type PairingServices } from './hosting/pairing.js';
-import { buildJobServices, type JobServices, jobSettingsOf } from './jobs/index.js';
+import { buildJobServices, type JobServices, jobSettingsOf, type ReadinessProbes } from './jobs/index.js';
 import { buildMarketServices, type MarketServices } from './market/index.js';
 import { buildReliabilityServices, type ReliabilityServices } from './reliability/index.js';
 import { buildTemplateServices, type TemplateServices } from './templates/index.js';
@@ -60,6 +60,11 @@ export interface ServiceDeps {
   treasuryChain: TreasuryChain | null;
   /** The sign-in providers configured in ARK_OAUTH_* (built once by runtime.ts: Google's discovery document is cached). */
   oauthProviders: Partial<Record<OAuthProviderName, OAuthProviderClient>>;
+  /**
+   * The readiness verifier's reach (runtime.ts): an SSH handshake with a job's endpoint (ssh2), and the engine's model
+   * list through the gateway's relay tunnel (bound once the app's gateway exists).
+   */
+  readinessProbes: ReadinessProbes;
 }
 
 /** One area per key. */
@@ -135,6 +140,8 @@ export function buildServices(deps: ServiceDeps): Services {
     heartbeats,
     secrets: new JobSecrets(config.secretKey),
     admissions: admissionGuard,
+    readinessProbes: deps.readinessProbes,
+    ...(deps.logger ? { logger: deps.logger } : {}),
   });
   return {
     jobs,
@@ -192,6 +199,7 @@ export function buildServices(deps: ServiceDeps): Services {
     }),
     treasury,
     async close() {
+      await jobs.readiness.close();
       await hosting.close();
     },
   };

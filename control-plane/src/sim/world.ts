@@ -8,6 +8,7 @@ import { GroupApplier } from '../gateway/applier.js';
 import { ChannelHandlers } from '../gateway/handlers.js';
 import { fillChannelHandlers } from '../gateway/handlers-table.js';
 import { buildServices, type Services } from '../services/index.js';
+import { fakeReadinessProbes } from '../testing/readiness.js';
 import type { Payer } from '../services/withdrawals/payer.js';
 import type { Store } from '../store/db.js';
 import { HDKey } from 'viem/accounts';
@@ -119,6 +120,8 @@ export class World {
       // Every read of the one simulated network goes to the simulated chain; no treasury worker runs here.
       chainReaderFor: () => this.chain.reader,
       treasuryChain: null,
+      // The simulated agents run no SSH server: their reported endpoints verify (testing/readiness.ts).
+      readinessProbes: fakeReadinessProbes(this.clock),
     });
     this.channel = fillChannelHandlers(new ChannelHandlers(), this.services);
     this.#applier = new GroupApplier({ store: this.store, handlers: this.channel, clock: this.clock });

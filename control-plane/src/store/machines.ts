@@ -50,6 +50,7 @@ export async function insertMachine(db: Executor, machine: NewMachine): Promise<
     last_heartbeat_at: null,
     healthy: null,
     problems: '[]',
+    readiness_problem: null,
     uptime_s: null,
     net_download_mbps: null,
     net_upload_mbps: null,

@@ -17,6 +17,8 @@ import type { TypedApp } from '../http/typed-app.js';
 import type { MailMessage, Mailer } from '../mail.js';
 import { replicaAdapters, serviceAdapters } from '../runtime.js';
 import { buildServices } from '../services/index.js';
+import type { ReadinessProbes } from '../services/jobs/index.js';
+import { fakeReadinessProbes } from './readiness.js';
 import { agentPlaceholderEmail } from '../services/accounts/agent-registration.js';
 import { insertAccount } from '../store/accounts.js';
 import { insertWallet } from '../store/agent-wallets.js';
@@ -36,6 +38,8 @@ export interface TestAppOptions<C extends Clock> {
   extraRoutes?: (app: TypedApp, ctx: AppContext) => void;
   /** The app's logger, as main.ts passes its own (default none: nothing is logged). */
   logger?: FastifyBaseLogger;
+  /** The readiness verifier's probes (default: fakes that verify every reported endpoint, testing/readiness.ts). */
+  readinessProbes?: ReadinessProbes;
 }
 
 export interface TestApp<C extends Clock> {
@@ -80,6 +84,8 @@ export async function createTestApp<C extends Clock = ManualClock>(dialect: Dial
     mailer,
     logger: options.logger,
     ...serviceAdapters(config, clock),
+    // No agent runs an SSH server here: readiness is verified by fakes unless the test gives its own probes.
+    readinessProbes: options.readinessProbes ?? fakeReadinessProbes(clock),
     x402Chain: null,
     walletCode: null,
   });

@@ -140,6 +140,9 @@ export function meterReceipt(
 /** Delivers a reliable agent message the way the gateway does: every registered handler, in one transaction. */
 export async function deliver(ctx: AppContext, machineId: string, msg: ReliableAgentMessage): Promise<void> {
   await ctx.store.db.transaction().execute((trx) => ctx.channel.apply(trx, machineId, msg, ctx.clock.now()));
+  // Where the gateway wakes the readiness verifier after the commit, a test runs its pass at once (the app's probes
+  // verify every endpoint unless the test gave its own: testing/readiness.ts).
+  if (msg.t === 'job_status' && msg.status === 'ready') await ctx.services.jobs.readiness.verifyDue(ctx.clock.now());
 }
 
 /** A healthy heartbeat through every registered heartbeat handler (liveness, reconciliation). */

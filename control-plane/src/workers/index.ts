@@ -7,6 +7,7 @@ import { purgeStalePairings } from '../services/hosting/pairing.js';
 import type { Worker } from './runner.js';
 import { jobWorkers } from './jobs.js';
 import { marketWorker } from './market.js';
+import { readinessWorker } from './readiness.js';
 import { reconcileWorker } from './reconcile.js';
 import { reliabilityWorker } from './reliability.js';
 import { telemetryRetentionWorker } from './telemetry-retention.js';
@@ -33,6 +34,7 @@ export function defaultWorkers(
   });
   return [
     ...jobWorkers(services.jobs.sweeps, config),
+    readinessWorker(services.jobs.readiness),
     telemetryRetentionWorker,
     { name: 'pairing-purge', intervalMs: 10 * 60_000, step: (store, now) => purgeStalePairings(store.db, now) },
     { name: 'idempotency-purge', intervalMs: 60 * 60_000, step: (store, now) => purgeIdempotencyKeys(store, now) },

@@ -20,6 +20,7 @@ export const STOP_MESSAGES: Readonly<Record<CloseReason, string>> = {
   job_failed: 'The job failed on the machine.',
   agent_lost: 'The machine stayed silent past the reconcile timeout; the job failed.',
   machine_lost: 'The machine stayed silent; the job was closed without its confirmation.',
+  readiness_unverified: "Failed: the job's endpoint could not be verified before the start timeout; nothing was charged.",
 };
 
 /** The close reason of the funding bound that ran out. */

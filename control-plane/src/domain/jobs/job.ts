@@ -102,6 +102,15 @@ export interface JobAccessGrant {
 }
 
 /**
+ * Where a renter reaches the job's SSH server: the agent's reported public address, else the operator's default
+ * access host, and the agent's SSH port. The access answer hands out exactly this, and readiness verification
+ * (services/jobs/readiness.ts) checks exactly this.
+ */
+export function accessEndpointOf(access: JobAccessReport, defaultHost: string): { host: string; port: number } {
+  return { host: access.publicHost ?? defaultHost, port: access.sshPort };
+}
+
+/**
  * Contract part 2, Job access, or null when access is not available (403): execution while RUNNING (ssh and the
  * template's http(s) ports; api_key for model-kind jobs), retrieval-read-only (SFTP on the same SSH port) while
  * STOPPED inside the retrieval window. Nothing before verified readiness. Its wire view is `jobAccessView`
@@ -110,7 +119,7 @@ export interface JobAccessGrant {
 export function accessGrantOf(job: JobRecord, now: Date, context: AccessContext): JobAccessGrant | null {
   const access = job.access;
   if (access === null) return null;
-  const host = access.publicHost ?? context.defaultHost;
+  const { host } = accessEndpointOf(access, context.defaultHost);
   if (job.state === 'RUNNING') {
     const apiKey = job.template?.kind === 'model' && context.engineApiKey !== null ? context.engineApiKey : null;
     return { mode: 'execution', access, host, expiresAt: fundedThroughOf(job, now), apiKey };

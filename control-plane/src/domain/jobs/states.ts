@@ -5,9 +5,13 @@ import type { JobState } from '@ark/shared';
 //
 //   RESERVED    -> STARTING     the agent accepted the launch
 //   RESERVED    -> RUNNING      readiness reported before the acceptance was seen (never skipped in practice)
-//   STARTING    -> RUNNING      verified readiness: the meter starts
+//   STARTING    -> RUNNING      verified readiness: the agent reported the job ready, and the control plane itself
+//                                completed an SSH handshake with the access endpoint, found the host key the agent
+//                                reported (and, for model jobs, the engine's model list through the relay): the meter
+//                                starts at that verification (domain/jobs/readiness.ts)
 //   RESERVED, STARTING -> STOPPING   stop before readiness (renter, admin, start timeout): a cancellation
-//   RESERVED, STARTING -> FAILED     the launch failed, or the machine vanished past grace + reconcile timeout
+//   RESERVED, STARTING -> FAILED     the launch failed, the machine vanished past grace + reconcile timeout, or the
+//                                endpoint could not be verified before the start timeout (readiness_unverified)
 //   RUNNING     -> STOPPING     stop request, budget spent, duration limit or host ceiling reached, container exited
 //   RUNNING     -> RECONCILING  the machine went silent past its grace: no receipts are accepted for the gap
 //   RECONCILING -> RUNNING      the agent came back and its heartbeat lists the container running
@@ -59,6 +63,7 @@ export const CLOSE_REASONS = [
   'job_failed',
   'agent_lost',
   'machine_lost',
+  'readiness_unverified',
 ] as const;
 export type CloseReason = (typeof CLOSE_REASONS)[number];
 

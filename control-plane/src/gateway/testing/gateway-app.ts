@@ -9,6 +9,7 @@ import { MemoryRateLimiter } from '../../http/rate-limit.js';
 import type { TypedApp } from '../../http/typed-app.js';
 import { replicaAdapters, serviceAdapters } from '../../runtime.js';
 import { buildServices } from '../../services/index.js';
+import { fakeReadinessProbes } from '../../testing/readiness.js';
 import { type Dialect, openStore } from '../../store/db.js';
 import { createTestStore, type TestStore } from '../../testing/stores.js';
 import { ChannelHandlers } from '../handlers.js';
@@ -70,6 +71,7 @@ export async function startGatewayApp(dialect: Dialect, options: GatewayTestAppO
     mailer,
     logger,
     ...serviceAdapters(config, clock),
+    readinessProbes: fakeReadinessProbes(clock),
     x402Chain: null,
     walletCode: null,
   });

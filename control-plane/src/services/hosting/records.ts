@@ -43,7 +43,8 @@ export function toMachineRecord(row: MachineRow): MachineRecord {
     liveError: row.live_error,
     lastHeartbeatAt: row.last_heartbeat_at,
     healthy: row.healthy === null ? null : toBool(row.healthy),
-    problems: fromJson<string[]>(row.problems) ?? [],
+    // The agent's own problems, then the control plane's: why a job's readiness could not be verified.
+    problems: [...(fromJson<string[]>(row.problems) ?? []), ...(row.readiness_problem ? [row.readiness_problem] : [])],
     network:
       row.net_measured_at === null
         ? null

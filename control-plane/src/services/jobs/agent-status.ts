@@ -1,4 +1,4 @@
-import type { JobStatusMessage, MachineManifest } from '@ark/shared';
+import type { JobStatusMessage } from '@ark/shared';
 import { iso } from '../../clock.js';
 import {
   agentInstant,
@@ -8,15 +8,14 @@ import {
   STATUS_TRANSITION_MESSAGES,
   type StatusStep,
 } from '../../domain/jobs/agent-status.js';
-import { fundingOf, type JobAccessReport } from '../../domain/jobs/job.js';
-import { deviceVramOf } from '../../domain/machines/manifest.js';
-import { fundedThrough } from '../../domain/metering/charges.js';
-import { fromJson, type Tx } from '../../store/db.js';
+import type { JobAccessReport } from '../../domain/jobs/job.js';
+import { READINESS_MESSAGES } from '../../domain/jobs/readiness.js';
+import type { Tx } from '../../store/db.js';
+import { recordReadinessReport } from '../../store/job-readiness.js';
 import { accessToJson } from '../../store/jobs.js';
-import { findMachine } from '../../store/machines.js';
-import { recordAgentQualification } from '../../store/templates.js';
 import type { JobDeps } from './deps.js';
 import { type HeldJob, holdJob } from './held-job.js';
+import { startMeter } from './meter-start.js';
 
 /**
  * The 'job_status' handler: applied once per message id inside the gateway's transaction (which holds the machine's
@@ -37,10 +36,17 @@ export async function applyJobStatus(deps: JobDeps, trx: Tx, machineId: string, 
     await held.events([reaction.event], now);
     return;
   }
-  for (const step of reaction.steps) await applyStep(held, step, msg, access, now);
+  for (const step of reaction.steps) await applyStep(deps, held, step, msg, access, now);
 }
 
-async function applyStep(held: HeldJob, step: StatusStep, msg: JobStatusMessage, access: JobAccessReport | null, now: Date): Promise<void> {
+async function applyStep(
+  deps: JobDeps,
+  held: HeldJob,
+  step: StatusStep,
+  msg: JobStatusMessage,
+  access: JobAccessReport | null,
+  now: Date,
+): Promise<void> {
   switch (step.step) {
     case 'accept':
       return held.transition('STARTING', now, {}, { message: STATUS_TRANSITION_MESSAGES.accept });
@@ -54,7 +60,7 @@ async function applyStep(held: HeldJob, step: StatusStep, msg: JobStatusMessage,
     case 'event':
       return held.events([step.event], now);
     case 'start_meter':
-      return startMeter(held, msg, access as JobAccessReport, now);
+      return readinessReported(deps, held, msg, access as JobAccessReport, now);
     case 'refresh_access':
       if (access !== null) await held.update({ access: accessToJson(access), updated_at: iso(now) });
       return;
@@ -75,56 +81,33 @@ async function applyStep(held: HeldJob, step: StatusStep, msg: JobStatusMessage,
   }
 }
 
-/** Verified readiness: the meter starts at the agent's ready time (never later than now, never before the reservation). */
-async function startMeter(held: HeldJob, msg: JobStatusMessage, access: JobAccessReport, now: Date): Promise<void> {
-  const startedAt = agentInstant(msg.at, now, held.job.createdAt);
-  const funded = fundedThrough(fundingOf(held.job), startedAt).at;
-  await held.transition(
-    'RUNNING',
-    now,
-    {
-      meter_started_at: iso(startedAt),
-      meter_floor_at: iso(startedAt),
-      metered_until: null,
-      meter_seq: 0n,
-      access: accessToJson(access),
-      funded_through: iso(funded),
-    },
-    { message: STATUS_TRANSITION_MESSAGES.start_meter, data: { meter_started_at: iso(startedAt), evidence: msg.evidence ?? {} } },
-  );
-  held.job = { ...held.job, meterStartedAt: startedAt, meterFloorAt: startedAt, access };
-  if (held.job.template !== null) await qualify(held, msg, now);
-}
-
-/** A template job became ready: the machine proved it runs the template (image by digest, VRAM fits). */
-async function qualify(held: HeldJob, msg: JobStatusMessage, now: Date): Promise<void> {
-  const template = held.job.template;
-  if (template === null) return;
-  const machine = await findMachine(held.trx, held.job.machineId);
-  const manifest = machine ? (fromJson<MachineManifest>(machine.manifest) as MachineManifest) : null;
-  const result = await recordAgentQualification(held.trx, {
-    templateId: template.id,
-    machineId: held.job.machineId,
-    now,
-    detail: {
-      imageDigest: held.job.imageDigest,
-      deviceVramBytes: manifest ? deviceVramOf(manifest, held.job.gpuPciAddresses) : [],
-      jobId: held.job.id,
-      ...(msg.evidence !== undefined ? { evidence: msg.evidence as Record<string, unknown> } : {}),
-    },
-  });
-  if (!result.recorded) {
-    await held.events(
-      [
-        {
-          kind: 'qualification_skipped',
-          message: `The template was not qualified on this machine: ${result.reason}.`,
-          data: { reason: result.reason },
-        },
-      ],
-      now,
-    );
+/**
+ * The agent says the job is ready. Verification on (the default): the report is where verification begins, not where
+ * the meter starts: the access is stored, the job waits in STARTING with a work item the readiness verifier takes
+ * (services/jobs/readiness.ts), and it is woken once this transaction commits (the gateway's after-commit hook).
+ * Verification off (ARK_READINESS_VERIFY=off, a bench and operations switch): the meter starts at the agent's ready
+ * time (never later than now, never before the reservation).
+ */
+async function readinessReported(deps: JobDeps, held: HeldJob, msg: JobStatusMessage, access: JobAccessReport, now: Date): Promise<void> {
+  const reportedAt = agentInstant(msg.at, now, held.job.createdAt);
+  const agentEvidence = (msg.evidence ?? {}) as Record<string, unknown>;
+  if (!deps.settings.readiness.verify) {
+    return startMeter(held, { startedAt: reportedAt, access, agentEvidence, message: STATUS_TRANSITION_MESSAGES.start_meter }, now);
   }
+  await held.update({ access: accessToJson(access), updated_at: iso(now) });
+  held.job = { ...held.job, access };
+  await recordReadinessReport(held.trx, {
+    jobId: held.job.id,
+    machineId: held.job.machineId,
+    fence: held.job.fence,
+    reportedAt,
+    evidence: agentEvidence,
+    now,
+  });
+  await held.events(
+    [{ kind: 'readiness_reported', message: READINESS_MESSAGES.reported, data: { reported_at: iso(reportedAt), evidence: agentEvidence } }],
+    now,
+  );
 }
 
 /** The access details a readiness report carries, as the domain names them. */

@@ -1,10 +1,12 @@
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config/index.js';
+import type { ReadinessConfig } from '../../config/readiness.js';
 import type { JobSecrets } from '../../domain/jobs/secrets.js';
 import type { Store } from '../../store/db.js';
 import type { HeartbeatReader } from '../../store/heartbeats.js';
 import type { OutboxWriter } from '../../store/outbox.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';
+import type { ReadinessProbes } from './readiness-probes.js';
 
 /** What the job use cases read from the configuration. */
 export interface JobSettings {
@@ -21,6 +23,8 @@ export interface JobSettings {
   accessHost: string;
   /** The operator's default spend-rate cap, for accounts that set none of their own. */
   spendRateCapMicroPerHour: bigint;
+  /** Verified readiness: whether it runs (ARK_READINESS_VERIFY) and its bounds (config/readiness.ts). */
+  readiness: ReadinessConfig;
 }
 
 export function jobSettingsOf(config: Config): JobSettings {
@@ -36,6 +40,7 @@ export function jobSettingsOf(config: Config): JobSettings {
     startTimeoutMs: config.jobStartTimeoutMs,
     accessHost: config.jobAccessHost ?? hostOfUrl(config.publicBaseUrl),
     spendRateCapMicroPerHour: config.spendRateCapMicroPerHour,
+    readiness: config.readiness,
   };
 }
 
@@ -59,4 +64,8 @@ export interface JobDeps {
   secrets: JobSecrets;
   /** Reservations pass the paid-admission guard (refused while admission is paused, unless authorized). */
   admissions: PaidAdmissionGuard;
+  /** The readiness verifier's reach: an SSH handshake with the job's endpoint, the engine's model list (runtime.ts). */
+  readinessProbes: ReadinessProbes;
+  /** Where failures of background work (a readiness pass) are reported. */
+  logger?: { error(obj: object, msg: string): void };
 }

@@ -6,6 +6,7 @@ import { assertTransition, type CloseReason } from '../../domain/jobs/states.js'
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
 import type { Tx } from '../../store/db.js';
 import { appendJobEvents, type NewJobEvent } from '../../store/job-events.js';
+import { deleteReadiness } from '../../store/job-readiness.js';
 import { type JobRow, lockJob, machineIdOfJob, toJobRecord, updateJob } from '../../store/jobs.js';
 import { balanceOf, transfer } from '../../store/ledger.js';
 import { lockMachineChannel } from '../../store/outbox.js';
@@ -68,6 +69,8 @@ export class HeldJob {
       updated_at: iso(now),
     });
     this.job = { ...this.job, state: to, jobVersion, stateChangedAt: now };
+    // A job leaving STARTING (verified, failed, stopped) has no readiness left to verify.
+    if (from === 'STARTING') await deleteReadiness(this.trx, this.job.id);
     await this.events(
       [{ kind: 'state_changed', message: event?.message ?? `${from} -> ${to}.`, data: { from, to, ...(event?.data ?? {}) } }],
       now,

@@ -19,6 +19,7 @@ import type { JobDeps, JobSettings } from './deps.js';
 import { type BudgetExtended, extendBudget, stopJob } from './funding.js';
 import { applyMeterReceipt } from './metering.js';
 import { createQuote } from './quote.js';
+import { type ReadinessVerifier, readinessVerifier } from './readiness.js';
 import { type JobReads, jobReads } from './reads.js';
 import { reconcileFromHeartbeat } from './reconcile.js';
 import { type Reservation, reserve } from './reserve.js';
@@ -28,6 +29,8 @@ import { type JobSweeps, jobSweeps } from './sweeps.js';
 export { type JobDeps, type JobSettings, jobSettingsOf } from './deps.js';
 export type { BudgetExtended } from './funding.js';
 export type { JobReads } from './reads.js';
+export type { ReadinessVerifier } from './readiness.js';
+export { ReadinessProbeError, type EngineModelsProbe, type ReadinessProbes, type SshHostKeyProbe } from './readiness-probes.js';
 export type { Reservation } from './reserve.js';
 export type { SpendCapChange } from './spend-cap.js';
 export { SWEEP_BATCH, type JobSweeps } from './sweeps.js';
@@ -69,6 +72,8 @@ export interface JobServices {
   setSpendCapByOperator(input: { accountId: string; capMicroPerHour: bigint | null; reason: string }): Promise<SpendCapStanding>;
   readonly sweeps: JobSweeps;
   readonly reads: JobReads;
+  /** Verified readiness: the jobs the agent reported ready are checked before they run (services/jobs/readiness.ts). */
+  readonly readiness: ReadinessVerifier;
 }
 
 export function buildJobServices(deps: JobDeps): JobServices {
@@ -87,5 +92,6 @@ export function buildJobServices(deps: JobDeps): JobServices {
     setSpendCapByOperator: (input) => setSpendCapByOperator(deps, input),
     sweeps: jobSweeps(deps),
     reads: jobReads(deps),
+    readiness: readinessVerifier(deps),
   };
 }

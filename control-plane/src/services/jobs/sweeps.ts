@@ -6,6 +6,7 @@ import { storedHeartbeatAtOf } from '../../store/machines.js';
 import { purgeExpiredQuotes } from '../../store/quotes.js';
 import type { JobDeps } from './deps.js';
 import { type HeldJob, withJob } from './held-job.js';
+import { failUnverified, lastReadinessError } from './readiness.js';
 
 // The control plane's own moves on jobs: what the clock and silence decide. Each sweep reads a bounded batch of
 // candidate ids, then re-checks every job with its row held (another replica's sweep, or an agent message, may have
@@ -113,13 +114,19 @@ async function machineSilentSince(deps: JobDeps, db: Executor, machineId: string
   return !last || last < iso(since);
 }
 
-/** Jobs that did not become ready within the start timeout of their reservation are cancelled. */
+/**
+ * Jobs that did not become ready within the start timeout of their reservation are cancelled; a job whose readiness
+ * was reported but never verified fails (readiness_unverified), the verifier's own deadline, kept here too.
+ */
 async function sweepStartTimeout(deps: JobDeps, now: Date): Promise<number> {
   const before = new Date(now.getTime() - deps.settings.startTimeoutMs);
   const ids = await jobIdsCreatedBefore(deps.store.db, ['RESERVED', 'STARTING'], before, SWEEP_BATCH);
   return moveEach(deps, ids, async (held) => {
     if ((held.job.state !== 'RESERVED' && held.job.state !== 'STARTING') || held.job.createdAt.getTime() >= before.getTime()) return false;
-    await held.beginStop('start_timeout', now);
+    // Reported ready but never verified: the endpoint is what failed, and the host is told (services/jobs/readiness.ts).
+    const unverified = held.job.state === 'STARTING' ? await lastReadinessError(held) : null;
+    if (unverified !== null) await failUnverified(held, unverified, now);
+    else await held.beginStop('start_timeout', now);
     return true;
   });
 }

@@ -76,6 +76,8 @@ export interface MachinesTable {
   healthy: bigint | null;
   /** JSON array of the agent's problems at its last heartbeat. */
   problems: string;
+  /** Why the last readiness verification of a job on this machine failed (shown as a problem); null once one passes. */
+  readiness_problem: string | null;
   uptime_s: bigint | null;
   net_download_mbps: number | null;
   net_upload_mbps: number | null;

@@ -114,7 +114,24 @@ export interface JobBudgetAmendmentsTable {
   created_at: string;
 }
 
+/** A job the agent reported ready, waiting in STARTING for the control plane's verification (migration 0022). */
+export interface JobReadinessTable {
+  job_id: string;
+  machine_id: string;
+  fence: bigint;
+  reported_at: string;
+  /** JSON object: the agent's readiness evidence. */
+  evidence: string;
+  attempts: bigint;
+  next_attempt_at: string;
+  claimed_by: string | null;
+  claimed_until: string | null;
+  last_error: string | null;
+  created_at: string;
+}
+
 export interface JobsTables {
+  job_readiness: JobReadinessTable;
   quotes: QuotesTable;
   jobs: JobsTable;
   job_events: JobEventsTable;
