@@ -10,6 +10,7 @@ export * from './channel/messages.js';
 export * from './channel/catalog.js';
 export * from './channel/manifest.js';
 export * from './channel/codec.js';
+export * from './channel/receipts.js';
 export * from './http/billing.js';
 export * from './http/deposits.js';
 export * from './http/x402.js';
