@@ -6,6 +6,7 @@ export * from './http/accounts.js';
 export * from './http/agents.js';
 export * from './http/templates.js';
 export * from './http/hosts.js';
+export * from './http/verification.js';
 export * from './channel/messages.js';
 export * from './channel/catalog.js';
 export * from './channel/manifest.js';

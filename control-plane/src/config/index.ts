@@ -7,6 +7,7 @@ import { type OAuthConfig, oauthConfigFrom } from './oauth.js';
 import { type OperationsConfig, operationsConfigFrom } from './operations.js';
 import { type RelayConfig, relayConfigFrom } from './relay.js';
 import { type ReliabilityConfig, reliabilityConfigFrom } from './reliability.js';
+import { type SelftestConfig, selftestConfigFrom } from './selftest.js';
 import { type WebhooksConfig, webhooksConfigFrom } from './webhooks.js';
 import { type X402Config, x402ConfigFrom } from './x402.js';
 import { type PayoutsConfig, payoutsConfigFrom } from './payouts.js';
@@ -100,6 +101,8 @@ export interface Config {
   webhooks: WebhooksConfig;
   /** Machine reliability: the floor, the window, the history a machine needs, the worker's period (config/reliability.ts). */
   reliability: ReliabilityConfig;
+  /** Hardware self-tests: the benchmark image by digest, the run's bound, the daily interval (config/selftest.ts). */
+  selftest: SelftestConfig;
   /** The treasury and its reconciliation with the ledger: address, Multicall3, the worker's period (config/treasury.ts). */
   treasury: TreasuryConfig;
   /** Fault injection, a test facility: off unless ARK_FAULT_EXIT_AT is set, refused in production (faults.ts). */
@@ -245,6 +248,11 @@ export function loadConfig(env: Env = process.env): Config {
       (message) => new ConfigError(message),
     ),
     reliability: reliabilityConfigFrom(
+      env,
+      (name, fallback, min, max) => int(env, name, fallback, min, max),
+      (message) => new ConfigError(message),
+    ),
+    selftest: selftestConfigFrom(
       env,
       (name, fallback, min, max) => int(env, name, fallback, min, max),
       (message) => new ConfigError(message),

@@ -9,6 +9,7 @@ import { jobWorkers } from './jobs.js';
 import { marketWorker } from './market.js';
 import { reconcileWorker } from './reconcile.js';
 import { reliabilityWorker } from './reliability.js';
+import { selftestWorker } from './selftest.js';
 import { telemetryRetentionWorker } from './telemetry-retention.js';
 import { x402Workers } from './x402.js';
 import { webhookWorkers } from './webhooks.js';
@@ -40,6 +41,7 @@ export function defaultWorkers(
     ...webhookWorkers(services.webhooks, deps.webhookSender),
     marketWorker(services.market),
     reliabilityWorker(services.reliability, config),
+    selftestWorker(services.hosting, config),
     ...(reconcile ? [reconcile] : []),
   ];
 }
