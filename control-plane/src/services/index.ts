@@ -140,7 +140,7 @@ export function buildServices(deps: ServiceDeps): Services {
   return {
     jobs,
     hosting,
-    pairing: buildPairingServices({ store, clock, settings: config, enrollmentSelftest: hosting.queueEnrollmentSelftest }),
+    pairing: buildPairingServices({ store, clock, settings: config, enrollmentSelftest: hosting.scheduleEnrollmentSelftest }),
     offers: buildOfferServices({ store, clock, heartbeats, admissions: admissionGuard }),
     accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config, walletCode: deps.walletCode, oauthProviders }),
     templates: buildTemplateServices({ store, clock }),

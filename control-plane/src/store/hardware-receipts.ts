@@ -138,15 +138,19 @@ export async function isHardwareUnlisted(db: Executor, machineId: string): Promi
 }
 
 /** Machines whose daily self-test is due, soonest first: {machine id, the due time the claim compares on}. */
-export async function machinesDueSelftest(db: Executor, now: Date, limit: number): Promise<Array<{ machineId: string; dueAt: string }>> {
+export async function machinesDueSelftest(
+  db: Executor,
+  now: Date,
+  limit: number,
+): Promise<Array<{ machineId: string; dueAt: string; lastReceiptSeq: number }>> {
   const rows = await db
     .selectFrom('machine_verification')
-    .select(['machine_id', 'next_selftest_at'])
+    .select(['machine_id', 'next_selftest_at', 'last_receipt_seq'])
     .where('next_selftest_at', '<=', iso(now))
     .orderBy('next_selftest_at')
     .limit(limit)
     .execute();
-  return rows.map((row) => ({ machineId: row.machine_id, dueAt: row.next_selftest_at }));
+  return rows.map((row) => ({ machineId: row.machine_id, dueAt: row.next_selftest_at, lastReceiptSeq: Number(row.last_receipt_seq) }));
 }
 
 /**

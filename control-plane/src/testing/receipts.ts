@@ -74,7 +74,12 @@ export const RECORDED_L4_GPUS: ReceiptGpu[] = [
 export const BENCHMARK_IMAGE = `127.0.0.1:5000/ark/selftest@sha256:${'5'.repeat(64)}`;
 
 /** A receipt body for a machine; a CPU-only one with the fixture benchmark unless told otherwise. */
-export function receiptBody(machineId: string, receiptSeq: number, at: Date, overrides: Partial<HardwareReceiptBody> = {}): HardwareReceiptBody {
+export function receiptBody(
+  machineId: string,
+  receiptSeq: number,
+  at: Date,
+  overrides: Partial<HardwareReceiptBody> = {},
+): HardwareReceiptBody {
   return {
     version: 1,
     machine_id: machineId,

@@ -71,7 +71,9 @@ describe.each(DIALECTS)('hardware receipts on %s', (dialect) => {
   it('stores a verified receipt exactly as signed, shows it publicly with the score, and offers filter on min_score', async () => {
     const keys = machineKeyPair();
     const m = await liveMachine(t.ctx, t.app, { manifest: sampleManifest({ gpus: [] }), publicKey: keys.publicKey });
-    // Enrollment queued the first self-test, with the configured benchmark image.
+    // Enrollment made the first self-test due: the worker's next step asks for it, with the configured benchmark image.
+    expect(await queuedCommands(t.ctx, m.machineId)).toEqual([]);
+    await t.ctx.services.hosting.queueDueSelftests();
     const commands = await queuedCommands(t.ctx, m.machineId);
     expect(commands.map((c) => [c.kind, c.body])).toEqual([
       ['run_selftest', { trigger: 'enrollment', timeout_ms: 600_000, benchmark_image: BENCHMARK_IMAGE }],
@@ -122,7 +124,11 @@ describe.each(DIALECTS)('hardware receipts on %s', (dialect) => {
     await deliver(t.ctx, m.machineId, hardwareReceiptMessage(signHardwareReceipt(receiptBody(m.machineId, 1, now), machineKeyPair().sign)));
     // Tampered: a figure changed after signing.
     const honest = signHardwareReceipt(receiptBody(m.machineId, 1, now), keys.sign);
-    await deliver(t.ctx, m.machineId, hardwareReceiptMessage({ ...honest, receipt: honest.receipt.replace('"matmul_gflops":480', '"matmul_gflops":4800') }));
+    await deliver(
+      t.ctx,
+      m.machineId,
+      hardwareReceiptMessage({ ...honest, receipt: honest.receipt.replace('"matmul_gflops":480', '"matmul_gflops":4800') }),
+    );
     // Non-canonical: the same body re-encoded with spaces, properly signed.
     const spaced = JSON.stringify(JSON.parse(honest.receipt), null, 1);
     await deliver(
@@ -137,12 +143,21 @@ describe.each(DIALECTS)('hardware receipts on %s', (dialect) => {
     // The honest one is stored; sent again, or an older seq, it is a replay.
     await deliver(t.ctx, m.machineId, hardwareReceiptMessage(honest));
     await deliver(t.ctx, m.machineId, hardwareReceiptMessage(honest));
-    await deliver(t.ctx, m.machineId, hardwareReceiptMessage(signHardwareReceipt(receiptBody(m.machineId, 1, now, { duration_ms: 1 }), keys.sign)));
+    await deliver(
+      t.ctx,
+      m.machineId,
+      hardwareReceiptMessage(signHardwareReceipt(receiptBody(m.machineId, 1, now, { duration_ms: 1 }), keys.sign)),
+    );
     expect((await view(m.machineId)).receipts.map((r: Json) => r.receipt)).toEqual([honest.receipt]);
 
     const after = await refusals();
     const delta = (reason: string) => (after[reason] ?? 0) - (before[reason] ?? 0);
-    expect({ forged: delta('forged'), tampered: delta('tampered'), wrong_machine: delta('wrong_machine'), replayed: delta('replayed') }).toEqual({
+    expect({
+      forged: delta('forged'),
+      tampered: delta('tampered'),
+      wrong_machine: delta('wrong_machine'),
+      replayed: delta('replayed'),
+    }).toEqual({
       forged: 2, // the changed figure breaks the signature too
       tampered: 1,
       wrong_machine: 1,
@@ -227,8 +242,15 @@ describe.each(DIALECTS)('hardware receipts on %s', (dialect) => {
   });
 
   it('asks each machine for its daily self-test once, however many replicas run the worker', async () => {
-    const m = await liveMachine(t.ctx, t.app, { manifest: sampleManifest({ gpus: [] }) });
-    const daily = async () => (await queuedCommands(t.ctx, m.machineId)).filter((c) => c.kind === 'run_selftest' && (c.body as Json).trigger === 'daily');
+    const keys = machineKeyPair();
+    const m = await liveMachine(t.ctx, t.app, { manifest: sampleManifest({ gpus: [] }), publicKey: keys.publicKey });
+    const asked = async (trigger: string) =>
+      (await queuedCommands(t.ctx, m.machineId)).filter((c) => c.kind === 'run_selftest' && (c.body as Json).trigger === trigger);
+    const daily = () => asked('daily');
+    await t.ctx.services.hosting.queueDueSelftests();
+    expect(await asked('enrollment')).toHaveLength(1);
+    // The machine answers its enrollment self-test; the next one is due a day later.
+    await deliver(t.ctx, m.machineId, hardwareReceiptMessage(signHardwareReceipt(receiptBody(m.machineId, 1, t.clock.now()), keys.sign)));
     await t.ctx.services.hosting.queueDueSelftests();
     expect(await daily()).toHaveLength(0);
     await t.clock.advance(86_400_000 + 1000);

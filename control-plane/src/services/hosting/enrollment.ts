@@ -42,7 +42,7 @@ export interface EnrollmentDeps {
   store: Store;
   clock: Clock;
   settings: Pick<Config, 'newHostMachineCap' | 'seedRateMicroPerHour'>;
-  /** Queues the machine's first self-test inside the enrollment (hosting/hardware-receipts.ts); absent: none. */
+  /** Schedules the machine's first self-test inside the enrollment (hosting/hardware-receipts.ts); absent: none. */
   enrollmentSelftest?: (trx: Tx, machineId: string, ownerAccountId: string, now: Date) => Promise<void>;
 }
 
@@ -102,7 +102,7 @@ export async function enrollMachine(
       now,
     });
     if (goLive) await seedOffer(trx, { machineId, terms: seedOfferTerms(deps.settings.seedRateMicroPerHour, now), now });
-    // The self-test is the first command the agent finds on its first channel connection.
+    // Its first self-test is due at once: the self-test worker asks for it (workers/selftest.ts).
     await deps.enrollmentSelftest?.(trx, machineId, token.account_id, now);
     await appendAudit(trx, {
       at: now,

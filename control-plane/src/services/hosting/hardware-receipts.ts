@@ -169,17 +169,12 @@ export function selftestBody(deps: HostingDeps, trigger: RunSelftestBody['trigge
 }
 
 /**
- * Queues the enrollment self-test inside enrollment's transaction: it is the first command the new machine gets on its
- * first channel connection. The daily one is due a day later.
+ * Inside enrollment's transaction: the machine's verification row, with its first self-test due at once. The self-test
+ * worker asks for it at its next step (trigger `enrollment`), claimed like every other, and the agent finds it on its
+ * first channel connection; the daily one is due a day after.
  */
-export async function queueEnrollmentSelftest(deps: HostingDeps, trx: Tx, machineId: string, ownerAccountId: string, now: Date) {
-  await insertMachineVerification(trx, {
-    machineId,
-    ownerAccountId,
-    nextSelftestAt: new Date(now.getTime() + deps.settings.selftest.intervalMs),
-    now,
-  });
-  await deps.outbox.enqueue(trx, { machineId, kind: 'run_selftest', body: selftestBody(deps, 'enrollment'), now });
+export async function scheduleEnrollmentSelftest(trx: Tx, machineId: string, ownerAccountId: string, now: Date): Promise<void> {
+  await insertMachineVerification(trx, { machineId, ownerAccountId, nextSelftestAt: now, now });
 }
 
 /**
@@ -211,8 +206,9 @@ export async function queueSelftest(
 const SELFTEST_BATCH = 200;
 
 /**
- * The daily self-test worker's step: each machine whose self-test is due is claimed by compare-and-set on its due time
- * (so of several replicas only one asks) and gets a run_selftest in the same transaction. Returns how many it asked.
+ * The self-test worker's step: each machine whose self-test is due (just enrolled, or a day after its last one) is
+ * claimed by compare-and-set on its due time (so of several replicas only one asks) and gets a run_selftest in the
+ * same transaction. Returns how many it asked.
  */
 export async function queueDueSelftests(deps: HostingDeps): Promise<number> {
   const now = deps.clock.now();
@@ -222,7 +218,9 @@ export async function queueDueSelftests(deps: HostingDeps): Promise<number> {
     const asked = await inTransactionWithRetry(deps.store, async (trx) => {
       if (!(await claimSelftest(trx, machine.machineId, machine.dueAt, new Date(now.getTime() + deps.settings.selftest.intervalMs))))
         return false;
-      await deps.outbox.enqueue(trx, { machineId: machine.machineId, kind: 'run_selftest', body: selftestBody(deps, 'daily'), now });
+      // Nothing received since enrollment: this is (still) the enrollment self-test.
+      const trigger = machine.lastReceiptSeq === 0 ? 'enrollment' : 'daily';
+      await deps.outbox.enqueue(trx, { machineId: machine.machineId, kind: 'run_selftest', body: selftestBody(deps, trigger), now });
       return true;
     });
     if (asked) queued++;

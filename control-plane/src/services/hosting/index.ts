@@ -14,7 +14,7 @@ import {
   machineVerification,
   type MachineVerificationRecord,
   queueDueSelftests,
-  queueEnrollmentSelftest,
+  scheduleEnrollmentSelftest,
   queueSelftest,
   type ReceiptRefusal,
   type ReceiptRefusalCounts,
@@ -48,8 +48,8 @@ export interface HostingServices {
   applyHardwareReceipt(trx: Tx, machineId: string, msg: HardwareReceiptMessage, now: Date): Promise<ReceiptRefusal | null>;
   /** The owner or an admin asks for a self-test now (run_selftest, trigger `command`). */
   queueSelftest(caller: MachineCaller, machineId: string, commit?: CommitHook<QueuedCommand>): Promise<QueuedCommand>;
-  /** Inside enrollment's transaction: the first self-test, and the machine's verification row. */
-  queueEnrollmentSelftest(trx: Tx, machineId: string, ownerAccountId: string, now: Date): Promise<void>;
+  /** Inside enrollment's transaction: the machine's verification row, its first self-test due at once. */
+  scheduleEnrollmentSelftest(trx: Tx, machineId: string, ownerAccountId: string, now: Date): Promise<void>;
   /** The daily self-test worker's step: how many machines it asked. */
   queueDueSelftests(): Promise<number>;
   /** The public verification view's record; null for an unknown machine. */
@@ -80,7 +80,7 @@ export function buildHostingServices(deps: HostingDeps): HostingServices {
     queueNettest: (caller, machineId, commit) => queueNettest(deps, caller, machineId, commit),
     applyHardwareReceipt: (trx, machineId, msg, now) => applyHardwareReceipt(deps, trx, machineId, msg, now),
     queueSelftest: (caller, machineId, commit) => queueSelftest(deps, caller, machineId, commit),
-    queueEnrollmentSelftest: (trx, machineId, ownerAccountId, now) => queueEnrollmentSelftest(deps, trx, machineId, ownerAccountId, now),
+    scheduleEnrollmentSelftest: (trx, machineId, ownerAccountId, now) => scheduleEnrollmentSelftest(trx, machineId, ownerAccountId, now),
     queueDueSelftests: () => queueDueSelftests(deps),
     verification: (machineId) => machineVerification(deps, machineId),
     receiptRefusals: deps.receiptRefusals,
