@@ -3,6 +3,7 @@ import { action } from '../action.js';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT, usageError } from '../exit-codes.js';
 import { durationToSeconds, formatGib, formatUsdc, usdcToMicro } from '../money.js';
+import { registerMachineVerifyCommands } from './machine-verify.js';
 import { positiveInteger } from './offers.js';
 
 // Hosts: their machines, offers (rate, quotas, window, maintenance), telemetry, network tests, earnings and market
@@ -128,7 +129,8 @@ const HOST_METRICS: Array<[string, string, (n: number) => string]> = [
 ];
 
 export function registerHostCommands(program: Command): void {
-  const machines = program.command('machines').description('Your machines (hosts)');
+  const machines = program.command('machines').description('Your machines (hosts), and any machine’s signed hardware receipts');
+  registerMachineVerifyCommands(machines);
   machines
     .command('list', { isDefault: true })
     .description('Your machines with their state, reliability and offer')
