@@ -81,7 +81,8 @@ export function registerMachineVerifyCommands(machines: Command): void {
           unlisted: view.unlisted,
           receipts: verdicts,
         };
-        ctx.out.result(result, () => {
+        // With --json a failure is the error envelope alone (its details carry the verdicts); people see the table first.
+        const human = () => {
           ctx.out.fields([
             ['machine', machineId],
             ['public key', `${key} (${result.key_source})`],
@@ -93,18 +94,21 @@ export function registerMachineVerifyCommands(machines: Command): void {
             ['RECEIPT', 'CHECK', 'MEASURED', 'SCORE'],
             verdicts.map((v) => [v.receipt_seq, v.ok ? 'ok' : `FAILED: ${v.problem}`, v.measured_at ?? '-', v.score ?? '-']),
           );
-        });
+        };
+        if (!verified && !ctx.out.json) human();
+        if (verified) ctx.out.result(result, human);
         if (view.receipts.length === 0) {
-          throw new CliError(EXIT.verificationFailed, 'NO_RECEIPTS', 'the machine has no hardware receipt to verify');
+          throw new CliError(EXIT.verificationFailed, 'NO_RECEIPTS', 'the machine has no hardware receipt to verify', result);
         }
         if (failed.length > 0) {
           throw new CliError(
             EXIT.verificationFailed,
             'RECEIPT_INVALID',
             `${failed.length} of ${verdicts.length} receipt(s) failed: ${failed.map((v) => `#${v.receipt_seq} ${v.problem}`).join('; ')}`,
+            result,
           );
         }
-        if (scoreProblem !== null) throw new CliError(EXIT.verificationFailed, 'SCORE_MISMATCH', scoreProblem);
+        if (scoreProblem !== null) throw new CliError(EXIT.verificationFailed, 'SCORE_MISMATCH', scoreProblem, result);
         ctx.out.note(`Verified: ${verdicts.length} receipt(s) signed by ${key}; score ${view.score ?? 'none'}.`);
       }),
     );
