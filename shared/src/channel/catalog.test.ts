@@ -49,6 +49,7 @@ describe('the channel catalog', () => {
     expectTypeOf<ServerMessageType>().toEqualTypeOf<'challenge' | 'welcome' | 'ack' | 'command' | 'relay_open' | 'relay_cancel'>();
     expectTypeOf<Extract<AgentMessageType, ServerMessageType>>().toBeNever();
     expect([...HANDLED_AGENT_MESSAGE_TYPES].sort()).toEqual([
+      'hardware_receipt',
       'heartbeat',
       'job_event',
       'job_status',
