@@ -149,7 +149,7 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
   }
 
   const verification = async (machineId: string) => (await api(cp.base, 'GET', `/api/v1/machines/${machineId}/verification`)).body;
-  const refusals = async () => {
+  const refusals = async (): Promise<Record<string, number>> => {
     const text = await (await fetch(`${cp.base}/metrics`)).text();
     return Object.fromEntries(
       [...text.matchAll(/ark_hardware_receipts_refused_total\{reason="(\w+)"\} (\d+)/g)].map((m) => [m[1], Number(m[2])]),
