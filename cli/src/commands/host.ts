@@ -46,6 +46,8 @@ interface Machine {
   offer: MachineOffer | null;
   reliability?: { score: string } & Record<string, unknown>;
   reliability_hold?: { message: string } | null;
+  hardware?: { last_receipt_seq: number; score: number | null; verified_at: string | null };
+  hardware_hold?: { message: string; contradictions: Array<{ message: string }>; ticket_id: string | null } | null;
 }
 
 interface Summary {
@@ -199,6 +201,14 @@ export function registerHostCommands(program: Command): void {
             ],
             ['reliability', m.reliability?.score ?? 'unscored'],
             ['held', m.reliability_hold?.message ?? 'no'],
+            ['hardware score', m.hardware?.score ?? 'none'],
+            ['verified at', m.hardware?.verified_at ?? 'never'],
+            [
+              'unlisted (hardware)',
+              m.hardware_hold
+                ? `${m.hardware_hold.contradictions.map((c) => c.message).join(' ')} (ticket ${m.hardware_hold.ticket_id})`
+                : 'no',
+            ],
           ]);
           if (m.offer !== null) showOffer(ctx, m.offer);
         });

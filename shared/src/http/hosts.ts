@@ -351,6 +351,33 @@ export const ReliabilityHold = Type.Object(
 );
 export type ReliabilityHold = Static<typeof ReliabilityHold>;
 
+/** The host's view of its machine's hardware verification: the latest signed self-test receipt's standing. */
+export const MachineHardware = Type.Object(
+  {
+    /** The latest receipt accepted (0: none yet). */
+    last_receipt_seq: Type.Integer({ minimum: 0 }),
+    /** From the latest ok receipt with a benchmark; null before one. */
+    score: Nullable(Type.Number({ minimum: 0 })),
+    verified_at: Nullable(Rfc3339Utc),
+  },
+  { additionalProperties: false },
+);
+export type MachineHardware = Static<typeof MachineHardware>;
+
+/** Why a machine is unlisted for its hardware: its latest receipt contradicts what it declared. */
+export const HardwareHold = Type.Object(
+  {
+    reason: Type.Literal('hardware_contradicted'),
+    message: Type.String(),
+    contradictions: Type.Array(Type.Object({ code: Type.String(), message: Type.String() }, { additionalProperties: false })),
+    since: Rfc3339Utc,
+    /** The support case that told the host. */
+    ticket_id: Nullable(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export type HardwareHold = Static<typeof HardwareHold>;
+
 export const Machine = Type.Object(
   {
     machine_id: Uuid,
@@ -372,6 +399,10 @@ export const Machine = Type.Object(
     reliability: Type.Optional(MachineReliability),
     /** Why the machine is not offered to new rentals for its reliability; null while it is not held. */
     reliability_hold: Type.Optional(Nullable(ReliabilityHold)),
+    /** The machine's hardware verification (absent before it has a verification row). */
+    hardware: Type.Optional(MachineHardware),
+    /** Why the machine is not offered for its hardware (a receipt contradicting its manifest); null while it is not. */
+    hardware_hold: Type.Optional(Nullable(HardwareHold)),
   },
   { additionalProperties: false },
 );

@@ -188,6 +188,12 @@ describe.each(DIALECTS)('hardware receipts on %s', (dialect) => {
     expect(unlisted.unlisted).toBe(true);
     expect(unlisted.contradictions).toEqual([{ code: 'fewer_gpus', message: 'The machine declares 2 GPU(s) but the self-test found 1.' }]);
     expect((await offers('?limit=100')).body.items.map((o: Json) => o.machine_id)).not.toContain(m.machineId);
+    const hostView = async () =>
+      (await t.app.inject({ method: 'GET', url: `/api/v1/hosts/machines/${m.machineId}`, headers: bearer(m.host.apiKey) })).json() as Json;
+    expect((await hostView()).hardware_hold).toMatchObject({
+      reason: 'hardware_contradicted',
+      contradictions: [{ code: 'fewer_gpus', message: 'The machine declares 2 GPU(s) but the self-test found 1.' }],
+    });
     const refused = await quote();
     expect(refused.statusCode).toBe(409);
     expect(refused.json().error.code).toBe('OFFER_NOT_CURRENT');
@@ -236,6 +242,7 @@ describe.each(DIALECTS)('hardware receipts on %s', (dialect) => {
     expect(back).toMatchObject({ unlisted: false, contradictions: [], score: hardwareReceiptScore(both) });
     expect((await offers('?limit=100')).body.items.map((o: Json) => o.machine_id)).toContain(m.machineId);
     expect((await quote()).statusCode).toBe(201);
+    expect(await hostView()).toMatchObject({ hardware: { last_receipt_seq: 2, score: back.score }, hardware_hold: null });
     expect((await webhookEvents(m.host.accountId)).map((e) => e.type)).toEqual(['machine.unlisted', 'machine.relisted']);
     const again = await t.app.inject({ method: 'GET', url: `/api/v1/tickets/${ticket?.ticket_id}`, headers: bearer(m.host.apiKey) });
     expect(again.json().messages.at(-1).text).toBe('Receipt 2 agrees with the declared hardware: the machine is listed again.');

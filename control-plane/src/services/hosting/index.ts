@@ -24,7 +24,7 @@ import { ingestTelemetry, machineTelemetry } from './telemetry.js';
 
 export { type HostingDeps, type HostingSettings, hostingSettingsOf, type MachineCaller } from './deps.js';
 export type { MachineReads } from './reads.js';
-export type { MachineRecord, MachineReliabilityRecord } from './records.js';
+export type { MachineHardwareRecord, MachineRecord, MachineReliabilityRecord } from './records.js';
 export type { GoLiveRecord } from './go-live.js';
 export { ReceiptRefusalCounts, type MachineVerificationRecord, type ReceiptRefusal } from './hardware-receipts.js';
 /** A command queued for the machine's agent (the network test). */
