@@ -1,5 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { createTestApp } from '../testing/app.js';
+import { liveMachine } from '../testing/renting.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import {
   claimSelftest,
@@ -12,6 +14,7 @@ import {
   machinesDueSelftest,
   writeMachineVerification,
 } from './hardware-receipts.js';
+import * as migration from './migrations/0022-hardware-receipts.js';
 
 // The hardware receipts store on each dialect: receipts unique per (machine, seq) and kept byte for byte, the standing
 // row written whole, and the self-test claim that only one replica wins.
@@ -93,6 +96,32 @@ describe.each(DIALECTS)('hardware receipts store on %s', (dialect) => {
       nextSelftestAt: t0.toISOString(),
     });
     expect(await isHardwareUnlisted(store.db, machine)).toBe(true);
+  });
+
+  it('gives machines enrolled before the migration a standing row with a self-test due at once', async () => {
+    // A machine enrolled the real way (accounts, token, offer), then the migration again over a store that has it.
+    const app = await createTestApp(dialect);
+    try {
+      const machine = await liveMachine(app.ctx, app.app);
+      await migration.down(app.store.db);
+      await migration.up(app.store.db);
+      const row = await app.store.db
+        .selectFrom('machines')
+        .select(['owner_account_id', 'created_at'])
+        .where('id', '=', machine.machineId)
+        .executeTakeFirstOrThrow();
+      expect(await findMachineVerification(app.store.db, machine.machineId)).toMatchObject({
+        ownerAccountId: row.owner_account_id,
+        lastReceiptSeq: 0,
+        score: null,
+        unlisted: false,
+        contradictions: [],
+        nextSelftestAt: row.created_at,
+      });
+      expect((await machinesDueSelftest(app.store.db, new Date(row.created_at), 10)).map((d) => d.machineId)).toEqual([machine.machineId]);
+    } finally {
+      await app.destroy();
+    }
   });
 
   it('lists machines whose self-test is due, soonest first, and lets one claim win per due time', async () => {
