@@ -4,7 +4,8 @@
 // part of this item; until it is wired in, this test signs the receipts with the machine's real private key and sends
 // them as the agent will (a hardware_receipt answering the run_selftest the control plane queued). The figures are
 // the named fixtures of control-plane/src/testing/receipts.ts. The renter checks them with the real `ark` CLI, the
-// refusals are read from /metrics, and the unlisting's webhook is verified by a real receiver with standardwebhooks.
+// refusals are read from /metrics, the unlisting's webhook is verified by a real receiver with standardwebhooks, and an
+// operator's `ark-cp machines selftest` leads to an agreeing receipt that lists the machine again.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -23,6 +24,7 @@ import {
   agentSetup,
   api,
   type ControlPlane,
+  controlPlaneCli,
   hostSession,
   nvidiaSmiFixture,
   pairAgent,
@@ -267,7 +269,9 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
     expect((await verification(m.machineId)).receipts.map((r: { receipt_seq: number }) => r.receipt_seq)).toEqual([1]);
   });
 
-  it('unlists a machine whose manifest overstates its hardware, with the ticket and a verified webhook', { timeout: 60_000 }, async () => {
+  it('unlists a machine whose manifest overstates its hardware, with the ticket and a verified webhook, and relists it', {
+    timeout: 60_000,
+  }, async () => {
     // The manifest declares the two L4 of the recorded nvidia-smi; the self-test finds one of them.
     const m = await channelMachine({ ARK_AGENT_NVIDIA_SMI_FIXTURE: nvidiaSmiFixture });
     const declared = await api(cp.base, 'GET', `/api/v1/hosts/machines/${m.machineId}`, { token: hostToken });
@@ -319,5 +323,26 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
     }) as { type: string; data: Record<string, unknown> };
     expect(event.type).toBe('machine.unlisted');
     expect(event.data).toMatchObject({ machine_id: m.machineId, receipt_seq: 1, ticket_id: ticket.ticket_id });
+
+    // An operator asks for a self-test (`ark-cp machines selftest`); both GPUs answer this time: listed again.
+    const queued = JSON.parse(await controlPlaneCli(cp, ['machines', 'selftest', '--id', m.machineId]));
+    const asked = await waitFor(async () => m.commands.find((c) => c.command_id === queued.command_id), 'the operator’s run_selftest');
+    expect(asked).toMatchObject({ kind: 'run_selftest', body: { trigger: 'command', benchmark_image: BENCHMARK_IMAGE } });
+    await sendReceipt(
+      m,
+      receiptBody(m.machineId, 2, new Date(), {
+        trigger: 'command',
+        command_id: asked.command_id,
+        gpus: RECORDED_L4_GPUS,
+        benchmark: undefined,
+      }),
+    );
+    await waitFor(async () => ((await verification(m.machineId)).unlisted === false ? true : undefined), 'the machine relisted');
+    expect(await listed()).toContain(m.machineId);
+    const relisted = await waitFor(
+      async () => receiver.requests.find((r) => r.body.includes(m.machineId) && r.body.includes('machine.relisted')),
+      'the machine.relisted webhook',
+    );
+    expect(JSON.parse(relisted.body).data).toMatchObject({ machine_id: m.machineId, receipt_seq: 2, score: null });
   });
 });
