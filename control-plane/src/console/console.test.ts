@@ -570,6 +570,22 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     const malformed = await browser.get('/console/offers?min_score=lots');
     expect(malformed.statusCode).toBe(200);
     expect(malformed.body).toContain('class="flash error"');
+
+    // A failed self-test unlists it: gone from the marketplace, and its host's page says why.
+    const failed = receiptBody(scored.machineId, 2, t.clock.now(), {
+      ok: false,
+      error: 'benchmark ran past 600000 ms',
+      benchmark: undefined,
+    });
+    await deliver(t.ctx, scored.machineId, hardwareReceiptMessage(signHardwareReceipt(failed, keys.sign)));
+    expect(rowOf((await browser.get('/console/offers')).body, scored.machineId)).toBeUndefined();
+    const host = new Browser(t);
+    await host.signIn(scored.host);
+    const page = await host.get(`/console/machines/${scored.machineId}`);
+    expect(page.body).toContain('154.9');
+    expect(page.body).toMatch(
+      /class="warn hardware-hold">The self-test failed: benchmark ran past 600000 ms\. Not offered until a self-test agrees\./,
+    );
   });
 });
 
