@@ -18,6 +18,8 @@ export const EXIT = {
   jobFailed: 7,
   /** A payment was required or refused (x402, 402). */
   paymentRequired: 8,
+  /** `ark machines verify`: a hardware receipt failed its check, or there was none to check. */
+  verificationFailed: 9,
   /** Interrupted (Ctrl-C). */
   interrupted: 130,
 } as const;

@@ -17,6 +17,7 @@ import { completeOpenApiDocument } from './http/openapi-docs.js';
 import { installIdempotency } from './http/idempotency.js';
 import { requestLogging } from './http/lazy-logger.js';
 import { metricsRecorder } from './http/metrics.js';
+import { registerReceiptRefusalMetric } from './gateway/metrics.js';
 import { observeRequestEnds } from './http/request-end.js';
 import { Paginator } from './http/pagination.js';
 import { registerAccountRoutes } from './http/routes/accounts.js';
@@ -30,6 +31,7 @@ import { registerMachineRoutes } from './http/routes/machines.js';
 import { registerMarketRoutes } from './http/routes/market.js';
 import { registerMcpRoutes } from './http/routes/mcp.js';
 import { registerNettestRoutes } from './http/routes/nettest.js';
+import { registerVerificationRoutes } from './http/routes/verification.js';
 import { registerOAuthRoutes } from './http/routes/oauth.js';
 import { registerOfferRoutes } from './http/routes/offers.js';
 import { registerPairPageRoutes } from './http/routes/pair-page.js';
@@ -88,6 +90,7 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
     channelIdentity: input.channelIdentity ?? identityLoader(input.store, input.config.secretKey),
   };
   const edge = edgeOptionsFrom(ctx.config);
+  registerReceiptRefusalMetric(ctx.metrics.registry, services.hosting.receiptRefusals);
   // Fastify gets no logger of its own (it would then add listeners to every response for its "request completed"
   // line): the app's logger, the request loggers and that line come from requestLogging (http/lazy-logger.ts).
   const logging = options.logger ? requestLogging(options.logger) : null;
@@ -198,6 +201,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerMarketRoutes,
   registerTelemetryRoutes,
   registerNettestRoutes,
+  registerVerificationRoutes,
   registerBillingRoutes,
   registerX402Routes,
   registerAccountRoutes,

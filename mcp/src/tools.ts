@@ -61,7 +61,9 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
         'List machines for rent, cheapest first (GET /api/v1/offers). Rates are micro-USDC per hour as decimal strings (1 USDC = 1000000). ' +
         'Filter by exact GPU model, minimum VRAM per GPU, region, maximum total hourly rate (platform fee included), an instant the offer ' +
         'must cover, minimum reliability, and template_id (adds a `fit` telling whether the template fits the GPUs). Each offer also carries its ' +
-        'machine’s `reliability` ({score: "0.9876", new}) once scored. Pass an offer_id to quote.',
+        'machine’s `reliability` ({score: "0.9876", new}) once scored, and its `verification` ({score, verified_at}): the hardware score of ' +
+        'its latest signed self-test receipt (null before one; min_score filters on it; anyone can check the receipts at ' +
+        'GET /api/v1/machines/{machine_id}/verification). Pass an offer_id to quote.',
       inputSchema: {
         gpu_model: z.string().min(1).max(200).optional().describe('Exact GPU model, e.g. "NVIDIA GeForce RTX 4090".'),
         min_vram_bytes: decimal.optional().describe('Every GPU has at least this much VRAM (bytes, decimal string).'),
@@ -74,13 +76,18 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
           .regex(/^(0(\.[0-9]{1,4})?|1(\.0{1,4})?)$/)
           .optional()
           .describe('0 to 1, e.g. "0.99": only machines scored at least this.'),
+        min_score: z
+          .string()
+          .regex(/^[0-9]{1,9}(\.[0-9]{1,3})?$/)
+          .optional()
+          .describe('A decimal, e.g. "250": only machines whose verified hardware score is at least this.'),
         limit,
         cursor,
       },
       annotations: readOnly,
     },
-    // Reliability is asked for explicitly: the contract's OfferSummary does not carry it by default.
-    (input) => call(api, { method: 'GET', path: '/api/v1/offers', query: { ...input, include: 'reliability' } }),
+    // Reliability and verification are asked for explicitly: the contract's OfferSummary carries neither by default.
+    (input) => call(api, { method: 'GET', path: '/api/v1/offers', query: { ...input, include: 'reliability,verification' } }),
   );
 
   server.registerTool(

@@ -18,6 +18,8 @@ import {
   reserveJob,
   runJob,
 } from '@ark/control-plane/testing/renting';
+import { machineKeyPair, sampleManifest } from '@ark/control-plane/testing/hosting';
+import { hardwareReceiptMessage, RECORDED_L4_GPUS, receiptBody, signHardwareReceipt } from '@ark/control-plane/testing/receipts';
 import { httpWebhookSender } from '@ark/control-plane/workers/webhooks';
 import { WEBHOOK_EVENT_TYPES } from '@ark/shared';
 import { ExactEvmScheme } from '@x402/evm/exact/client';
@@ -475,6 +477,40 @@ describe.each(['sqlite', 'postgres'] as const)('events emitted on %s', (dialect)
       expect(events.map((e) => [e.type, e.data])).toEqual([
         ['machine.reliability_delisted', { machine_id: machine.machineId, score: '0.7500', floor: '0.9800', penalized_jobs: 0 }],
         ['machine.reliability_restored', { machine_id: machine.machineId, score: '1.0000', floor: '0.9800', penalized_jobs: 0 }],
+      ]);
+    } finally {
+      await t.destroy();
+      await receiver.close();
+    }
+  });
+
+  it('a machine unlisted by a signed receipt showing fewer GPUs than declared, and relisted by one that agrees: told each, signed', async () => {
+    const receiver = new Receiver();
+    await receiver.start();
+    const base = testConfig();
+    // The clock at the wall clock, where the deliveries are sent and verified.
+    const t = await createTestApp(dialect, {
+      clock: new ManualClock(new Date()),
+      configOverrides: { webhooks: { ...base.webhooks, allowPrivate: true } },
+    });
+    try {
+      const keys = machineKeyPair();
+      const gpus = RECORDED_L4_GPUS.map((g) => ({ pci_address: g.pci_address, model: g.name, vram_bytes: String(g.vram_bytes) }));
+      const machine = await liveMachine(t.ctx, t.app, { manifest: sampleManifest({ gpus }), publicKey: keys.publicKey });
+      const hook = await subscribeWith(t, receiver, machine.host, ['machine.unlisted', 'machine.relisted']);
+      const receipt = (seq: number, found: typeof RECORDED_L4_GPUS) =>
+        hardwareReceiptMessage(
+          signHardwareReceipt(receiptBody(machine.machineId, seq, t.clock.now(), { gpus: found, benchmark: undefined }), keys.sign),
+        );
+      await deliverToAgent(t.ctx, machine.machineId, receipt(1, RECORDED_L4_GPUS.slice(0, 1)));
+      await deliverToAgent(t.ctx, machine.machineId, receipt(2, RECORDED_L4_GPUS));
+      const events = await deliveredTo(t, receiver, hook, machine.host.accountId);
+      expect(events.map((e) => [e.type, e.data.machine_id, e.data.receipt_seq])).toEqual([
+        ['machine.unlisted', machine.machineId, 1],
+        ['machine.relisted', machine.machineId, 2],
+      ]);
+      expect(events[0]?.data.reasons).toEqual([
+        { code: 'fewer_gpus', message: 'The machine declares 2 GPU(s) but the self-test found 1.' },
       ]);
     } finally {
       await t.destroy();

@@ -3,6 +3,7 @@ import { action } from '../action.js';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT, usageError } from '../exit-codes.js';
 import { durationToSeconds, formatGib, formatUsdc, usdcToMicro } from '../money.js';
+import { registerMachineVerifyCommands } from './machine-verify.js';
 import { positiveInteger } from './offers.js';
 
 // Hosts: their machines, offers (rate, quotas, window, maintenance), telemetry, network tests, earnings and market
@@ -45,6 +46,8 @@ interface Machine {
   offer: MachineOffer | null;
   reliability?: { score: string } & Record<string, unknown>;
   reliability_hold?: { message: string } | null;
+  hardware?: { last_receipt_seq: number; score: number | null; verified_at: string | null };
+  hardware_hold?: { message: string; contradictions: Array<{ message: string }>; ticket_id: string | null } | null;
 }
 
 interface Summary {
@@ -128,7 +131,8 @@ const HOST_METRICS: Array<[string, string, (n: number) => string]> = [
 ];
 
 export function registerHostCommands(program: Command): void {
-  const machines = program.command('machines').description('Your machines (hosts)');
+  const machines = program.command('machines').description('Your machines (hosts), and any machine’s signed hardware receipts');
+  registerMachineVerifyCommands(machines);
   machines
     .command('list', { isDefault: true })
     .description('Your machines with their state, reliability and offer')
@@ -197,6 +201,14 @@ export function registerHostCommands(program: Command): void {
             ],
             ['reliability', m.reliability?.score ?? 'unscored'],
             ['held', m.reliability_hold?.message ?? 'no'],
+            ['hardware score', m.hardware?.score ?? 'none'],
+            ['verified at', m.hardware?.verified_at ?? 'never'],
+            [
+              'unlisted (hardware)',
+              m.hardware_hold
+                ? `${m.hardware_hold.contradictions.map((c) => c.message).join(' ')} (ticket ${m.hardware_hold.ticket_id})`
+                : 'no',
+            ],
           ]);
           if (m.offer !== null) showOffer(ctx, m.offer);
         });

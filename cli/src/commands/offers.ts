@@ -19,6 +19,7 @@ export interface Offer {
   region?: string;
   fit?: { fits: boolean; headroom_bytes: string; shortfall_bytes: string };
   reliability?: { score: string; new: boolean };
+  verification?: { score: number | null; verified_at: string | null };
   available_until: string;
 }
 
@@ -28,6 +29,7 @@ const SORTS: Record<string, (a: Offer, b: Offer) => number> = {
   vram: (a, b) => compareBig(b.vram_bytes ?? '0', a.vram_bytes ?? '0'),
   gpus: (a, b) => (b.gpu_count ?? 0) - (a.gpu_count ?? 0),
   reliability: (a, b) => Number(b.reliability?.score ?? 0) - Number(a.reliability?.score ?? 0),
+  score: (a, b) => (b.verification?.score ?? -1) - (a.verification?.score ?? -1),
   bandwidth: (a, b) => compareBig(b.measured_bandwidth_mbps ?? '0', a.measured_bandwidth_mbps ?? '0'),
 };
 
@@ -44,6 +46,7 @@ interface SearchOptions {
   maxPrice?: string;
   region?: string;
   minReliability?: string;
+  minScore?: string;
   template?: string;
   fits?: boolean;
   availableAt?: string;
@@ -62,6 +65,7 @@ export function registerOfferCommands(program: Command): void {
     .option('--max-price <usdc>', 'total rate (fee included) at most this many USDC an hour')
     .option('--region <region>', 'region')
     .option('--min-reliability <score>', 'reliability score 0..1 (e.g. 0.99)')
+    .option('--min-score <score>', 'verified hardware score at least this (signed self-test receipts; `ark machines verify` checks them)')
     .option('--template <template-id>', 'adds each offer’s fit for this template')
     .option('--fits', 'only offers the --template fits')
     .option('--available-at <time>', 'available at this RFC 3339 time, outside maintenance')
@@ -80,10 +84,11 @@ export function registerOfferCommands(program: Command): void {
           max_rate_micro_per_hour: options.maxPrice === undefined ? undefined : usdcToMicro(options.maxPrice, '--max-price').toString(),
           region: options.region,
           min_reliability: options.minReliability,
+          min_score: options.minScore,
           template_id: options.template,
           available_at: options.availableAt,
-          // The RELIABILITY column and --sort reliability: the contract's OfferSummary carries no score unless asked.
-          include: 'reliability',
+          // The RELIABILITY and SCORE columns and their sorts: the contract's OfferSummary carries neither unless asked.
+          include: 'reliability,verification',
         };
         // Sorting needs the whole result: up to 1000 offers, 100 a page.
         const all = await ctx.api.all<Offer>('/api/v1/offers', { query, max: 1000 });
@@ -94,7 +99,19 @@ export function registerOfferCommands(program: Command): void {
           .slice(0, limit);
         ctx.out.result({ items }, () =>
           ctx.out.table(
-            ['OFFER', 'GPU', 'GPUS', 'VRAM GiB', 'USDC/h', 'REGION', 'RELIABILITY', 'READY', ...(options.template ? ['FIT'] : [])],
+            [
+              'OFFER',
+              'GPU',
+              'GPUS',
+              'VRAM GiB',
+              'USDC/h',
+              'REGION',
+              'RELIABILITY',
+              'SCORE',
+              'VERIFIED',
+              'READY',
+              ...(options.template ? ['FIT'] : []),
+            ],
             items.map((o) => [
               o.offer_id,
               o.model ?? '(none)',
@@ -103,6 +120,8 @@ export function registerOfferCommands(program: Command): void {
               formatUsdc(o.total_rate_micro_per_hour),
               o.region,
               o.reliability === undefined ? 'unscored' : `${o.reliability.score}${o.reliability.new ? ' (new)' : ''}`,
+              o.verification?.score ?? '-',
+              o.verification?.verified_at ?? 'never',
               o.readiness,
               ...(options.template
                 ? [o.fit === undefined ? '-' : o.fit.fits ? 'fits' : `short ${formatGib(o.fit.shortfall_bytes)} GiB`]

@@ -1,7 +1,8 @@
 import { hostingBlockView } from '../views/accounts.js';
+import { selftestQueuedView } from '../views/verification.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson } from './context.js';
 
-// Operator commands for hosting: the admin block (no new machines, no offer commits).
+// Operator commands for hosting: the admin block (no new machines, no offer commits), and a machine's self-test.
 
 /** `hosts block` / `hosts unblock`: sets the account's hosting block, audited with the operator's reason. */
 export async function setHostingBlockCommand(
@@ -35,4 +36,22 @@ function blockCommand(blocked: boolean): CliCommand {
   };
 }
 
-export const hostCommands: CliCommand[] = [blockCommand(true), blockCommand(false)];
+/** `machines selftest --id ID`: queues a run_selftest for any machine, as an operator (issue 24 item 2). */
+const selftestCommand: CliCommand = {
+  name: 'machines selftest',
+  usage:
+    'machines selftest --id <machine uuid>    (queue a hardware self-test; its signed receipt shows at /api/v1/machines/{id}/verification)',
+  options: { id: { type: 'string' } },
+  async run(values, ctx) {
+    const id = typeof values.id === 'string' ? values.id : '';
+    if (!id) {
+      ctx.err('ark-cp machines selftest: --id is required\n');
+      return 2;
+    }
+    const queued = await ctx.services.hosting.queueSelftest({ accountId: 'operator', admin: true }, id);
+    printJson(ctx, selftestQueuedView(id, queued));
+    return 0;
+  },
+};
+
+export const hostCommands: CliCommand[] = [blockCommand(true), blockCommand(false), selftestCommand];

@@ -8,6 +8,7 @@ import { type OperationsConfig, operationsConfigFrom } from './operations.js';
 import { type RelayConfig, relayConfigFrom } from './relay.js';
 import { type ReadinessConfig, readinessConfigFrom } from './readiness.js';
 import { type ReliabilityConfig, reliabilityConfigFrom } from './reliability.js';
+import { type SelftestConfig, selftestConfigFrom } from './selftest.js';
 import { type WebhooksConfig, webhooksConfigFrom } from './webhooks.js';
 import { type X402Config, x402ConfigFrom } from './x402.js';
 import { type PayoutsConfig, payoutsConfigFrom } from './payouts.js';
@@ -105,6 +106,8 @@ export interface Config {
   reliability: ReliabilityConfig;
   /** Verified readiness: the SSH and engine checks before a job runs, their timeouts and cap (config/readiness.ts). */
   readiness: ReadinessConfig;
+  /** Hardware self-tests: the benchmark image by digest, the run's bound, the daily interval (config/selftest.ts). */
+  selftest: SelftestConfig;
   /** The treasury and its reconciliation with the ledger: address, Multicall3, the worker's period (config/treasury.ts). */
   treasury: TreasuryConfig;
   /** Fault injection, a test facility: off unless ARK_FAULT_EXIT_AT is set, refused in production (faults.ts). */
@@ -265,6 +268,11 @@ export function loadConfig(env: Env = process.env, { stdoutIsTerminal = false }:
       (message) => new ConfigError(message),
     ),
     reliability: reliabilityConfigFrom(
+      env,
+      (name, fallback, min, max) => int(env, name, fallback, min, max),
+      (message) => new ConfigError(message),
+    ),
+    selftest: selftestConfigFrom(
       env,
       (name, fallback, min, max) => int(env, name, fallback, min, max),
       (message) => new ConfigError(message),

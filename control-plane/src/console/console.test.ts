@@ -4,8 +4,9 @@ import { paymentsConfigFrom } from '../config/payments.js';
 import { finishDeposit } from '../store/deposits.js';
 import { recordSeen, seenUsdcDeposit, writeChainsFile } from '../testing/deposits.js';
 import { bearer, createTestApp, testConfig, type SeededAccount, seedAccount, type TestApp, totpCode } from '../testing/app.js';
-import { sampleManifest, telemetryMessage } from '../testing/hosting.js';
-import { fund, liveMachine, type LiveMachine, reserveJob } from '../testing/renting.js';
+import { machineKeyPair, sampleManifest, telemetryMessage } from '../testing/hosting.js';
+import { hardwareReceiptMessage, receiptBody, signHardwareReceipt } from '../testing/receipts.js';
+import { deliver, fund, liveMachine, type LiveMachine, reserveJob } from '../testing/renting.js';
 import { DIALECTS } from '../testing/stores.js';
 import { CONSOLE_POLICY } from './session.js';
 import { telemetryCharts } from './telemetry.js';
@@ -544,6 +545,47 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
       state: 'CREDITED',
       reason: 'operator_override',
     });
+  });
+
+  // Last: it enrolls a second machine, which the fleet figures above do not count.
+  it('shows a renter the marketplace with each machine’s verified score, filtered on a minimum score (issue 24 item 2)', async () => {
+    const keys = machineKeyPair();
+    const scored = await liveMachine(t.ctx, t.app, { manifest: sampleManifest({ gpus: [] }), publicKey: keys.publicKey });
+    const body = receiptBody(scored.machineId, 1, t.clock.now());
+    await deliver(t.ctx, scored.machineId, hardwareReceiptMessage(signHardwareReceipt(body, keys.sign)));
+    const browser = new Browser(t);
+    await browser.signIn(renter);
+    const rowOf = (html: string, machineId: string) => new RegExp(`<tr data-machine-id="${machineId}">[\\s\\S]*?</tr>`).exec(html)?.[0];
+    const market = await browser.get('/console/offers');
+    expect(market.statusCode).toBe(200);
+    expect(market.body).toContain('<h1>Marketplace</h1>');
+    const row = rowOf(market.body, scored.machineId);
+    expect(row).toContain('<td data-label="Score" class="score">154.9</td>');
+    expect(row).toContain(`/api/v1/machines/${scored.machineId}/verification`);
+    // The unscored machine shows no score; a minimum leaves only what reaches it.
+    expect(rowOf(market.body, live.machineId)).toContain('<td data-label="Score" class="score">-</td>');
+    const filtered = await browser.get('/console/offers?min_score=150');
+    expect(rowOf(filtered.body, scored.machineId)).toBeDefined();
+    expect(rowOf(filtered.body, live.machineId)).toBeUndefined();
+    const malformed = await browser.get('/console/offers?min_score=lots');
+    expect(malformed.statusCode).toBe(200);
+    expect(malformed.body).toContain('class="flash error"');
+
+    // A failed self-test unlists it: gone from the marketplace, and its host's page says why.
+    const failed = receiptBody(scored.machineId, 2, t.clock.now(), {
+      ok: false,
+      error: 'benchmark ran past 600000 ms',
+      benchmark: undefined,
+    });
+    await deliver(t.ctx, scored.machineId, hardwareReceiptMessage(signHardwareReceipt(failed, keys.sign)));
+    expect(rowOf((await browser.get('/console/offers')).body, scored.machineId)).toBeUndefined();
+    const host = new Browser(t);
+    await host.signIn(scored.host);
+    const page = await host.get(`/console/machines/${scored.machineId}`);
+    expect(page.body).toContain('154.9');
+    expect(page.body).toMatch(
+      /class="warn hardware-hold">The self-test failed: benchmark ran past 600000 ms\. Not offered until a self-test agrees\./,
+    );
   });
 });
 

@@ -5,6 +5,22 @@ const TERMINAL = new Set(['CLOSED', 'FAILED']);
 
 /** A renter's jobs with their events and charges, the balance and deposits. */
 export function registerRenterPages(c: ConsoleScope): void {
+  // The marketplace: listed offers with their machines' verified hardware score; min_score filters as the API does.
+  page(c, '/offers', async (request, reply) => {
+    const who = await signedIn(c, request, reply);
+    if (!who) return reply;
+    const minScore = request.query.min_score ? request.query.min_score : null;
+    const query = `limit=100&include=reliability,verification${minScore === null ? '' : `&min_score=${encodeURIComponent(minScore)}`}`;
+    const offers = await who.api.call('GET', `/api/v1/offers?${query}`);
+    return render(request, reply, 'offers', {
+      title: 'Marketplace',
+      account: who.account,
+      offers: offers.status === 200 ? offers.body.items : [],
+      minScore,
+      refused: offers.status === 200 ? null : offers.body?.error?.message,
+    });
+  });
+
   page(c, '/jobs', async (request, reply) => {
     const who = await signedIn(c, request, reply);
     if (!who) return reply;

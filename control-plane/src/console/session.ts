@@ -138,6 +138,7 @@ export function navigation(account: Account | null): Array<{ section: string; li
     {
       section: 'Renting',
       links: [
+        { href: '/console/offers', label: 'Marketplace' },
         { href: '/console/jobs', label: 'Jobs' },
         { href: '/console/balance', label: 'Balance' },
         { href: '/console/tickets', label: 'Support' },

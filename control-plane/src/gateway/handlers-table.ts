@@ -24,6 +24,10 @@ export function channelHandlerTable(services: Pick<Services, 'jobs' | 'hosting'>
       job_status: (trx, machineId, msg, now) => jobs.applyJobStatus(trx, machineId, msg, now),
       job_event: (trx, machineId, msg, now) => jobs.applyJobEvent(trx, machineId, msg, now),
       meter_receipt: (trx, machineId, msg, now) => jobs.applyMeterReceipt(trx, machineId, msg, now),
+      // A refused receipt is counted by the use case and still acknowledged: resending it would never help.
+      hardware_receipt: async (trx, machineId, msg, now) => {
+        await hosting.applyHardwareReceipt(trx, machineId, msg, now);
+      },
     },
     // The relay on another replica finds this one through the record (nothing is recorded for a single replica).
     connected: (machineId, now) => hosting.replicas.connected(machineId, now),

@@ -52,3 +52,24 @@ export function createGatewayMetrics(registry?: Registry): GatewayMetrics {
     ),
   };
 }
+
+/** The refusal reasons a hardware receipt may be counted under (always exposed, at 0 until one happens). */
+const RECEIPT_REFUSAL_REASONS = ['forged', 'tampered', 'wrong_machine', 'replayed', 'unknown_machine'] as const;
+
+/**
+ * ark_hardware_receipts_refused_total{reason}: hardware receipts the gateway refused (issue 24 item 2). The use case
+ * counts in plain numbers (services/hosting/hardware-receipts.ts); the counter reads them when scraped.
+ */
+export function registerReceiptRefusalMetric(registry: Registry, counts: { byReason: ReadonlyMap<string, number> }): void {
+  if (registry.getSingleMetric('ark_hardware_receipts_refused_total')) return;
+  new Counter({
+    name: 'ark_hardware_receipts_refused_total',
+    help: 'Hardware receipts refused (and acknowledged, never stored), by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+    collect() {
+      this.reset();
+      for (const reason of RECEIPT_REFUSAL_REASONS) this.inc({ reason }, counts.byReason.get(reason) ?? 0);
+    },
+  });
+}

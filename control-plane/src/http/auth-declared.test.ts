@@ -133,6 +133,7 @@ describe.each(DIALECTS)('declared requirements on %s', (dialect) => {
       'POST /api/v1/hosts/machines/{id}/go-live',
       'POST /api/v1/hosts/machines/{id}/nettest',
       'POST /api/v1/hosts/machines/{id}/offer',
+      'POST /api/v1/hosts/machines/{id}/selftest',
     ]);
     const send = (method: string, path: string, id: string, key: string) =>
       t.app.inject({

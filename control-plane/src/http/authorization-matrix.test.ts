@@ -270,6 +270,17 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       request: () => ({}),
       ok: [202],
     },
+    'POST /api/v1/hosts/machines/{id}/selftest': {
+      need: { scope: 'host' },
+      owner: { account: 'hostA', admin: true, resource: 'machine' },
+      request: () => ({}),
+      ok: [202],
+    },
+    'GET /api/v1/machines/{id}/verification': {
+      need: 'public',
+      request: (c) => ({ url: `/api/v1/machines/${c.machineId}/verification` }),
+      ok: [200],
+    },
     'GET /api/v1/nettest/ping': { need: 'public', request: () => ({}), ok: [200] },
     'GET /api/v1/nettest/download': { need: 'public', request: () => ({ query: { bytes: '16' } }), ok: [200] },
     'POST /api/v1/nettest/upload': {

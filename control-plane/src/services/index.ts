@@ -22,7 +22,7 @@ import { buildX402Services, type X402Services } from './billing/x402-index.js';
 import type { X402Deps } from './billing/x402-deps.js';
 import { paidAdmissionGuard as fundingAdmissionGuard } from './admissions/guard.js';
 import type { X402Chain } from '../chain/x402-chain.js';
-import { buildHostingServices, type HostingServices, hostingSettingsOf } from './hosting/index.js';
+import { buildHostingServices, type HostingServices, hostingSettingsOf, ReceiptRefusalCounts } from './hosting/index.js';
 import { buildOfferServices, type OfferServices } from './hosting/offers.js';
 import { buildPairingServices, type PairingServices } from './hosting/pairing.js';
 import { buildJobServices, type JobServices, jobSettingsOf, type ReadinessProbes } from './jobs/index.js';
@@ -131,6 +131,7 @@ export function buildServices(deps: ServiceDeps): Services {
     outbox,
     heartbeats,
     admissions: admissionGuard,
+    receiptRefusals: new ReceiptRefusalCounts(),
   });
   const jobs = buildJobServices({
     store,
@@ -146,7 +147,7 @@ export function buildServices(deps: ServiceDeps): Services {
   return {
     jobs,
     hosting,
-    pairing: buildPairingServices({ store, clock, settings: config }),
+    pairing: buildPairingServices({ store, clock, settings: config, enrollmentSelftest: hosting.scheduleEnrollmentSelftest }),
     offers: buildOfferServices({ store, clock, heartbeats, admissions: admissionGuard }),
     accounts: buildAccountServices({ store, clock, mailer: deps.mailer, config, walletCode: deps.walletCode, oauthProviders }),
     templates: buildTemplateServices({ store, clock }),

@@ -224,6 +224,8 @@ export interface OfferFilter {
   availableAt?: Date;
   /** Machines scored at least this (ten-thousandths) and no longer new (GET /api/v1/offers min_reliability). */
   minReliabilityE4?: number;
+  /** Machines whose verified hardware score is at least this (GET /api/v1/offers min_score). */
+  minHardwareScore?: number;
   now: Date;
 }
 
@@ -239,6 +241,7 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
     )
     .innerJoin('machines', 'machines.id', 'offers.machine_id')
     .leftJoin('machine_reliability', 'machine_reliability.machine_id', 'offers.machine_id')
+    .leftJoin('machine_verification', 'machine_verification.machine_id', 'offers.machine_id')
     .select(versionColumns)
     .select([
       'machines.gpu_count',
@@ -254,10 +257,14 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       'machines.manifest',
       'machine_reliability.score_e4',
       'machine_reliability.is_new',
+      'machine_verification.score as hardware_score',
+      'machine_verification.verified_at',
     ])
     .where('offers.listed', '=', 1n)
     // A machine held under the reliability floor is not offered to new rentals.
     .where((eb) => eb.or([eb('machine_reliability.held', 'is', null), eb('machine_reliability.held', '=', 0n)]))
+    // Nor is a machine whose latest hardware receipt contradicts what it declared.
+    .where((eb) => eb.or([eb('machine_verification.unlisted', 'is', null), eb('machine_verification.unlisted', '=', 0n)]))
     .where('machines.live_state', '=', 'live')
     .where('offer_versions.available_until', '>', iso(filter.now));
   if (filter.gpuModel !== undefined) query = query.where('machines.gpu_model', '=', filter.gpuModel);
@@ -268,6 +275,7 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
   if (filter.minReliabilityE4 !== undefined) {
     query = query.where('machine_reliability.score_e4', '>=', BigInt(filter.minReliabilityE4)).where('machine_reliability.is_new', '=', 0n);
   }
+  if (filter.minHardwareScore !== undefined) query = query.where('machine_verification.score', '>=', filter.minHardwareScore);
   if (filter.availableAt !== undefined) {
     const at = iso(filter.availableAt);
     query = query
@@ -309,5 +317,6 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       jobLimits: fromJson<MachineManifest>(row.manifest)?.job_limits ?? null,
     },
     reliability: row.score_e4 === null ? null : { scoreE4: Number(row.score_e4), isNew: toBool(row.is_new) },
+    verification: { score: row.hardware_score === null ? null : Number(row.hardware_score), verifiedAt: row.verified_at },
   }));
 }

@@ -8,6 +8,7 @@ import {
   LaunchJobBody,
   RotateKeyBody,
   RunNettestBody,
+  RunSelftestBody,
   StopJobBody,
   UpdateGoLiveBody,
 } from '@ark/shared';
@@ -40,6 +41,7 @@ const bodyChecks = {
   run_nettest: compileChannelSchema(RunNettestBody),
   update_go_live: compileChannelSchema(UpdateGoLiveBody),
   rotate_key: compileChannelSchema(RotateKeyBody),
+  run_selftest: compileChannelSchema(RunSelftestBody),
 } as const;
 
 export interface EnqueueCommandInput<K extends CommandKind = CommandKind> {

@@ -4,6 +4,7 @@ import type { AgentsTables } from './tables/agents.js';
 import type { DepositsTables } from './tables/deposits.js';
 import type { FoundationTables } from './tables/foundation.js';
 import type { GatewayTables } from './tables/gateway.js';
+import type { HardwareReceiptsTables } from './tables/hardware-receipts.js';
 import type { HostsTables } from './tables/hosts.js';
 import type { JobsTables } from './tables/jobs.js';
 import type { LedgerTables } from './tables/ledger.js';
@@ -34,4 +35,5 @@ export interface Database
     AgentsTables,
     MarketTables,
     ReliabilityTables,
+    HardwareReceiptsTables,
     OAuthTables {}

@@ -1,4 +1,4 @@
-import { generateKeyPairSync, randomInt, randomUUID } from 'node:crypto';
+import { sign as cryptoSign, generateKeyPairSync, randomInt, randomUUID } from 'node:crypto';
 import type { HeartbeatMessage, MachineManifest, NettestReceiptMessage, TelemetryMessage, TelemetrySample } from '@ark/shared';
 import type { AppContext } from '../http/context.js';
 import type { TypedApp } from '../http/typed-app.js';
@@ -28,6 +28,20 @@ export function sampleManifest(overrides: Partial<MachineManifest> = {}): Machin
 /** A fresh raw ed25519 public key, base64 (the last 32 bytes of its SPKI DER), as an agent sends it. */
 export const machinePublicKey = (): string =>
   generateKeyPairSync('ed25519').publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64');
+
+/** A machine's ed25519 key pair: the base64 public key it enrolls with, and a signer of bytes (its receipts). */
+export interface MachineKeyPair {
+  publicKey: string;
+  sign(bytes: Uint8Array): Uint8Array;
+}
+
+export function machineKeyPair(): MachineKeyPair {
+  const pair = generateKeyPairSync('ed25519');
+  return {
+    publicKey: pair.publicKey.export({ format: 'der', type: 'spki' }).subarray(-32).toString('base64'),
+    sign: (bytes) => cryptoSign(null, bytes, pair.privateKey),
+  };
+}
 
 /** A random private address, so per-address limits of one call never touch another. */
 export const randomAddress = (): string => `127.${randomInt(256)}.${randomInt(256)}.${1 + randomInt(254)}`;
@@ -84,7 +98,7 @@ export async function pairMachine(
 export async function enrollDirect(
   app: TypedApp,
   host: SeededAccount,
-  options: { goLive?: boolean; manifest?: MachineManifest } = {},
+  options: { goLive?: boolean; manifest?: MachineManifest; publicKey?: string } = {},
 ): Promise<string> {
   const created = await app.inject({
     method: 'POST',
@@ -98,7 +112,7 @@ export async function enrollDirect(
     remoteAddress: randomAddress(),
     payload: {
       enrollment_token: created.json().enrollment_token,
-      public_key: machinePublicKey(),
+      public_key: options.publicKey ?? machinePublicKey(),
       manifest: options.manifest ?? sampleManifest(),
     },
   });

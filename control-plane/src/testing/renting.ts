@@ -32,9 +32,16 @@ export interface LiveMachine {
 }
 
 /** A machine enrolled by a fresh host, live (one healthy heartbeat) with its seeded offer listed. */
-export async function liveMachine(ctx: AppContext, app: TypedApp, options: { manifest?: MachineManifest } = {}): Promise<LiveMachine> {
+export async function liveMachine(
+  ctx: AppContext,
+  app: TypedApp,
+  options: { manifest?: MachineManifest; publicKey?: string } = {},
+): Promise<LiveMachine> {
   const host = await seedAccount(ctx, { role: 'host' });
-  const machineId = await enrollDirect(app, host, { manifest: options.manifest ?? sampleManifest() });
+  const machineId = await enrollDirect(app, host, {
+    manifest: options.manifest ?? sampleManifest(),
+    ...(options.publicKey !== undefined ? { publicKey: options.publicKey } : {}),
+  });
   await agentHeartbeat(ctx, machineId);
   const offer = await ctx.store.db.selectFrom('offers').select('id').where('machine_id', '=', machineId).executeTakeFirstOrThrow();
   return { host, machineId, offerId: offer.id };

@@ -17,7 +17,13 @@ import { scoreText } from '../domain/machines/reliability.js';
 import type { OfferVersionRecord } from '../domain/offers/offer.js';
 import { totalRateMicroPerHour } from '../domain/pricing.js';
 import { type BucketContribution, type FieldStats, GPU_FIELDS, HOST_DEVICE, HOST_FIELDS } from '../domain/telemetry/rollup.js';
-import type { GoLiveRecord, MachineRecord, MachineReliabilityRecord, QueuedCommand } from '../services/hosting/index.js';
+import type {
+  GoLiveRecord,
+  MachineHardwareRecord,
+  MachineRecord,
+  MachineReliabilityRecord,
+  QueuedCommand,
+} from '../services/hosting/index.js';
 
 // A host's machines as the wire shows them (shared/src/http/hosts.ts): the machine with its current offer and score,
 // its go-live, the network test it queued, its telemetry.
@@ -34,6 +40,7 @@ export function machineView(
   now: Date,
   config: MachineViewConfig,
   reliability?: MachineReliabilityRecord,
+  hardware?: MachineHardwareRecord,
 ): Machine {
   const lastHeartbeat = machine.lastHeartbeatAt ? new Date(machine.lastHeartbeatAt) : null;
   const liveness = livenessAt(lastHeartbeat, now, config.heartbeatIntervalMs);
@@ -81,6 +88,26 @@ export function machineView(
     offer: offerView,
     created_at: machine.createdAt,
     ...(reliability ? reliabilityView(reliability, config.reliability.floorE4) : {}),
+    ...(hardware ? hardwareView(hardware) : {}),
+  };
+}
+
+/** The machine's hardware standing and, while a receipt contradicts its manifest, why it is not offered. */
+function hardwareView(h: MachineHardwareRecord): Pick<Machine, 'hardware' | 'hardware_hold'> {
+  return {
+    hardware: { last_receipt_seq: h.lastReceiptSeq, score: h.score, verified_at: h.verifiedAt },
+    hardware_hold:
+      h.unlisted && h.unlistedSince !== null
+        ? {
+            reason: 'hardware_contradicted',
+            message:
+              'Not offered to new rentals: its latest signed self-test receipt contradicts the hardware it declared. Fix it, then ask for a ' +
+              'self-test (POST /api/v1/hosts/machines/{id}/selftest); a receipt that agrees lists it again. Running jobs are not affected.',
+            contradictions: h.contradictions.map((c) => ({ code: c.code, message: c.message })),
+            since: h.unlistedSince,
+            ticket_id: h.ticketId,
+          }
+        : null,
   };
 }
 

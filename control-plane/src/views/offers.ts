@@ -60,11 +60,12 @@ export function offerListItemView(
   offer: ListedOffer & { fit?: TemplateFit },
   now: Date,
   config: { heartbeatIntervalMs: number; platformFeeBps: number },
-  withReliability: boolean,
+  include: { reliability: boolean; verification: boolean },
 ): OfferListItem {
   return {
     ...offerSummaryView(offer, now, config),
     ...(offer.fit ? { fit: offer.fit } : {}),
-    ...(withReliability ? reliabilityOf(offer) : {}),
+    ...(include.reliability ? reliabilityOf(offer) : {}),
+    ...(include.verification ? { verification: { score: offer.verification.score, verified_at: offer.verification.verifiedAt } } : {}),
   };
 }

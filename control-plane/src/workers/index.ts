@@ -10,6 +10,7 @@ import { marketWorker } from './market.js';
 import { readinessWorker } from './readiness.js';
 import { reconcileWorker } from './reconcile.js';
 import { reliabilityWorker } from './reliability.js';
+import { selftestWorker } from './selftest.js';
 import { telemetryRetentionWorker } from './telemetry-retention.js';
 import { x402Workers } from './x402.js';
 import { webhookWorkers } from './webhooks.js';
@@ -42,6 +43,7 @@ export function defaultWorkers(
     ...webhookWorkers(services.webhooks, deps.webhookSender),
     marketWorker(services.market),
     reliabilityWorker(services.reliability, config),
+    selftestWorker(services.hosting, config),
     ...(reconcile ? [reconcile] : []),
   ];
 }

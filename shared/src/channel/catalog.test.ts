@@ -26,9 +26,16 @@ describe('the channel catalog', () => {
   });
 
   it('derives the reliable set the agent resends and the gateway applies once', () => {
-    expect([...RELIABLE_AGENT_MESSAGE_TYPES].sort()).toEqual(['job_event', 'job_status', 'meter_receipt', 'nettest_receipt', 'telemetry']);
+    expect([...RELIABLE_AGENT_MESSAGE_TYPES].sort()).toEqual([
+      'hardware_receipt',
+      'job_event',
+      'job_status',
+      'meter_receipt',
+      'nettest_receipt',
+      'telemetry',
+    ]);
     expectTypeOf<ReliableAgentMessageType>().toEqualTypeOf<
-      'telemetry' | 'meter_receipt' | 'job_status' | 'job_event' | 'nettest_receipt'
+      'telemetry' | 'meter_receipt' | 'job_status' | 'job_event' | 'nettest_receipt' | 'hardware_receipt'
     >();
     expectTypeOf<ReliableAgentMessage['id']>().toEqualTypeOf<number>();
     // Commands are reliable too, but they go the other way: not in the agent's set.
@@ -42,6 +49,7 @@ describe('the channel catalog', () => {
     expectTypeOf<ServerMessageType>().toEqualTypeOf<'challenge' | 'welcome' | 'ack' | 'command' | 'relay_open' | 'relay_cancel'>();
     expectTypeOf<Extract<AgentMessageType, ServerMessageType>>().toBeNever();
     expect([...HANDLED_AGENT_MESSAGE_TYPES].sort()).toEqual([
+      'hardware_receipt',
       'heartbeat',
       'job_event',
       'job_status',

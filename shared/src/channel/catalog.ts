@@ -4,6 +4,7 @@ import {
   ChallengeMessage,
   CommandAckMessage,
   CommandMessage,
+  HardwareReceiptMessage,
   HeartbeatMessage,
   HelloMessage,
   JobEventMessage,
@@ -84,6 +85,7 @@ export const CHANNEL_CATALOG = defineChannelCatalog({
   job_status: { schema: JobStatusMessage, from: 'agent', reliable: true },
   job_event: { schema: JobEventMessage, from: 'agent', reliable: true },
   nettest_receipt: { schema: NettestReceiptMessage, from: 'agent', reliable: true },
+  hardware_receipt: { schema: HardwareReceiptMessage, from: 'agent', reliable: true },
 });
 
 export type ChannelCatalogOf = typeof CHANNEL_CATALOG;

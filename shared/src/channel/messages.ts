@@ -1,6 +1,7 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { ByteCount, COUNTER_MAX, ImageDigest, Int64String, Rfc3339Utc, Uuid } from '../formats.js';
 import { JobLimits } from './manifest.js';
+import { HARDWARE_RECEIPT_MAX_BYTES } from './receipts.js';
 
 /**
  * The agent channel, protocol version 1 (DESIGN.md "The agent channel").
@@ -144,6 +145,22 @@ export type UpdateGoLiveBody = Static<typeof UpdateGoLiveBody>;
 export const RotateKeyBody = Type.Object({ reason: Type.String({ maxLength: 500 }) }, { additionalProperties: false });
 export type RotateKeyBody = Static<typeof RotateKeyBody>;
 
+/**
+ * Control plane -> agent: run the self-test now (at enrollment, daily, or when an operator asks) and answer with a
+ * hardware_receipt naming this command. The agent bounds the whole run by `timeout_ms`; past it, the receipt says
+ * failed.
+ */
+export const RunSelftestBody = Type.Object(
+  {
+    trigger: Type.Union([Type.Literal('enrollment'), Type.Literal('daily'), Type.Literal('command')]),
+    timeout_ms: Type.Integer({ minimum: 10_000, maximum: 30 * 60_000 }),
+    /** The benchmark image to run, by digest; the agent never runs one that is not this digest. */
+    benchmark_image: Type.Optional(ImageDigest),
+  },
+  { additionalProperties: false },
+);
+export type RunSelftestBody = Static<typeof RunSelftestBody>;
+
 const command = <K extends string, B extends TSchema>(kind: K, body: B) =>
   Type.Object(
     { ...base('command'), command_seq: Counter(1), command_id: Uuid, kind: Type.Literal(kind), body },
@@ -157,6 +174,7 @@ export const CommandMessage = Type.Union([
   command('run_nettest', RunNettestBody),
   command('update_go_live', UpdateGoLiveBody),
   command('rotate_key', RotateKeyBody),
+  command('run_selftest', RunSelftestBody),
 ]);
 export type CommandMessage = Static<typeof CommandMessage>;
 export type CommandKind = CommandMessage['kind'];
@@ -373,6 +391,21 @@ export const NettestReceiptMessage = Type.Object(
   { additionalProperties: false },
 );
 export type NettestReceiptMessage = Static<typeof NettestReceiptMessage>;
+
+/**
+ * Agent -> control plane: a self-test's signed receipt (receipts.ts). The frame's signature proves the sender; the
+ * receipt's own signature lets anyone check it later against the machine's public key.
+ */
+export const HardwareReceiptMessage = Type.Object(
+  {
+    ...base('hardware_receipt'),
+    id: MessageId,
+    receipt: Type.String({ minLength: 2, maxLength: HARDWARE_RECEIPT_MAX_BYTES }),
+    signature: Type.String({ minLength: 88, maxLength: 88 }),
+  },
+  { additionalProperties: false },
+);
+export type HardwareReceiptMessage = Static<typeof HardwareReceiptMessage>;
 
 export const CommandAckMessage = Type.Object({ ...base('command_ack'), upto: Counter(0) }, { additionalProperties: false });
 export type CommandAckMessage = Static<typeof CommandAckMessage>;

@@ -213,6 +213,17 @@ export const OfferSummary = Type.Object(
 export type OfferSummary = Static<typeof OfferSummary>;
 
 /**
+ * A machine's hardware verification as offers show it: the score of its latest ok signed self-test receipt with a
+ * benchmark (hardwareReceiptScore: the geometric mean of GFLOP/s and GB/s on the benchmark's fixed model) and when
+ * that receipt was measured; both null before one. Check it yourself: GET /api/v1/machines/{id}/verification.
+ */
+export const OfferVerification = Type.Object(
+  { score: Nullable(Type.Number({ minimum: 0 })), verified_at: Nullable(Rfc3339Utc) },
+  { additionalProperties: false },
+);
+export type OfferVerification = Static<typeof OfferVerification>;
+
+/**
  * An item of GET /api/v1/offers: exactly an OfferSummary, unless the request asked for more with `include`. The
  * contract's OfferSummary is closed, so a figure it does not name (reliability) is only sent to a client that asks.
  */
@@ -221,6 +232,8 @@ export const OfferListItem = Type.Object(
     ...OfferSummary.properties,
     /** With include=reliability: the machine's reliability once the reliability worker scored it (absent before). */
     reliability: Type.Optional(OfferReliability),
+    /** With include=verification: the machine's hardware score and verified_at (null before a benchmarked receipt). */
+    verification: Type.Optional(OfferVerification),
   },
   { additionalProperties: false },
 );
@@ -244,11 +257,22 @@ export const OfferListQuery = Type.Object(
     /** Adds `fit` to every offer: how the template's VRAM needs meet the machine's measured devices. */
     template_id: Type.Optional(Uuid),
     /** `reliability`: each offer also carries its machine's reliability (not part of the contract's OfferSummary). */
-    include: Type.Optional(Type.Literal('reliability', { description: 'reliability: add each machine’s reliability to its offer' })),
+    include: Type.Optional(
+      Type.String({
+        pattern: '^(reliability|verification)(,(reliability|verification))?$',
+        maxLength: 40,
+        description: 'reliability, verification, or both comma separated: add each machine’s reliability and/or hardware score',
+      }),
+    ),
     /** Machines scored at least this, no longer new: a decimal from 0 to 1 with at most four decimals ("0.99"). */
     min_reliability: Type.Optional(
       Type.String({ pattern: '^(0(\\.[0-9]{1,4})?|1(\\.0{1,4})?)$', maxLength: 6, description: '0 to 1, at most 4 decimals' }),
     ),
+    /**
+     * Machines whose verified hardware score is at least this: a non-negative decimal with at most 3 decimals ("250",
+     * "12.5"); machines never scored do not match. Anything else is 422 VALIDATION_FAILED.
+     */
+    min_score: Type.Optional(Type.String({ pattern: '^[0-9]{1,9}(\\.[0-9]{1,3})?$', maxLength: 13, description: 'a decimal, e.g. 250' })),
   },
   { additionalProperties: false },
 );
@@ -327,6 +351,33 @@ export const ReliabilityHold = Type.Object(
 );
 export type ReliabilityHold = Static<typeof ReliabilityHold>;
 
+/** The host's view of its machine's hardware verification: the latest signed self-test receipt's standing. */
+export const MachineHardware = Type.Object(
+  {
+    /** The latest receipt accepted (0: none yet). */
+    last_receipt_seq: Type.Integer({ minimum: 0 }),
+    /** From the latest ok receipt with a benchmark; null before one. */
+    score: Nullable(Type.Number({ minimum: 0 })),
+    verified_at: Nullable(Rfc3339Utc),
+  },
+  { additionalProperties: false },
+);
+export type MachineHardware = Static<typeof MachineHardware>;
+
+/** Why a machine is unlisted for its hardware: its latest receipt contradicts what it declared. */
+export const HardwareHold = Type.Object(
+  {
+    reason: Type.Literal('hardware_contradicted'),
+    message: Type.String(),
+    contradictions: Type.Array(Type.Object({ code: Type.String(), message: Type.String() }, { additionalProperties: false })),
+    since: Rfc3339Utc,
+    /** The support case that told the host. */
+    ticket_id: Nullable(Type.String()),
+  },
+  { additionalProperties: false },
+);
+export type HardwareHold = Static<typeof HardwareHold>;
+
 export const Machine = Type.Object(
   {
     machine_id: Uuid,
@@ -348,6 +399,10 @@ export const Machine = Type.Object(
     reliability: Type.Optional(MachineReliability),
     /** Why the machine is not offered to new rentals for its reliability; null while it is not held. */
     reliability_hold: Type.Optional(Nullable(ReliabilityHold)),
+    /** The machine's hardware verification (absent before it has a verification row). */
+    hardware: Type.Optional(MachineHardware),
+    /** Why the machine is not offered for its hardware (a receipt contradicting its manifest); null while it is not. */
+    hardware_hold: Type.Optional(Nullable(HardwareHold)),
   },
   { additionalProperties: false },
 );

@@ -21,6 +21,11 @@ import { Nullable, Rfc3339Utc, Uuid } from '../formats.js';
  * - `machine.reliability_delisted`: your machine fell under the reliability floor and is no longer offered to new
  *   rentals: `{machine_id, score, floor, penalized_jobs}` (scores as "0.9876").
  * - `machine.reliability_restored`: its score is back at or above the floor and it is offered again (same data).
+ * - `machine.unlisted`: a signed self-test receipt of your machine contradicts the hardware it declared (fewer GPUs,
+ *   another model, VRAM short, a score far under its class, or a failed self-test); it is no longer offered to new
+ *   rentals and a support case says why: `{machine_id, receipt_seq, reasons: [{code, message}], ticket_id}`.
+ * - `machine.relisted`: a later receipt agrees with the declared hardware and the machine is offered again:
+ *   `{machine_id, receipt_seq, score}` (score null without a benchmark).
  * - `ticket.message_created`: someone else wrote on a ticket you are party to: `{ticket_id, message_id, author_role, job_id}`.
  * - `webhook.test`: sent only by the test operation, to the one endpoint asked: `{endpoint_id}`.
  */
@@ -35,6 +40,8 @@ export const WebhookEventTypeSchema = Type.Union([
   Type.Literal('machine.offline'),
   Type.Literal('machine.reliability_delisted'),
   Type.Literal('machine.reliability_restored'),
+  Type.Literal('machine.unlisted'),
+  Type.Literal('machine.relisted'),
   Type.Literal('ticket.message_created'),
   Type.Literal('webhook.test'),
 ]);

@@ -54,6 +54,8 @@ export interface ListedOffer extends OfferVersionRecord {
   };
   /** The reliability worker's last score; null before it scored the machine. */
   reliability: { scoreE4: number; isNew: boolean } | null;
+  /** The machine's verified hardware score and when it was measured; null before a benchmarked receipt. */
+  verification: { score: number | null; verifiedAt: string | null };
 }
 
 const invalid = (field: string, message: string): never => {

@@ -2,7 +2,7 @@ import { GoLiveRequest, IdempotencyHeaders, IdParams, Machine, MachineGoLive, PA
 import type { AppContext } from '../context.js';
 import type { OfferVersionRecord } from '../../domain/offers/offer.js';
 import { DomainError } from '../../errors.js';
-import type { MachineReliabilityRecord } from '../../services/hosting/index.js';
+import type { MachineHardwareRecord, MachineReliabilityRecord } from '../../services/hosting/index.js';
 import { machineGoLiveView, machineView } from '../../views/machines.js';
 import { assertOwnerOrAdmin, principalOf } from '../auth.js';
 import { answerInTransaction } from '../idempotency.js';
@@ -37,16 +37,18 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
       const visible = found.slice(0, request.query.limit ?? PAGE_LIMIT_DEFAULT);
       const offers = new Map<string, OfferVersionRecord | undefined>();
       const scores = new Map<string, MachineReliabilityRecord | undefined>();
+      const hardware = new Map<string, MachineHardwareRecord | undefined>();
       for (const machine of visible) {
         offers.set(machine.id, await machines.currentOffer(machine.id));
         scores.set(machine.id, await machines.reliability(machine.id));
+        hardware.set(machine.id, await machines.hardware(machine.id));
       }
       return ctx.paginator.page(
         scope,
         found,
         request.query.limit,
         (machine) => [machine.createdAt, machine.id],
-        (machine) => machineView(machine, offers.get(machine.id), now, config, scores.get(machine.id)),
+        (machine) => machineView(machine, offers.get(machine.id), now, config, scores.get(machine.id), hardware.get(machine.id)),
       );
     },
   );
@@ -67,7 +69,14 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
       const machine = await machines.find(request.params.id);
       if (!machine) throw new DomainError('NOT_FOUND');
       assertOwnerOrAdmin(principal, machine.ownerAccountId);
-      return machineView(machine, await machines.currentOffer(machine.id), clock.now(), config, await machines.reliability(machine.id));
+      return machineView(
+        machine,
+        await machines.currentOffer(machine.id),
+        clock.now(),
+        config,
+        await machines.reliability(machine.id),
+        await machines.hardware(machine.id),
+      );
     },
   );
 

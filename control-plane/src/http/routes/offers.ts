@@ -65,9 +65,12 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         description:
           'Renter scope. Listed offers of live machines whose availability has not ended, cheapest first. Filters: gpu_model (exact), min_vram_bytes ' +
           '(every GPU), region, max_rate_micro_per_hour (on the total rate, fee included), available_at (inside availability, outside maintenance), ' +
-          'min_reliability (0 to 1 with at most 4 decimals: machines scored at least this and no longer new; 422 VALIDATION_FAILED otherwise). ' +
-          'A machine held under the reliability floor is not listed. Each item is exactly an OfferSummary; with include=reliability it also ' +
-          'carries its machine’s reliability once scored.',
+          'min_reliability (0 to 1 with at most 4 decimals: machines scored at least this and no longer new; 422 VALIDATION_FAILED otherwise), ' +
+          'min_score (a decimal with at most 3 decimals: machines whose verified hardware score is at least this; 422 VALIDATION_FAILED ' +
+          'otherwise). A machine held under the reliability floor, or unlisted by a hardware receipt that contradicts its declared hardware, ' +
+          'is not listed. Each item is exactly an OfferSummary; include=reliability adds its machine’s reliability once scored, ' +
+          'include=verification its hardware score and verified_at (GET /api/v1/machines/{id}/verification shows the signed receipts), ' +
+          'include=reliability,verification both.',
         querystring: OfferListQuery,
         response: withErrors({ 200: Page(OfferListItem) }, 404),
       },
@@ -76,6 +79,8 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
       const q = request.query;
       const scope = 'offers';
       const after = ctx.paginator.decode<[string, string]>(scope, q.cursor);
+      const includes = new Set(q.include?.split(',') ?? []);
+      const included = { reliability: includes.has('reliability'), verification: includes.has('verification') };
       const { now, offers: listed } = await offers.browse({
         filter: {
           ...(q.gpu_model !== undefined ? { gpuModel: q.gpu_model } : {}),
@@ -87,6 +92,8 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
           ...(q.available_at !== undefined ? { availableAt: new Date(q.available_at) } : {}),
           // The schema's pattern admits only 0..1 with up to 4 decimals: parseScore never answers null here.
           ...(q.min_reliability !== undefined ? { minReliabilityE4: parseScore(q.min_reliability) ?? 0 } : {}),
+          // The schema's pattern admits only a plain decimal: Number() reads it exactly enough for a floor.
+          ...(q.min_score !== undefined ? { minHardwareScore: Number(q.min_score) } : {}),
         },
         templateId: q.template_id !== undefined ? q.template_id.toLowerCase() : null,
         after,
@@ -97,7 +104,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         listed,
         q.limit,
         (offer) => [offer.rateMicroPerHour.toString(), offer.offerId],
-        (offer) => offerListItemView(offer, now, config, q.include === 'reliability'),
+        (offer) => offerListItemView(offer, now, config, included),
       );
     },
   );

@@ -1,10 +1,12 @@
 import { LIVENESS_GRACE_HEARTBEATS } from '../../domain/machines/go-live.js';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config/index.js';
+import type { SelftestConfig } from '../../config/selftest.js';
 import type { Store } from '../../store/db.js';
 import type { HeartbeatBuffer } from '../../store/heartbeats.js';
 import type { OutboxWriter } from '../../store/outbox.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';
+import type { ReceiptRefusalCounts } from './hardware-receipts.js';
 
 /** What the hosting use cases read from the configuration. */
 export interface HostingSettings {
@@ -16,6 +18,8 @@ export interface HostingSettings {
   onlineGraceMs: number;
   /** ARK_REPLICA_URL: this replica's address for the others; null for a single replica (nothing recorded). */
   replicaUrl: string | null;
+  /** The self-test's benchmark image, bound and daily interval (ARK_SELFTEST_*). */
+  selftest: SelftestConfig;
 }
 
 export function hostingSettingsOf(config: Config): HostingSettings {
@@ -24,6 +28,7 @@ export function hostingSettingsOf(config: Config): HostingSettings {
     nettestEndpoint: config.nettestEndpoint ?? `${config.publicBaseUrl}/api/v1/nettest`,
     onlineGraceMs: LIVENESS_GRACE_HEARTBEATS * config.heartbeatIntervalMs,
     replicaUrl: config.replicaUrl,
+    selftest: config.selftest,
   };
 }
 
@@ -37,6 +42,8 @@ export interface HostingDeps {
   heartbeats: HeartbeatBuffer;
   /** Going live lists the seeded offer: a host offer publication, so it passes the paid-admission guard. */
   admissions?: PaidAdmissionGuard;
+  /** Refused hardware receipts by reason: the process's counts, read by the metrics registry when scraped. */
+  receiptRefusals: ReceiptRefusalCounts;
 }
 
 /** Who acts on a machine: its owner, or an administrator (signed in with a session). */

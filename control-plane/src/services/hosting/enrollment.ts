@@ -9,7 +9,7 @@ import { enrollmentTokenExpiry } from '../../domain/pairing/pairing.js';
 import { hashSecret, mintEnrollmentToken } from '../../domain/pairing/secrets.js';
 import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
-import { type Executor, type Store, toBool } from '../../store/db.js';
+import { type Executor, type Store, toBool, type Tx } from '../../store/db.js';
 import { isHostingBlocked, readHostingFacts, turnHostingOn } from '../../store/hosts.js';
 import { insertMachine } from '../../store/machines.js';
 import { seedOffer } from '../../store/offers.js';
@@ -42,6 +42,8 @@ export interface EnrollmentDeps {
   store: Store;
   clock: Clock;
   settings: Pick<Config, 'newHostMachineCap' | 'seedRateMicroPerHour'>;
+  /** Schedules the machine's first self-test inside the enrollment (hosting/hardware-receipts.ts); absent: none. */
+  enrollmentSelftest?: (trx: Tx, machineId: string, ownerAccountId: string, now: Date) => Promise<void>;
 }
 
 /** An enrollment token for a host who skips pairing: the same hosting rules as an approval; audited. */
@@ -100,6 +102,8 @@ export async function enrollMachine(
       now,
     });
     if (goLive) await seedOffer(trx, { machineId, terms: seedOfferTerms(deps.settings.seedRateMicroPerHour, now), now });
+    // Its first self-test is due at once: the self-test worker asks for it (workers/selftest.ts).
+    await deps.enrollmentSelftest?.(trx, machineId, token.account_id, now);
     await appendAudit(trx, {
       at: now,
       actorAccountId: token.account_id,

@@ -1,5 +1,5 @@
 import { type AgentReplicas, agentReplicas } from './replicas.js';
-import type { HeartbeatMessage, NettestReceiptMessage, TelemetryMessage } from '@ark/shared';
+import type { HardwareReceiptMessage, HeartbeatMessage, NettestReceiptMessage, TelemetryMessage } from '@ark/shared';
 import type { BucketContribution } from '../../domain/telemetry/rollup.js';
 import type { Executor, Tx } from '../../store/db.js';
 import type { HeartbeatBuffer } from '../../store/heartbeats.js';
@@ -9,13 +9,24 @@ import type { HostingDeps, MachineCaller } from './deps.js';
 import { type GoLiveRecord, setGoLive } from './go-live.js';
 import { applyHeartbeat, recordHeartbeat } from './heartbeats.js';
 import { applyNettestReceipt, queueNettest } from './nettest.js';
+import {
+  applyHardwareReceipt,
+  machineVerification,
+  type MachineVerificationRecord,
+  queueDueSelftests,
+  scheduleEnrollmentSelftest,
+  queueSelftest,
+  type ReceiptRefusal,
+  type ReceiptRefusalCounts,
+} from './hardware-receipts.js';
 import { type MachineReads, machineReads } from './reads.js';
 import { ingestTelemetry, machineTelemetry } from './telemetry.js';
 
 export { type HostingDeps, type HostingSettings, hostingSettingsOf, type MachineCaller } from './deps.js';
 export type { MachineReads } from './reads.js';
-export type { MachineRecord, MachineReliabilityRecord } from './records.js';
+export type { MachineHardwareRecord, MachineRecord, MachineReliabilityRecord } from './records.js';
 export type { GoLiveRecord } from './go-live.js';
+export { ReceiptRefusalCounts, type MachineVerificationRecord, type ReceiptRefusal } from './hardware-receipts.js';
 /** A command queued for the machine's agent (the network test). */
 export type { QueuedCommand };
 
@@ -33,6 +44,18 @@ export interface HostingServices {
   /** The 'nettest_receipt' channel handler (inside the gateway's apply-once transaction). */
   applyNettestReceipt(trx: Tx, machineId: string, msg: NettestReceiptMessage, now: Date): Promise<void>;
   queueNettest(caller: MachineCaller, machineId: string, commit?: CommitHook<QueuedCommand>): Promise<QueuedCommand>;
+  /** The 'hardware_receipt' channel handler: the refusal's reason, or null when stored (hardware-receipts.ts). */
+  applyHardwareReceipt(trx: Tx, machineId: string, msg: HardwareReceiptMessage, now: Date): Promise<ReceiptRefusal | null>;
+  /** The owner or an admin asks for a self-test now (run_selftest, trigger `command`). */
+  queueSelftest(caller: MachineCaller, machineId: string, commit?: CommitHook<QueuedCommand>): Promise<QueuedCommand>;
+  /** Inside enrollment's transaction: the machine's verification row, its first self-test due at once. */
+  scheduleEnrollmentSelftest(trx: Tx, machineId: string, ownerAccountId: string, now: Date): Promise<void>;
+  /** The daily self-test worker's step: how many machines it asked. */
+  queueDueSelftests(): Promise<number>;
+  /** The public verification view's record; null for an unknown machine. */
+  verification(machineId: string): Promise<MachineVerificationRecord | null>;
+  /** Refused receipts by reason (ark_hardware_receipts_refused_total). */
+  readonly receiptRefusals: ReceiptRefusalCounts;
   setGoLive(accountId: string, machineId: string, goLive: boolean, commit?: CommitHook<GoLiveRecord>): Promise<GoLiveRecord>;
   telemetry(machineId: string, windowS: number): Promise<BucketContribution[]>;
   readonly machines: MachineReads;
@@ -55,6 +78,12 @@ export function buildHostingServices(deps: HostingDeps): HostingServices {
     ingestTelemetry: (trx, machineId, msg, now) => ingestTelemetry(trx, machineId, msg, now),
     applyNettestReceipt: (trx, machineId, msg, now) => applyNettestReceipt(deps, trx, machineId, msg, now),
     queueNettest: (caller, machineId, commit) => queueNettest(deps, caller, machineId, commit),
+    applyHardwareReceipt: (trx, machineId, msg, now) => applyHardwareReceipt(deps, trx, machineId, msg, now),
+    queueSelftest: (caller, machineId, commit) => queueSelftest(deps, caller, machineId, commit),
+    scheduleEnrollmentSelftest: (trx, machineId, ownerAccountId, now) => scheduleEnrollmentSelftest(trx, machineId, ownerAccountId, now),
+    queueDueSelftests: () => queueDueSelftests(deps),
+    verification: (machineId) => machineVerification(deps, machineId),
+    receiptRefusals: deps.receiptRefusals,
     setGoLive: (accountId, machineId, goLive, commit) => setGoLive(deps, accountId, machineId, goLive, commit),
     telemetry: (machineId, windowS) => machineTelemetry(deps, machineId, windowS),
     machines: machineReads(deps),

@@ -1,9 +1,16 @@
 import type { OfferVersionRecord } from '../../domain/offers/offer.js';
 import { findMachine, listMachinesOfOwner, type MachineRow } from '../../store/machines.js';
+import { findMachineVerification } from '../../store/hardware-receipts.js';
 import { currentOfferOf } from '../../store/offers.js';
 import { reliabilityOf } from '../../store/reliability.js';
 import type { HostingDeps } from './deps.js';
-import { type MachineRecord, type MachineReliabilityRecord, toMachineRecord, toMachineReliabilityRecord } from './records.js';
+import {
+  type MachineHardwareRecord,
+  type MachineRecord,
+  type MachineReliabilityRecord,
+  toMachineRecord,
+  toMachineReliabilityRecord,
+} from './records.js';
 
 // What routes read about machines. A heartbeat still buffered in this process is newer than the stored one: every
 // machine read here carries it.
@@ -15,6 +22,8 @@ export interface MachineReads {
   currentOffer(machineId: string): Promise<OfferVersionRecord | undefined>;
   /** The reliability worker's last score of the machine, if any. */
   reliability(machineId: string): Promise<MachineReliabilityRecord | undefined>;
+  /** The machine's hardware verification standing, if it has one. */
+  hardware(machineId: string): Promise<MachineHardwareRecord | undefined>;
 }
 
 export function machineReads(deps: HostingDeps): MachineReads {
@@ -30,6 +39,7 @@ export function machineReads(deps: HostingDeps): MachineReads {
       return (await listMachinesOfOwner(db, ownerAccountId, after, fetch)).map(current);
     },
     currentOffer: (machineId) => currentOfferOf(db, machineId),
+    hardware: (machineId) => findMachineVerification(db, machineId),
     async reliability(machineId) {
       const score = await reliabilityOf(db, machineId);
       return score && toMachineReliabilityRecord(score);

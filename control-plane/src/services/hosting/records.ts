@@ -1,5 +1,6 @@
 import type { MachineManifest } from '@ark/shared';
 import { fromJson, toBool } from '../../store/db.js';
+import type { MachineVerification } from '../../store/hardware-receipts.js';
 import type { MachineRow } from '../../store/machines.js';
 import type { MachineReliabilityTable } from '../../store/tables/reliability.js';
 
@@ -86,3 +87,6 @@ export const toMachineReliabilityRecord = (r: MachineReliabilityTable): MachineR
   penalizedJobs: r.penalized_jobs,
   computedAt: r.computed_at,
 });
+
+/** A machine's hardware verification standing: latest receipt, score, and the unlisting while it lasts. */
+export type MachineHardwareRecord = MachineVerification;

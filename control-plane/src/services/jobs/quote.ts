@@ -19,6 +19,7 @@ import { occupancyOf } from '../../store/jobs.js';
 import { findMachine, machineIdOfOffer } from '../../store/machines.js';
 import { currentOfferOf } from '../../store/offers.js';
 import { isReliabilityHeld } from '../../store/reliability.js';
+import { isHardwareUnlisted } from '../../store/hardware-receipts.js';
 import { insertQuote } from '../../store/quotes.js';
 import { findTemplate } from '../../store/templates.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
@@ -46,8 +47,8 @@ export async function createQuote(
       if (machineId === null) throw new DomainError('OFFER_NOT_FOUND');
       const offer = await currentOfferOf(trx, machineId);
       if (!offer) throw new DomainError('OFFER_NOT_FOUND');
-      // A machine held under the reliability floor answers as an unlisted one.
-      if (!offer.listed || (await isReliabilityHeld(trx, machineId)))
+      // A machine held under the reliability floor, or by a contradicting hardware receipt, answers as an unlisted one.
+      if (!offer.listed || (await isReliabilityHeld(trx, machineId)) || (await isHardwareUnlisted(trx, machineId)))
         throw new DomainError('OFFER_NOT_CURRENT', 'The offer is not listed.');
       if (body.expected_version !== undefined && BigInt(body.expected_version) !== offer.version) {
         throw new DomainError(

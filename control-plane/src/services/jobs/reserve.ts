@@ -13,6 +13,7 @@ import { transfer } from '../../store/ledger.js';
 import { lockMachineForReservation } from '../../store/machines.js';
 import { currentOfferOf } from '../../store/offers.js';
 import { isReliabilityHeld } from '../../store/reliability.js';
+import { isHardwareUnlisted } from '../../store/hardware-receipts.js';
 import { lockMachineChannel } from '../../store/outbox.js';
 import { consumeQuote, lockQuote } from '../../store/quotes.js';
 import { findTemplate } from '../../store/templates.js';
@@ -68,7 +69,7 @@ export async function reserve(
       await lockMachineChannel(trx, machine.id);
       await assertMachineAvailable(deps, trx, machine, now);
       const offer = await currentOfferOf(trx, machine.id);
-      if (!offer?.listed || (await isReliabilityHeld(trx, machine.id))) {
+      if (!offer?.listed || (await isReliabilityHeld(trx, machine.id)) || (await isHardwareUnlisted(trx, machine.id))) {
         throw new DomainError('MACHINE_NOT_AVAILABLE', 'The machine is no longer offered.');
       }
       // The quote's ceiling, and the current version's if the host changed the offer since.
