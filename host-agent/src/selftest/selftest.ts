@@ -120,6 +120,8 @@ export async function runSelftest(parts: SelftestParts, request: SelftestRequest
     clock.clearTimeout(timer);
     if (!controller.signal.aborted) controller.abort(new Error('the self-test ended'));
   }
+  const measuredAt = clock.now();
+  const durationMs = Math.max(0, Math.round(clock.monotonicMs() - startedMs));
   // A benchmark cut off by the deadline stops and removes its container when it sees the abort: wait for that (a
   // bounded while), so `ark-agent selftest` never exits leaving a benchmark running.
   if (benchmarkRun !== undefined) {
@@ -134,8 +136,8 @@ export async function runSelftest(parts: SelftestParts, request: SelftestRequest
     ...(request.commandId === undefined ? {} : { command_id: request.commandId }),
     ...(request.jobId === undefined ? {} : { job_id: request.jobId }),
     started_at: startedAt.toISOString(),
-    measured_at: clock.now().toISOString(),
-    duration_ms: Math.max(0, Math.round(clock.monotonicMs() - startedMs)),
+    measured_at: measuredAt.toISOString(),
+    duration_ms: durationMs,
     ok: error === undefined,
     ...(error === undefined ? {} : { error }),
     ...(identity.driver_version === undefined ? {} : { driver_version: identity.driver_version.slice(0, 64) }),

@@ -1,0 +1,172 @@
+// `ark-agent selftest` on real parts (issue 24 item 2): the agent's installed entry point as a process, the real
+// benchmark image (test/engine/bench-image.ts: node-llama-cpp's CPU build on a generated model) pulled by digest from
+// a loopback registry into a private dockerd and run through the job runtime, and the signed receipt it prints
+// checked with the shared verifier against the machine's public key, as anyone holding that key would. Also: an
+// image that is not the pinned digest never runs, and a benchmark that never finishes is bounded and reported failed.
+import { execFile } from 'node:child_process';
+import { generateKeyPairSync, randomUUID } from 'node:crypto';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type HardwareReceiptBody, verifyHardwareReceipt } from '@ark/shared';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildBenchmarkImage } from '../engine/bench-image.js';
+import { type DockerDaemon, isDockerAvailable, startDockerd } from '../harness/dockerd.js';
+import { buildTestImage, startRegistry, type TestImage, type TestRegistry } from '../harness/images.js';
+import { agentBin, repoRoot } from './host-side-helpers.js';
+
+type Run = { code: number; stdout: string; stderr: string; ms: number };
+
+/** The agent's CLI as a host runs it; resolves with its exit code whatever it is. */
+function agent(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs = 60_000): Promise<Run> {
+  const started = performance.now();
+  return new Promise((resolve) => {
+    execFile(
+      process.execPath,
+      [agentBin, ...args],
+      { cwd: repoRoot, env: { PATH: process.env.PATH, ...env }, timeout: timeoutMs, encoding: 'utf8', maxBuffer: 4 * 1024 * 1024 },
+      (error, stdout, stderr) => {
+        const code = error === null ? 0 : typeof error.code === 'number' ? error.code : -1;
+        resolve({ code, stdout, stderr, ms: performance.now() - started });
+      },
+    );
+  });
+}
+
+/** A paired machine's identity.json, as `ark-agent pair` writes it: tweetnacl's 64-byte secret key (seed, public key). */
+async function pairedStateDir(machineId: string): Promise<{ stateDir: string; publicKey: string }> {
+  const stateDir = await mkdtemp(join(tmpdir(), 'ark-selftest-state-'));
+  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
+  const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(12);
+  const seed = privateKey.export({ format: 'der', type: 'pkcs8' }).subarray(16);
+  const identity = {
+    version: 1,
+    machine_id: machineId,
+    public_key: raw.toString('base64'),
+    secret_key: Buffer.concat([seed, raw]).toString('base64'),
+    control_plane_public_key: raw.toString('base64'),
+    channel_url: 'ws://127.0.0.1:9/agent',
+    control_plane_url: 'http://127.0.0.1:9',
+    enrolled_at: new Date().toISOString(),
+  };
+  await writeFile(join(stateDir, 'identity.json'), JSON.stringify(identity), { mode: 0o600 });
+  return { stateDir, publicKey: identity.public_key };
+}
+
+describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engine', () => {
+  let daemon: DockerDaemon;
+  let registry: TestRegistry;
+  let bench: TestImage;
+  let hung: TestImage;
+  const machineId = randomUUID();
+  let stateDir: string;
+  let publicKey: string;
+  let env: NodeJS.ProcessEnv;
+
+  beforeAll(async () => {
+    daemon = await startDockerd();
+    registry = await startRegistry();
+    [bench, hung] = await Promise.all([
+      buildBenchmarkImage(daemon, registry),
+      // Stands for a benchmark that never finishes: it sleeps an hour.
+      buildTestImage(daemon, { registry, repository: 'ark-test/hung-bench', changes: ['CMD ["sleep", "3600"]'] }),
+    ]);
+    // The agent pulls the benchmark by digest from the registry, as a host would.
+    await daemon.docker(['rmi', bench.localRef, bench.ref]);
+    ({ stateDir, publicKey } = await pairedStateDir(machineId));
+    env = {
+      ARK_AGENT_STATE_DIR: stateDir,
+      ARK_AGENT_CONFIG: '',
+      ARK_AGENT_DOCKER_SOCKET: daemon.socketPath,
+      ARK_AGENT_SELFTEST_BENCHMARK_IMAGE: bench.digestRef,
+      // No GPU here: an nvidia-smi that does not exist reads as none, the CPU path.
+      ARK_AGENT_NVIDIA_SMI_PATH: join(stateDir, 'no-nvidia-smi'),
+      ARK_AGENT_LOG_LEVEL: 'warn',
+    };
+  }, 240_000);
+
+  afterAll(async () => {
+    await daemon?.stop();
+    await registry?.stop();
+    if (stateDir !== undefined) await rm(stateDir, { recursive: true, force: true });
+  });
+
+  async function selftestContainers(): Promise<string> {
+    const { stdout } = await daemon.docker(['ps', '-a', '--filter', 'label=ark.selftest', '--format', '{{.Names}} {{.Status}}']);
+    return stdout.trim();
+  }
+
+  it('runs the pinned benchmark through the job runtime and prints a receipt that verifies with the machine key', async () => {
+    const run = await agent(['selftest', '--json'], env);
+    expect(run.code, run.stderr).toBe(0);
+    // One line on stdout, the signed receipt; logs go to stderr.
+    expect(run.stdout.trim().split('\n')).toHaveLength(1);
+    const signed = JSON.parse(run.stdout) as unknown;
+    const check = verifyHardwareReceipt(signed, publicKey, machineId);
+    if (!check.ok) throw new Error(`receipt refused: ${check.reason} ${check.detail ?? ''}`);
+    const body: HardwareReceiptBody = check.body;
+    expect(body).toMatchObject({ machine_id: machineId, receipt_seq: 1, trigger: 'manual', ok: true, gpus: [] });
+    const benchmark = body.benchmark;
+    expect(benchmark?.image).toBe(bench.digestRef);
+    expect(benchmark?.backend).toBe('cpu');
+    for (const rate of [
+      'matmul_gflops',
+      'memory_bandwidth_gbps',
+      'prompt_tokens_per_s',
+      'generation_tokens_per_s',
+      'disk_write_mbps',
+      'disk_read_mbps',
+    ] as const) {
+      expect(benchmark?.[rate]).toBeGreaterThan(0);
+    }
+    // The fixed model: 256-wide, 4 blocks, F32 (test/engine/bench-image.ts).
+    expect(benchmark?.model_params).toBe(3_591_424);
+    expect(benchmark?.model_bytes).toBe(3_591_424 * 4);
+    // The score is the verifier's own arithmetic on the signed figures.
+    expect(check.score).toBeGreaterThan(0);
+    // One byte changed and the signature no longer holds.
+    const { receipt, signature } = signed as { receipt: string; signature: string };
+    expect(verifyHardwareReceipt({ receipt: receipt.replace('"ok":true', '"ok":false'), signature }, publicKey).ok).toBe(false);
+    expect(await selftestContainers()).toBe('');
+
+    // Again, for a person: the next receipt number, the figures in words.
+    const human = await agent(['selftest'], env);
+    expect(human.code).toBe(0);
+    expect(human.stdout).toMatch(/receipt: +#2 \(manual\)/);
+    expect(human.stdout).toMatch(/matrix multiply: +[\d.]+ GFLOP\/s/);
+    expect(human.stdout).toContain(publicKey);
+  }, 120_000);
+
+  it('never runs an image that is not the pinned digest', async () => {
+    // The hung image's digest under the benchmark's name: the registry holds no such manifest there, so nothing is
+    // pulled, and nothing runs.
+    const wrong = `${registry.address}/ark-test/selftest-bench@${hung.digest}`;
+    const refused = await agent(['selftest', '--json', '--image', wrong], env);
+    expect(refused.code).toBe(1);
+    const body = verifyHardwareReceipt(JSON.parse(refused.stdout), publicKey);
+    if (!body.ok) throw new Error(body.reason);
+    expect(body.body.ok).toBe(false);
+    expect(body.body.error).toMatch(/pull/i);
+    expect(body.body.benchmark).toBeUndefined();
+    // A tag is no pin at all: refused before any pull.
+    const tagged = await agent(['selftest', '--json', '--image', bench.ref], env);
+    expect(tagged.code).toBe(1);
+    const tagBody = verifyHardwareReceipt(JSON.parse(tagged.stdout), publicKey);
+    expect(tagBody.ok && tagBody.body.error).toMatch(/not named by a sha256 digest/);
+    expect(await selftestContainers()).toBe('');
+  }, 60_000);
+
+  it('bounds a benchmark that never finishes: a failed receipt at the timeout, its container removed', async () => {
+    const run = await agent(['selftest', '--json', '--image', hung.digestRef], { ...env, ARK_AGENT_SELFTEST_TIMEOUT_S: '10' });
+    expect(run.code).toBe(1);
+    const check = verifyHardwareReceipt(JSON.parse(run.stdout), publicKey, machineId);
+    if (!check.ok) throw new Error(check.reason);
+    expect(check.body.ok).toBe(false);
+    expect(check.body.error).toBe('the self-test did not finish within 10 s (while running the benchmark)');
+    expect(check.body.duration_ms).toBeGreaterThanOrEqual(10_000);
+    expect(check.score).toBeNull();
+    // Ended at the bound, not an hour later, and nothing keeps running.
+    expect(run.ms).toBeLessThan(25_000);
+    expect(await selftestContainers()).toBe('');
+  }, 60_000);
+});
