@@ -29,6 +29,13 @@ describe('parseGpuIdentityXml on recorded real output', () => {
     });
   });
 
+  it('tells two H200s of one model apart by UUID alone (both recorded by Ark on lent machines)', () => {
+    const [first] = parseGpuIdentityXml(fixture('h200-driver-580.xml')).gpus;
+    const [second] = parseGpuIdentityXml(fixture('h200-driver-580-second-card.xml')).gpus;
+    expect(second).toEqual({ ...first, uuid: 'GPU-dc9d2831-6ed4-08c3-4cbc-dbb63664dab7' });
+    expect(second?.uuid).not.toBe(first?.uuid);
+  });
+
   it('reads two L4s in listing order (their minor numbers run the other way)', () => {
     const identity = parseGpuIdentityXml(fixture('l4-x2-driver-555.xml'));
     expect(identity.driver_version).toBe('555.42.06');
