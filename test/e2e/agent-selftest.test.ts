@@ -11,6 +11,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { buildBenchmarkImage } from '../engine/bench-image.js';
 import { type DockerDaemon, isDockerAvailable, startDockerd } from '../harness/dockerd.js';
 import { buildTestImage, startRegistry, type TestImage, type TestRegistry } from '../harness/images.js';
+import { FakeControlPlane } from '@ark/host-agent/channel/testing/fake-control-plane';
+import { spawnProcess } from '../harness/processes.js';
+import { agentBin, repoRoot } from './host-side-helpers.js';
 import { agent, pairedStateDir } from './selftest-helpers.js';
 
 describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engine', () => {
@@ -88,45 +91,87 @@ describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engin
     const { receipt, signature } = signed as { receipt: string; signature: string };
     expect(verifyHardwareReceipt({ receipt: receipt.replace('"ok":true', '"ok":false'), signature }, publicKey).ok).toBe(false);
     expect(await selftestContainers()).toBe('');
-
-    // Again, for a person: the next receipt number, the figures in words.
-    const human = await agent(['selftest'], env);
-    expect(human.code).toBe(0);
-    expect(human.stdout).toMatch(/receipt: +#2 \(manual\)/);
-    expect(human.stdout).toMatch(/matrix multiply: +[\d.]+ GFLOP\/s/);
-    expect(human.stdout).toContain(publicKey);
   }, 120_000);
 
-  it('never runs an image that is not the pinned digest', async () => {
+  it('the daemon answers run_selftest over its channel with a hardware_receipt naming the command', async () => {
+    // A control plane speaking the real wire protocol over a real socket (the real gateway's handler is the control
+    // plane's side of this item); the agent is `ark-agent run` as a host runs it.
+    const control = await FakeControlPlane.start();
+    const daemonMachine = randomUUID();
+    const paired = await pairedStateDir(daemonMachine, { url: control.url, controlPlanePublicKey: control.publicKeyBase64 });
+    control.allow(daemonMachine, paired.publicKey);
+    const daemonAgent = spawnProcess(process.execPath, [agentBin, 'run'], {
+      cwd: repoRoot,
+      env: { ...env, ARK_AGENT_STATE_DIR: paired.stateDir, ARK_AGENT_SELFTEST_BENCHMARK_IMAGE: '' },
+    });
+    try {
+      await control.until(() => control.current?.welcomed === true, 30_000);
+      control.current?.command(1, { trigger: 'command', timeout_ms: 60_000, benchmark_image: bench.digestRef }, 'run_selftest');
+      await control.until(() => control.received.some((message) => message.t === 'hardware_receipt'), 60_000);
+      const message = control.received.find((received) => received.t === 'hardware_receipt') as unknown as {
+        receipt: string;
+        signature: string;
+      };
+      const check = verifyHardwareReceipt({ receipt: message.receipt, signature: message.signature }, paired.publicKey, daemonMachine);
+      if (!check.ok) throw new Error(`receipt refused: ${check.reason}`);
+      expect(check.body).toMatchObject({
+        trigger: 'command',
+        command_id: '00000000-0000-4000-8000-000000000001',
+        receipt_seq: 1,
+        ok: true,
+        benchmark: { image: bench.digestRef, backend: 'cpu' },
+      });
+      expect(check.body.benchmark?.matmul_gflops).toBeGreaterThan(0);
+    } finally {
+      await daemonAgent.stop('SIGTERM', { timeoutMs: 10_000 });
+      await control.close();
+      await rm(paired.stateDir, { recursive: true, force: true });
+    }
+    expect(await selftestContainers()).toBe('');
+  }, 120_000);
+
+  it('never runs an image that is not the pinned digest, and bounds a benchmark that never finishes', async () => {
+    // Side by side, as a host might run them: a benchmark that never finishes (bounded at 10 s), a person's run of
+    // the pinned image, and two images that are not the pin. Each receipt takes its own number.
+    const hungRun = agent(['selftest', '--json', '--image', hung.digestRef], { ...env, ARK_AGENT_SELFTEST_TIMEOUT_S: '10' });
+    const humanRun = agent(['selftest'], env);
     // The hung image's digest under the benchmark's name: the registry holds no such manifest there, so nothing is
     // pulled, and nothing runs.
-    const wrong = `${registry.address}/ark-test/selftest-bench@${hung.digest}`;
-    const refused = await agent(['selftest', '--json', '--image', wrong], env);
-    expect(refused.code).toBe(1);
-    const body = verifyHardwareReceipt(JSON.parse(refused.stdout), publicKey);
-    if (!body.ok) throw new Error(body.reason);
-    expect(body.body.ok).toBe(false);
-    expect(body.body.error).toMatch(/pull/i);
-    expect(body.body.benchmark).toBeUndefined();
+    const wrong = await agent(['selftest', '--json', '--image', `${registry.address}/ark-test/selftest-bench@${hung.digest}`], env);
     // A tag is no pin at all: refused before any pull.
     const tagged = await agent(['selftest', '--json', '--image', bench.ref], env);
-    expect(tagged.code).toBe(1);
-    const tagBody = verifyHardwareReceipt(JSON.parse(tagged.stdout), publicKey);
-    expect(tagBody.ok && tagBody.body.error).toMatch(/not named by a sha256 digest/);
-    expect(await selftestContainers()).toBe('');
-  }, 60_000);
+    const [hungResult, human] = await Promise.all([hungRun, humanRun]);
 
-  it('bounds a benchmark that never finishes: a failed receipt at the timeout, its container removed', async () => {
-    const run = await agent(['selftest', '--json', '--image', hung.digestRef], { ...env, ARK_AGENT_SELFTEST_TIMEOUT_S: '10' });
-    expect(run.code).toBe(1);
-    const check = verifyHardwareReceipt(JSON.parse(run.stdout), publicKey, machineId);
-    if (!check.ok) throw new Error(check.reason);
-    expect(check.body.ok).toBe(false);
-    expect(check.body.error).toBe('the self-test did not finish within 10 s (while running the benchmark)');
-    expect(check.body.duration_ms).toBeGreaterThanOrEqual(10_000);
-    expect(check.score).toBeNull();
-    // Ended at the bound, not an hour later, and nothing keeps running.
-    expect(run.ms).toBeLessThan(25_000);
+    const bodyOf = (run: { stdout: string }) => {
+      const check = verifyHardwareReceipt(JSON.parse(run.stdout), publicKey, machineId);
+      if (!check.ok) throw new Error(`receipt refused: ${check.reason}`);
+      return check;
+    };
+    expect(wrong.code).toBe(1);
+    expect(bodyOf(wrong).body).toMatchObject({ ok: false, error: expect.stringMatching(/pull/i) });
+    expect(bodyOf(wrong).body.benchmark).toBeUndefined();
+    expect(tagged.code).toBe(1);
+    expect(bodyOf(tagged).body.error).toMatch(/not named by a sha256 digest/);
+
+    expect(hungResult.code).toBe(1);
+    const bounded = bodyOf(hungResult);
+    expect(bounded.body.ok).toBe(false);
+    expect(bounded.body.error).toBe('the self-test did not finish within 10 s (while running the benchmark)');
+    expect(bounded.body.duration_ms).toBeGreaterThanOrEqual(10_000);
+    expect(bounded.score).toBeNull();
+    // Ended at the bound, not an hour later.
+    expect(hungResult.ms).toBeLessThan(25_000);
+
+    // For a person: the figures in words and the key to check them with.
+    expect(human.code, human.stderr).toBe(0);
+    expect(human.stdout).toMatch(/result: +ok/);
+    expect(human.stdout).toMatch(/matrix multiply: +[\d.]+ GFLOP\/s/);
+    expect(human.stdout).toContain(publicKey);
+    const humanSeq = Number(/receipt: +#(\d+) \(manual\)/.exec(human.stdout)?.[1]);
+    const seqs = [bodyOf(wrong).body.receipt_seq, bodyOf(tagged).body.receipt_seq, bounded.body.receipt_seq, humanSeq];
+    expect(new Set(seqs).size).toBe(4);
+    expect(Math.min(...seqs)).toBe(2);
+    // Nothing keeps running.
     expect(await selftestContainers()).toBe('');
   }, 60_000);
 });

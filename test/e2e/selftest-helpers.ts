@@ -26,7 +26,10 @@ export function agent(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs
 }
 
 /** A paired machine's identity.json, as `ark-agent pair` writes it: tweetnacl's 64-byte secret key (seed, public key). */
-export async function pairedStateDir(machineId: string): Promise<{ stateDir: string; publicKey: string }> {
+export async function pairedStateDir(
+  machineId: string,
+  channel?: { url: string; controlPlanePublicKey: string },
+): Promise<{ stateDir: string; publicKey: string }> {
   const stateDir = await mkdtemp(join(tmpdir(), 'ark-selftest-state-'));
   const { publicKey, privateKey } = generateKeyPairSync('ed25519');
   const raw = publicKey.export({ format: 'der', type: 'spki' }).subarray(12);
@@ -36,8 +39,8 @@ export async function pairedStateDir(machineId: string): Promise<{ stateDir: str
     machine_id: machineId,
     public_key: raw.toString('base64'),
     secret_key: Buffer.concat([seed, raw]).toString('base64'),
-    control_plane_public_key: raw.toString('base64'),
-    channel_url: 'ws://127.0.0.1:9/agent',
+    control_plane_public_key: channel?.controlPlanePublicKey ?? raw.toString('base64'),
+    channel_url: channel?.url ?? 'ws://127.0.0.1:9/agent',
     control_plane_url: 'http://127.0.0.1:9',
     enrolled_at: new Date().toISOString(),
   };

@@ -193,6 +193,13 @@ describe('runSelftest', () => {
     expect(outcome.body.error).toBe('the benchmark exited with code 1: the benchmark failed: model did not load');
   });
 
+  it('never hands out one number twice, even to concurrent takers of the same state directory', async () => {
+    const other = new Map<number, number>();
+    const taken = await Promise.all(Array.from({ length: 20 }, (_, i) => nextReceiptSeq(i % 2 === 0 ? stateDir : `${stateDir}/.`)));
+    for (const seq of taken) other.set(seq, (other.get(seq) ?? 0) + 1);
+    expect([...other.keys()].sort((a, b) => a - b)).toEqual(Array.from({ length: 20 }, (_, i) => i + 1));
+  });
+
   it('numbers receipts from the persisted counter and refuses a damaged one rather than restart at 1', async () => {
     const p = parts(new FakeRuntime('finishes', clock));
     const seqs: number[] = [];
