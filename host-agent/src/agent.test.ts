@@ -32,7 +32,15 @@ class RecordingChannel extends EventEmitter implements AgentChannel {
 
 const logger = { info: vi.fn(), warn: vi.fn(), error: vi.fn() };
 
-function build(overrides: { problems?: string[]; commandHandlers?: ConstructorParameters<typeof Agent>[0]['commandHandlers'] } = {}) {
+type AgentOptionsOf = ConstructorParameters<typeof Agent>[0];
+function build(
+  overrides: {
+    problems?: string[];
+    commandHandlers?: AgentOptionsOf['commandHandlers'];
+    createSelftest?: AgentOptionsOf['createSelftest'];
+    createJobs?: AgentOptionsOf['createJobs'];
+  } = {},
+) {
   const channel = new RecordingChannel();
   const reports: AgentStatusReport[] = [];
   let onCommand: ((command: CommandMessage) => Promise<void>) | undefined;
@@ -54,6 +62,8 @@ function build(overrides: { problems?: string[]; commandHandlers?: ConstructorPa
     measureNetwork: async () => ({ duration_ms: 10, latency_ms: 1, download_mbps: 100, upload_mbps: 50 }),
     checkHealth: async () => overrides.problems ?? [],
     commandHandlers: overrides.commandHandlers,
+    ...(overrides.createSelftest === undefined ? {} : { createSelftest: overrides.createSelftest }),
+    ...(overrides.createJobs === undefined ? {} : { createJobs: overrides.createJobs }),
     writeStatus: async (report) => void reports.push(structuredClone(report)),
     logger,
     pid: 4242,
@@ -162,6 +172,35 @@ describe('Agent', () => {
       },
     ]);
     expect(agent.report().last_nettest).toMatchObject({ command_id: nettestCommand.command_id, download_mbps: 100 });
+    await agent.stop();
+  });
+
+  it('hands run_selftest to the self-test, whose hardware_receipt goes to the reliable queue, and the job runtime gets it too', async () => {
+    const submitted: Array<[string, unknown]> = [];
+    let jobsGot: unknown;
+    const selftest = {
+      submit: (commandId: string, body: unknown) => void submitted.push([commandId, body]),
+      checkJobStart: async () => undefined,
+      idle: async () => undefined,
+      lastReceipt: () => undefined,
+    };
+    const { agent, channel, command } = build({
+      createSelftest: (enqueue) => {
+        void enqueue({ t: 'hardware_receipt', receipt: '{}', signature: 'x'.repeat(86).concat('==') });
+        return selftest;
+      },
+      createJobs: (_port, given) => {
+        jobsGot = given;
+        return { start: async () => undefined, handleCommand: async () => undefined, runningJobs: () => [], close: async () => undefined };
+      },
+    });
+    await agent.start();
+    const body = { trigger: 'command', timeout_ms: 60_000 } as const;
+    await command({ ...nettestCommand, kind: 'run_selftest', body } as CommandMessage);
+    expect(submitted).toEqual([[nettestCommand.command_id, body]]);
+    expect(jobsGot).toBe(selftest);
+    expect(channel.enqueued.filter((queued) => queued.t === 'hardware_receipt')).toHaveLength(1);
+    expect(agent.report().last_selftest).toBeNull();
     await agent.stop();
   });
 

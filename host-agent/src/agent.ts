@@ -1,6 +1,7 @@
 import type {
   CommandKind,
   CommandMessage,
+  HardwareReceiptMessage,
   HeartbeatMessage,
   JobEventMessage,
   JobStatusMessage,
@@ -14,6 +15,7 @@ import type { GpuCollector, HostCollector } from './collectors/index.js';
 import { type AgentMetricsHooks, noMetrics } from './metrics/hooks.js';
 import type { MeasureOptions, NettestBounds, NettestMeasurement } from './nettest/measure.js';
 import { type NettestReceiptBody, NettestRunner } from './nettest/runner.js';
+import type { AgentSelftest } from './selftest/selftest-service.js';
 import type { AgentStatusReport } from './state.js';
 import { type TelemetryBatchBody, TelemetryPipeline } from './telemetry/pipeline.js';
 
@@ -27,7 +29,8 @@ export type ReliableBody =
   | NettestReceiptBody
   | Body<JobStatusMessage>
   | Body<MeterReceiptMessage>
-  | Body<JobEventMessage>;
+  | Body<JobEventMessage>
+  | Body<HardwareReceiptMessage>;
 
 /** What the agent needs from the channel client (host-agent/src/channel). */
 export interface AgentChannel {
@@ -97,8 +100,16 @@ export interface AgentOptions {
   checkHealth: () => Promise<string[]>;
   /** Handlers for command kinds other than run_nettest; they take precedence over the job runtime. */
   commandHandlers?: Partial<Record<CommandKind, CommandHandler>>;
-  /** Builds the job runtime over the channel's reliable queue; without it job commands are answered as failed. */
-  createJobs?: (channel: JobMessagePort) => AgentJobs;
+  /**
+   * Builds the job runtime over the channel's reliable queue (and the self-test, for the job-start identity check);
+   * without it job commands are answered as failed.
+   */
+  createJobs?: (channel: JobMessagePort, selftest: AgentSelftest | undefined) => AgentJobs;
+  /**
+   * Builds the self-test (selftest/selftest-service.ts) over the channel's reliable queue: run_selftest commands and
+   * the job-start identity check. Without it run_selftest is answered by nothing (an older agent's behaviour).
+   */
+  createSelftest?: (enqueue: (body: Body<HardwareReceiptMessage>) => unknown, onReceipt: () => void) => AgentSelftest;
   /** Persists the status report for `ark-agent status`; failures are logged, never fatal. */
   writeStatus: (report: AgentStatusReport) => Promise<void>;
   now?: () => Date;
@@ -124,6 +135,7 @@ export class Agent {
   readonly #channel: AgentChannel;
   readonly #telemetry: TelemetryPipeline;
   readonly #nettest: NettestRunner;
+  readonly #selftest: AgentSelftest | undefined;
   readonly #metrics: AgentMetricsHooks;
   readonly #handles: unknown[] = [];
   #startedAt: Date | undefined;
@@ -181,12 +193,16 @@ export class Agent {
       onReceipt: () => void this.#persistStatus(),
       ...(options.measureNetwork === undefined ? {} : { measure: options.measureNetwork }),
     });
-    this.#jobs = options.createJobs?.({
-      enqueue: (body) => {
-        if (body.t === 'job_status') this.#metrics.jobStatus(body.status);
-        return enqueue(body);
+    this.#selftest = options.createSelftest?.(enqueue, () => void this.#persistStatus());
+    this.#jobs = options.createJobs?.(
+      {
+        enqueue: (body) => {
+          if (body.t === 'job_status') this.#metrics.jobStatus(body.status);
+          return enqueue(body);
+        },
       },
-    });
+      this.#selftest,
+    );
   }
 
   /**
@@ -280,16 +296,22 @@ export class Agent {
       case 'run_nettest':
         this.#nettest.submit(command.command_id, command.body);
         return;
+      case 'run_selftest':
+        if (this.#selftest === undefined) break;
+        // In the background: the receipt (naming this command) follows when the benchmark has run.
+        this.#selftest.submit(command.command_id, command.body);
+        return;
       case 'update_go_live':
         // Go-live is the control plane's decision; the agent only notes it.
         this.#options.logger.info({ command_id: command.command_id, go_live: command.body.go_live }, 'go-live changed');
         return;
       default:
-        this.#options.logger.warn(
-          { command_id: command.command_id, kind: command.kind },
-          'command not supported by this agent version; ignored',
-        );
+        break;
     }
+    this.#options.logger.warn(
+      { command_id: command.command_id, kind: command.kind },
+      'command not supported by this agent version; ignored',
+    );
   }
 
   /** Clean shutdown: timers stop, buffered samples go to the channel's persistent queue, the channel closes. */
@@ -302,6 +324,8 @@ export class Agent {
     for (const handle of this.#handles.splice(0)) this.#timers.clearInterval(handle);
     this.#relay.abortAll();
     await withTimeout(this.#nettest.idle(), this.#options.shutdownGraceMs ?? 5000, undefined);
+    // A self-test still running ends with the process; its command is answered again by the next run.
+    if (this.#selftest !== undefined) await withTimeout(this.#selftest.idle(), this.#options.shutdownGraceMs ?? 5000, undefined);
     // Before the channel closes: the job runtime's last messages still go to the channel's persistent queue.
     if (this.#jobs !== undefined && this.#jobsStarted && this.#jobsProblem === undefined) {
       try {
@@ -338,6 +362,7 @@ export class Agent {
       telemetry: this.#telemetry.counters(),
       commands_handled: this.#commandsHandled,
       last_nettest: lastNettest ?? null,
+      ...(this.#selftest === undefined ? {} : { last_selftest: summariseSelftest(this.#selftest.lastReceipt()) }),
       running_jobs: this.#runningJobs(),
       ...(this.#jobsProblem === undefined ? {} : { jobs_problem: this.#jobsProblem }),
     };
@@ -413,6 +438,22 @@ export class Agent {
     });
     return this.#statusWriting;
   }
+}
+
+/** What `ark-agent status` shows of the last self-test: its outcome and headline figures, not the whole receipt. */
+function summariseSelftest(body: ReturnType<AgentSelftest['lastReceipt']>): Record<string, unknown> | null {
+  if (body === undefined) return null;
+  return {
+    receipt_seq: body.receipt_seq,
+    trigger: body.trigger,
+    measured_at: body.measured_at,
+    ok: body.ok,
+    ...(body.error === undefined ? {} : { error: body.error }),
+    gpus: body.gpus.length,
+    ...(body.benchmark === undefined
+      ? {}
+      : { matmul_gflops: body.benchmark.matmul_gflops, memory_bandwidth_gbps: body.benchmark.memory_bandwidth_gbps }),
+  };
 }
 
 /** Resolves to `fallback` if `promise` takes longer than `ms`; the timer never keeps the process alive. */

@@ -142,6 +142,21 @@ describe('loadAgentConfig', () => {
     );
   });
 
+  it('pins the self-test benchmark image by digest and bounds its run', () => {
+    expect(loadAgentConfig({ env: {}, readFile: noFile }).selftest).toEqual({ benchmarkImage: null, timeoutMs: 300_000 });
+    const image = `registry.example.com/ark/selftest@sha256:${'c'.repeat(64)}`;
+    expect(
+      loadAgentConfig({ env: { ARK_AGENT_SELFTEST_BENCHMARK_IMAGE: image, ARK_AGENT_SELFTEST_TIMEOUT_S: '60' }, readFile: noFile })
+        .selftest,
+    ).toEqual({ benchmarkImage: image, timeoutMs: 60_000 });
+    expect(() =>
+      loadAgentConfig({ env: { ARK_AGENT_SELFTEST_BENCHMARK_IMAGE: 'registry.example.com/ark/selftest:latest' }, readFile: noFile }),
+    ).toThrow(/ARK_AGENT_SELFTEST_BENCHMARK_IMAGE: selftest_benchmark_image must be an image named by digest/);
+    expect(() => loadAgentConfig({ env: { ARK_AGENT_SELFTEST_TIMEOUT_S: '5' }, readFile: noFile })).toThrow(
+      /selftest_timeout_s must be an integer/,
+    );
+  });
+
   it('configures the job runtime: bridge networking on all addresses by default, host networking and addresses on request', () => {
     expect(loadAgentConfig({ env: {}, readFile: noFile }).jobs).toMatchObject({
       networkMode: 'bridge',

@@ -97,6 +97,19 @@ export const AgentConfigFile = Type.Object(
     /** The address renters reach this machine at, reported with each job's access (else the control plane's own). */
     public_host: Type.Optional(text(253, 'a host name or address')),
     nvidia_smi_path: Type.Optional(text(4096, 'a path')),
+    /**
+     * The self-test's benchmark image, pinned by digest (`name@sha256:<64 hex>`): `ark-agent selftest` runs it; a
+     * run_selftest command may name its own. The agent never runs a benchmark image that does not carry the digest.
+     */
+    selftest_benchmark_image: Type.Optional(
+      Type.String({
+        maxLength: 512,
+        pattern: '^[^\\s@]+@sha256:[0-9a-f]{64}$',
+        problem: 'must be an image named by digest, e.g. registry.example.com/ark/selftest@sha256:<64 hex>',
+      }),
+    ),
+    /** Bound on a whole `ark-agent selftest` run (a run_selftest command carries its own). */
+    selftest_timeout_s: Type.Optional(integer(10, 1800, ' (seconds)')),
     /** Tests only: replay recorded `nvidia-smi -q -x` documents (comma-separated paths) instead of running nvidia-smi. */
     nvidia_smi_fixture: Type.Optional(text(16384, 'a comma-separated list of paths')),
     /** Below this much free disk in the state directory's filesystem the agent reports itself unhealthy. */
@@ -147,6 +160,8 @@ export interface AgentConfig {
     diskCheckIntervalMs: number;
   };
   nvidiaSmiPath: string;
+  /** `ark-agent selftest` and the daemon's self-tests. */
+  selftest: { benchmarkImage: string | null; timeoutMs: number };
   /** Tests only. */
   nvidiaSmiFixtures: string[] | null;
   minDiskFreeBytes: number;
@@ -170,6 +185,7 @@ export const CONFIG_DEFAULTS = {
   ssh_bind_host: '0.0.0.0',
   publish_host: '0.0.0.0',
   nvidia_smi_path: 'nvidia-smi',
+  selftest_timeout_s: 300,
   min_disk_free_bytes: GIB,
   log_level: 'info',
   job_reserve: { cpus: 1, memory_bytes: 2 * GIB },
@@ -213,6 +229,8 @@ export const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: readonly string[
   { name: 'ARK_AGENT_PUBLISH_HOST', path: ['publish_host'], kind: 'string' },
   { name: 'ARK_AGENT_PUBLIC_HOST', path: ['public_host'], kind: 'string' },
   { name: 'ARK_AGENT_NVIDIA_SMI_PATH', path: ['nvidia_smi_path'], kind: 'string' },
+  { name: 'ARK_AGENT_SELFTEST_BENCHMARK_IMAGE', path: ['selftest_benchmark_image'], kind: 'string' },
+  { name: 'ARK_AGENT_SELFTEST_TIMEOUT_S', path: ['selftest_timeout_s'], kind: 'integer' },
   { name: 'ARK_AGENT_NVIDIA_SMI_FIXTURE', path: ['nvidia_smi_fixture'], kind: 'string' },
   { name: 'ARK_AGENT_MIN_DISK_FREE_BYTES', path: ['min_disk_free_bytes'], kind: 'integer' },
   { name: 'ARK_AGENT_REGION', path: ['region'], kind: 'string' },
@@ -332,6 +350,10 @@ export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
       diskCheckIntervalMs: (valid.job_disk_check_interval_s ?? CONFIG_DEFAULTS.job_disk_check_interval_s) * 1000,
     },
     nvidiaSmiPath: valid.nvidia_smi_path ?? CONFIG_DEFAULTS.nvidia_smi_path,
+    selftest: {
+      benchmarkImage: valid.selftest_benchmark_image ?? null,
+      timeoutMs: (valid.selftest_timeout_s ?? CONFIG_DEFAULTS.selftest_timeout_s) * 1000,
+    },
     nvidiaSmiFixtures:
       valid.nvidia_smi_fixture === undefined
         ? null

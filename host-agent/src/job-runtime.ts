@@ -17,6 +17,8 @@ export interface JobRuntimeSettings {
   logger: JobSupervisorLogger;
   /** Replaces the Docker engine at the configured socket (tests). */
   runtime?: ContainerRuntime;
+  /** The self-test's job-start identity check (selftest/selftest-service.ts checkJobStart). */
+  startCheck?: (jobId: string, gpuPciAddresses: readonly string[]) => Promise<string | undefined>;
   /** Owns the job runtime's timers and time (default the system clock). */
   clock?: Clock;
   /** The metrics exporter's hooks: each image pull is reported to it (outcome, duration, size). */
@@ -37,6 +39,7 @@ export function createJobRuntime(settings: JobRuntimeSettings): AgentJobs {
     runtime: settings.metrics === undefined ? runtime : observePulls(runtime, settings.metrics),
     channel: { enqueue: (message: JobMessageBody) => settings.channel.enqueue(withPublicHost(message, publicHost)) },
     gpuInventory: settings.gpuInventory,
+    ...(settings.startCheck === undefined ? {} : { startCheck: settings.startCheck }),
     portRange: { first: config.jobPortRange.from, last: config.jobPortRange.to },
     networkMode: config.jobs.networkMode,
     ...(config.jobs.network !== null ? { network: config.jobs.network } : {}),

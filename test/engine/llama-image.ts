@@ -9,7 +9,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { DockerDaemon } from '../harness/dockerd.js';
-import { buildTestImage, type TestImage, type TestRegistry } from '../harness/images.js';
+import { type BuildTestImageOptions, buildTestImage, type TestImage, type TestRegistry } from '../harness/images.js';
 import { sharedLibraries } from './image.js';
 import { writeTinyLlamaGguf } from './tiny-gguf.js';
 
@@ -61,49 +61,66 @@ export interface LlamaImage extends TestImage {
   model: string;
 }
 
+/** What an image running node-llama-cpp needs: Node, llama.cpp's CPU builds, the packages and their libraries. */
+export type LlamaRootfs = Pick<BuildTestImageOptions, 'copies' | 'trees' | 'symlinks'> & {
+  copies: Record<string, string>;
+  trees: NonNullable<BuildTestImageOptions['trees']>;
+  symlinks: Record<string, string>;
+};
+
+/**
+ * The rootfs parts shared by the engine's image and the self-test's benchmark image (test/engine/bench-image.ts):
+ * Node at /usr/local/bin/node, node-llama-cpp under `modulesDirectory` (`<dir>/node-llama-cpp`), each shared library
+ * at the path it is loaded by.
+ */
+export async function llamaRootfs(modulesDirectory = IMAGE_MODULES): Promise<LlamaRootfs> {
+  const { store, entries, root } = llamaPackageClosure();
+  const node = realpathSync(process.execPath);
+  const copies: Record<string, string> = { '/usr/local/bin/node': node };
+  // Node's libraries and llama.cpp's (libstdc++, libgomp where a CPU variant uses it), each at the path it is
+  // loaded by, its content from wherever that link points.
+  const binaries = join(
+    store,
+    entries.find((e) => e.startsWith(`@node-llama-cpp+${process.platform}-${process.arch}@`)) ?? '',
+    'node_modules',
+  );
+  const natives = [node];
+  const binDirectory = join(
+    binaries,
+    '@node-llama-cpp',
+    `${process.platform}-${process.arch}`,
+    'bins',
+    `${process.platform}-${process.arch}`,
+  );
+  if (existsSync(binDirectory)) {
+    for (const file of readdirSync(binDirectory)) if (/\.(so|node)$/.test(file)) natives.push(join(binDirectory, file));
+  }
+  for (const binary of natives) {
+    for (const library of await sharedLibraries(binary)) {
+      if (!library.startsWith(binDirectory)) copies[library] = realpathSync(library);
+    }
+  }
+  const trees: LlamaRootfs['trees'] = {};
+  // llama.cpp's source bundle (34 MB) is only for building from source, which this image never does.
+  for (const entry of entries)
+    trees[`${modulesDirectory}/.pnpm/${entry}`] = { source: join(store, entry), exclude: [/\/gitRelease\.bundle$/] };
+  const relativeRoot = root.slice(store.length + 1);
+  return { copies, trees, symlinks: { [`${modulesDirectory}/node-llama-cpp`]: `.pnpm/${relativeRoot}` } };
+}
+
 /** Builds the engine's image in `daemon` (about 100 MB: Node, the llama.cpp CPU builds, the packages) and pushes it. */
 export async function buildLlamaEngineImage(daemon: DockerDaemon, registry?: TestRegistry): Promise<LlamaImage> {
-  const { store, entries, root } = llamaPackageClosure();
   const work = await mkdtemp(join(tmpdir(), 'ark-llama-'));
   try {
     const modelFile = join(work, 'model.gguf');
     await writeTinyLlamaGguf(modelFile);
-    const node = realpathSync(process.execPath);
-    const copies: Record<string, string> = { '/usr/local/bin/node': node, '/engine/model.gguf': modelFile };
-    // Node's libraries and llama.cpp's (libstdc++, libgomp where a CPU variant uses it), each at the path it is
-    // loaded by, its content from wherever that link points.
-    const binaries = join(
-      store,
-      entries.find((e) => e.startsWith(`@node-llama-cpp+${process.platform}-${process.arch}@`)) ?? '',
-      'node_modules',
-    );
-    const natives = [node];
-    const binDirectory = join(
-      binaries,
-      '@node-llama-cpp',
-      `${process.platform}-${process.arch}`,
-      'bins',
-      `${process.platform}-${process.arch}`,
-    );
-    if (existsSync(binDirectory)) {
-      for (const file of readdirSync(binDirectory)) if (/\.(so|node)$/.test(file)) natives.push(join(binDirectory, file));
-    }
-    for (const binary of natives) {
-      for (const library of await sharedLibraries(binary)) {
-        if (!library.startsWith(binDirectory)) copies[library] = realpathSync(library);
-      }
-    }
-    const trees: Record<string, { source: string; exclude?: readonly RegExp[] }> = {};
-    // llama.cpp's source bundle (34 MB) is only for building from source, which this image never does.
-    for (const entry of entries)
-      trees[`${IMAGE_MODULES}/.pnpm/${entry}`] = { source: join(store, entry), exclude: [/\/gitRelease\.bundle$/] };
-    const relativeRoot = root.slice(store.length + 1);
+    const rootfs = await llamaRootfs();
     const image = await buildTestImage(daemon, {
       repository: 'ark-test/llama-engine',
       ...(registry === undefined ? {} : { registry }),
-      copies,
-      trees,
-      symlinks: { [`${IMAGE_MODULES}/node-llama-cpp`]: `.pnpm/${relativeRoot}` },
+      copies: { ...rootfs.copies, '/engine/model.gguf': modelFile },
+      trees: rootfs.trees,
+      symlinks: rootfs.symlinks,
       files: { '/engine/server.mjs': await readFile(SERVER_PATH, 'utf8') },
       changes: [
         'CMD ["/usr/local/bin/node", "/engine/server.mjs"]',

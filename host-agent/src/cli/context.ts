@@ -1,9 +1,10 @@
 import type { Clock, CommandMessage } from '@ark/shared';
 import type { AgentChannel, AgentJobs, AgentLogger } from '../agent.js';
-import type { GpuCollector, GpuInventorySource, HostCollector } from '../collectors/index.js';
+import type { GpuCollector, GpuIdentitySource, GpuInventorySource, HostCollector } from '../collectors/index.js';
 import type { AgentConfig } from '../config.js';
 import type { JobRuntimeSettings } from '../job-runtime.js';
 import type { MachineFacts } from '../manifest.js';
+import type { ContainerRuntime } from '../runtime/container-runtime.js';
 
 /** What the channel client needs to connect as this machine. */
 export interface ChannelSettings {
@@ -38,10 +39,12 @@ export interface CliContext {
   /** `destination` is where log lines go: the daemon logs to stdout, interactive commands to stderr. */
   createLogger: (destination: 'stdout' | 'stderr') => CliLogger;
   /** `onError` is called on each failed read (the metrics count collector errors); a recorded collector never fails. */
-  createGpuCollector: (logger: CliLogger, onError?: () => void) => Promise<GpuCollector & GpuInventorySource>;
+  createGpuCollector: (logger: CliLogger, onError?: () => void) => Promise<GpuCollector & GpuInventorySource & GpuIdentitySource>;
   createHostCollector: (logger: CliLogger, onError?: () => void) => HostCollector;
   readMachineFacts: (diskPath: string) => Promise<MachineFacts>;
   createChannel: (settings: ChannelSettings) => AgentChannel;
+  /** The container engine the self-test's benchmark runs on; absent: the configured Docker socket. */
+  createContainerRuntime?: () => ContainerRuntime;
   /** Builds the job runtime (launch_job, stop_job, clean_job); without it the daemon runs no jobs. */
   createJobs?: (settings: JobRuntimeSettings) => AgentJobs;
   /** Resolves with the first of these signals to arrive. */

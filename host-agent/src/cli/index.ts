@@ -12,6 +12,9 @@ Commands:
        [--force]              Pair again as a new machine even though an identity exists.
   run                         Run the daemon (channel, heartbeats, telemetry, network tests). Stops on SIGTERM.
   status [--json]             Show the machine id, whether the daemon runs, its connection and counters.
+  selftest [--json]           Read the GPUs' identity, run the pinned benchmark image through the job runtime and
+           [--image REF@sha256:...]  sign the figures as a hardware receipt; --json prints the signed receipt.
+                              Exit 1 when any part failed or ran past selftest_timeout_s.
   help                        Show this text.
 
 Environment:
@@ -57,6 +60,11 @@ export async function runAgentCli(argv: readonly string[], ctx: CliContext): Pro
         const { values } = parse(rest, { json: { type: 'boolean' } });
         const { statusCommand } = await import('./status.js');
         return await statusCommand(ctx, { json: values.json as boolean | undefined });
+      }
+      case 'selftest': {
+        const { values } = parse(rest, { json: { type: 'boolean' }, image: { type: 'string' } });
+        const { selftestCommand } = await import('./selftest.js');
+        return await selftestCommand(ctx, { json: values.json as boolean | undefined, image: values.image as string | undefined });
       }
       default:
         throw new CliError(`unknown command "${command}"\n\n${USAGE}`, 2);

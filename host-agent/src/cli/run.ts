@@ -1,6 +1,8 @@
 import { Agent } from '../agent.js';
 import { checkHealth } from '../health.js';
 import type { MetricsServer } from '../metrics/prometheus.js';
+import { buildSelftestParts } from '../selftest/parts.js';
+import { SelftestService } from '../selftest/selftest-service.js';
 import { ensureStateDir, readIdentity, writeStatus } from '../state.js';
 import { type CliContext, CliError } from './context.js';
 
@@ -45,6 +47,31 @@ export async function runCommand(ctx: CliContext): Promise<number> {
   const gpu = await ctx.createGpuCollector(logger, hooks && (() => hooks.collectorError('gpu')));
   const host = ctx.createHostCollector(logger, hooks && (() => hooks.collectorError('host')));
   const createJobs = ctx.createJobs;
+  const secretKey = new Uint8Array(Buffer.from(identity.secret_key, 'base64'));
+  const selftestParts = buildSelftestParts({
+    config,
+    machineId: identity.machine_id,
+    secretKey,
+    identity: gpu,
+    readMachineFacts: ctx.readMachineFacts,
+    clock: ctx.clock,
+    ...(ctx.createContainerRuntime === undefined ? {} : { runtime: ctx.createContainerRuntime() }),
+    // The last network test's figures, when one was measured: the receipt carries what the agent knows.
+    network: async () => {
+      const last = agent?.report().last_nettest as {
+        download_mbps?: number;
+        upload_mbps?: number;
+        latency_ms?: number;
+        error?: string;
+      } | null;
+      if (last === null || last === undefined || last.error !== undefined) return undefined;
+      return {
+        ...(last.download_mbps === undefined ? {} : { download_mbps: last.download_mbps }),
+        ...(last.upload_mbps === undefined ? {} : { upload_mbps: last.upload_mbps }),
+        ...(last.latency_ms === undefined ? {} : { latency_ms: last.latency_ms }),
+      };
+    },
+  });
 
   agent = new Agent({
     machineId: identity.machine_id,
@@ -54,7 +81,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
       ctx.createChannel({
         url: identity.channel_url,
         machineId: identity.machine_id,
-        secretKey: new Uint8Array(Buffer.from(identity.secret_key, 'base64')),
+        secretKey,
         controlPlanePublicKey: identity.control_plane_public_key,
         stateDir: config.stateDir,
         agentVersion: ctx.agentVersion,
@@ -75,16 +102,18 @@ export async function runCommand(ctx: CliContext): Promise<number> {
     ...(createJobs === undefined
       ? {}
       : {
-          createJobs: (channel) =>
+          createJobs: (channel, selftest) =>
             createJobs({
               config,
               channel,
               gpuInventory: gpu,
+              ...(selftest === undefined ? {} : { startCheck: (jobId, pci) => selftest.checkJobStart(jobId, pci) }),
               logger,
               clock: ctx.clock,
               ...(hooks === undefined ? {} : { metrics: hooks }),
             }),
         }),
+    createSelftest: (enqueue, onReceipt) => new SelftestService({ parts: selftestParts, enqueue, logger, onReceipt }),
     checkHealth: () => checkHealth({ docker: config.docker, diskPath: config.stateDir, minDiskFreeBytes: config.minDiskFreeBytes }),
     writeStatus: (report) => writeStatus(config.stateDir, report),
     now: () => ctx.clock.now(),

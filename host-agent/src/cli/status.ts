@@ -73,6 +73,17 @@ export async function statusCommand(ctx: CliContext, options: { json?: boolean }
         : `${nettest.measured_at}: down ${nettest.download_mbps ?? '?'} Mbps, up ${nettest.upload_mbps ?? '?'} Mbps, latency ${nettest.latency_ms ?? '?'} ms`,
     ]);
   }
+  const selftest = report?.last_selftest as Record<string, unknown> | null | undefined;
+  if (selftest) {
+    lines.push([
+      'last self-test',
+      `#${selftest.receipt_seq} (${selftest.trigger}) ${selftest.measured_at}: ${
+        selftest.ok === true
+          ? `ok, ${selftest.gpus} GPU(s)${selftest.matmul_gflops === undefined ? '' : `, ${selftest.matmul_gflops} GFLOP/s, ${selftest.memory_bandwidth_gbps} GB/s`}`
+          : `failed: ${selftest.error}`
+      }`,
+    ]);
+  }
   const width = Math.max(...lines.map(([label]) => label.length)) + 2;
   ctx.out(`${lines.map(([label, value]) => `${`${label}:`.padEnd(width)}${value}`).join('\n')}\n`);
   return 0;

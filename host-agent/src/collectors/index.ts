@@ -32,3 +32,10 @@ export {
   SystemInformationHostCollector,
   type SystemInformationHostCollectorOptions,
 } from './system-information-host-collector.js';
+export {
+  type GpuIdentity,
+  type GpuIdentitySource,
+  gpuIdentityFromNvidiaSmiLog,
+  missingAssignedGpus,
+  parseGpuIdentityXml,
+} from './gpu-identity.js';

@@ -1,4 +1,5 @@
 import { execFile } from 'node:child_process';
+import { type GpuIdentity, type GpuIdentitySource, gpuIdentityFromNvidiaSmiLog } from './gpu-identity.js';
 import { readNvidiaSmiLog, samplesFromNvidiaSmiLog, describeGpus } from './nvidia-smi-xml.js';
 import type { CollectorLogger, GpuCollector, GpuInventory, GpuInventorySource, GpuSample } from './types.js';
 
@@ -23,7 +24,7 @@ export const NVIDIA_SMI_OUTPUT_BYTES_MAX_DEFAULT = 8 * 1024 * 1024;
  * treats any stderr warning as failure. No GPU, no binary, a failing driver: an empty list, logged
  * once per outage, never an exception.
  */
-export class NvidiaSmiGpuCollector implements GpuCollector, GpuInventorySource {
+export class NvidiaSmiGpuCollector implements GpuCollector, GpuInventorySource, GpuIdentitySource {
   readonly #binaryPath: string;
   readonly #timeoutMs: number;
   readonly #maxOutputBytes: number;
@@ -49,6 +50,12 @@ export class NvidiaSmiGpuCollector implements GpuCollector, GpuInventorySource {
   async inventory(): Promise<GpuInventory> {
     const log = await this.#readShared();
     return log === undefined ? { gpus: [] } : describeGpus(log);
+  }
+
+  /** The receipt's GPU identity (gpu-identity.ts); no nvidia-smi or a failing one: no GPUs. */
+  async identity(): Promise<GpuIdentity> {
+    const log = await this.#readShared();
+    return log === undefined ? { gpus: [] } : gpuIdentityFromNvidiaSmiLog(log);
   }
 
   #readShared(): Promise<unknown> {

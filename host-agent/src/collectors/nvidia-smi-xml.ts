@@ -203,7 +203,7 @@ function pciAddressOf(gpu: Record<string, unknown>): string | undefined {
   return normalisePciAddress(`${domain}:${bus}:${device}.0`);
 }
 
-function readVersions(log: Record<string, unknown>): { driver_version?: string; cuda_version?: string } {
+export function readVersions(log: Record<string, unknown>): { driver_version?: string; cuda_version?: string } {
   const versions: { driver_version?: string; cuda_version?: string } = {};
   const driver = cleanText(textAt(log, 'driver_version'));
   if (driver !== undefined) versions.driver_version = driver;
@@ -213,11 +213,11 @@ function readVersions(log: Record<string, unknown>): { driver_version?: string; 
 }
 
 /** Every `<gpu>` element is a GPU: brand, subsystem vendor and product name play no part. */
-function gpuNodes(log: Record<string, unknown>): Record<string, unknown>[] {
+export function gpuNodes(log: Record<string, unknown>): Record<string, unknown>[] {
   return asList(log.gpu).filter(isRecord).slice(0, MAX_GPUS_PER_SAMPLE);
 }
 
-function logRoot(parsed: unknown): Record<string, unknown> {
+export function logRoot(parsed: unknown): Record<string, unknown> {
   if (!isRecord(parsed)) return {};
   const inner = parsed.nvidia_smi_log;
   if (inner === undefined) return parsed;
@@ -229,7 +229,7 @@ function setIfMeasured<K extends keyof GpuSample>(sample: GpuSample, key: K, val
 }
 
 /** Text of the element at a path; xml2js gives a string, or `{_: text, $: attributes}` when attributes are present. */
-function textAt(node: Record<string, unknown>, ...path: string[]): string | undefined {
+export function textAt(node: Record<string, unknown>, ...path: string[]): string | undefined {
   const value = childAt(node, ...path);
   if (typeof value === 'string') return value;
   if (isRecord(value) && typeof value._ === 'string') return value._;
@@ -250,7 +250,7 @@ function childAt(node: Record<string, unknown>, ...path: string[]): unknown {
 // What nvidia-smi prints in place of a value it cannot give, bracketed or not.
 const PLACEHOLDER_TEXT = /^\[?(N\/A|Not Supported|Unknown Error|Insufficient Permissions|Requested functionality has been deprecated)\]?$/i;
 
-function cleanText(text: string | undefined): string | undefined {
+export function cleanText(text: string | undefined): string | undefined {
   if (text === undefined) return undefined;
   const trimmed = text.trim();
   if (trimmed === '' || PLACEHOLDER_TEXT.test(trimmed)) return undefined;

@@ -1,4 +1,5 @@
 import { readFile } from 'node:fs/promises';
+import { type GpuIdentity, type GpuIdentitySource, gpuIdentityFromNvidiaSmiLog } from './gpu-identity.js';
 import { describeGpus, readNvidiaSmiLog, samplesFromNvidiaSmiLog } from './nvidia-smi-xml.js';
 import type { GpuCollector, GpuInventory, GpuInventorySource, GpuSample } from './types.js';
 
@@ -6,7 +7,7 @@ import type { GpuCollector, GpuInventory, GpuInventorySource, GpuSample } from '
  * Test double that replays recorded `nvidia-smi -q -x` documents through the real parser, one per
  * sample, cycling. No documents behaves like a machine without GPUs.
  */
-export class RecordedGpuCollector implements GpuCollector, GpuInventorySource {
+export class RecordedGpuCollector implements GpuCollector, GpuInventorySource, GpuIdentitySource {
   readonly #logs: readonly unknown[];
   #next = 0;
 
@@ -31,5 +32,11 @@ export class RecordedGpuCollector implements GpuCollector, GpuInventorySource {
   async inventory(): Promise<GpuInventory> {
     const log = this.#logs[0];
     return log === undefined ? { gpus: [] } : describeGpus(log);
+  }
+
+  /** The first document's GPU identity, as a self-test would read it. */
+  async identity(): Promise<GpuIdentity> {
+    const log = this.#logs[0];
+    return log === undefined ? { gpus: [] } : gpuIdentityFromNvidiaSmiLog(log);
   }
 }

@@ -29,6 +29,11 @@ export type JobSupervisorOptions = {
   channel: JobChannelPort;
   /** Maps assigned PCI addresses to Docker device IDs; without it a launch naming GPUs fails. */
   gpuInventory?: GpuInventorySource;
+  /**
+   * The self-test's job-start check (identity only, signed receipt with trigger job_start), run before the container
+   * is created: the problem it answers fails the launch with it as the detail. Absent: no check.
+   */
+  startCheck?: (jobId: string, gpuPciAddresses: readonly string[]) => Promise<string | undefined>;
   /** Host ports for SSH listeners and (with bridge networking) published template ports. */
   portRange: PortRange;
   /** `bridge` in production; `host` where no bridge exists (tests), making container ports host ports. */
@@ -82,6 +87,7 @@ export type JobSupervisorOptions = {
 export type JobSettings = {
   stateDir: string;
   gpuInventory: GpuInventorySource | undefined;
+  startCheck: ((jobId: string, gpuPciAddresses: readonly string[]) => Promise<string | undefined>) | undefined;
   portRange: PortRange;
   networkMode: Exclude<NetworkMode, 'none'>;
   network: string | undefined;
@@ -108,6 +114,7 @@ export function resolveJobSettings(options: JobSupervisorOptions): JobSettings {
   return {
     stateDir: options.stateDir,
     gpuInventory: options.gpuInventory,
+    startCheck: options.startCheck,
     portRange: options.portRange,
     networkMode: options.networkMode,
     network: options.network,

@@ -124,6 +124,31 @@ describe('JobLaunch with recorded Docker answers', () => {
     expect(kit.runtime.callsOf('createContainer')).toEqual([]);
   });
 
+  it('runs the job-start identity check before any container is made, and fails the launch with its problem', async () => {
+    const checked: Array<[string, readonly string[]]> = [];
+    let problem: string | undefined;
+    await setUp({
+      startCheck: async (jobId, pci) => {
+        checked.push([jobId, pci]);
+        return problem;
+      },
+    });
+    const passing = kit.launchBody();
+    expect((await launched(passing)).record.phase).toBe('ready');
+    expect(checked).toEqual([[passing.job_id, []]]);
+    problem = 'GPU identity check failed: assigned GPU 0000:3b:00.0 not found by nvidia-smi (it lists none)';
+    const failing = kit.launchBody({ gpu_pci_addresses: ['0000:3b:00.0'] });
+    const job = await launched(failing);
+    expect(checked.at(-1)).toEqual([failing.job_id, ['0000:3b:00.0']]);
+    expect(kit.channel.statuses().at(-1)).toMatchObject({
+      job_id: failing.job_id,
+      status: 'failed',
+      detail: expect.stringContaining(problem),
+    });
+    expect(job.record.phase).toBe('failed');
+    expect(kit.runtime.specOf(job.record.container_name)).toBeUndefined();
+  });
+
   it('creates a container without limits only when neither the agent nor the launch has any (before confinement)', async () => {
     const job = await launched(kit.launchBody());
     expect(kit.runtime.specOf(job.record.container_name)).not.toHaveProperty('limits');

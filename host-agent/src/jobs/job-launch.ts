@@ -80,6 +80,12 @@ export class JobLaunch {
         await outbox.commit(job, [outbox.status(record, 'starting')]);
       }
       if (signal.aborted) return;
+      // Before anything runs: the GPUs this job was assigned are the ones nvidia-smi lists now (a signed receipt).
+      if (record.container_id === undefined && settings.startCheck !== undefined) {
+        const problem = await settings.startCheck(record.job_id, launch.gpu_pci_addresses);
+        if (problem !== undefined) throw new LaunchFailure(problem);
+        if (signal.aborted) return;
+      }
       const deviceIds = await this.deviceIds(launch.gpu_pci_addresses);
       await this.assignPorts(job);
       const hostKey = await (await hostKeys()).loadOrCreateHostKey(store.hostKeyPath(record.job_id));
