@@ -3,8 +3,11 @@
 // a loopback registry into a private dockerd and run through the job runtime, and the signed receipt it prints
 // checked with the shared verifier against the machine's public key, as anyone holding that key would. Also: an
 // image that is not the pinned digest never runs, and a benchmark that never finishes is bounded and reported failed.
+// Last, the whole path on real parts: the control plane bundle asks a paired `ark-agent run` for its enrollment
+// self-test, and the receipt the benchmark produced is stored, checked by `ark machines verify`, and scored in
+// `ark offers search` and on the console's marketplace.
 import { randomUUID } from 'node:crypto';
-import { rm } from 'node:fs/promises';
+import { readFile, rm } from 'node:fs/promises';
 import { join } from 'node:path';
 import { type HardwareReceiptBody, verifyHardwareReceipt } from '@ark/shared';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -12,9 +15,10 @@ import { buildBenchmarkImage } from '../engine/bench-image.js';
 import { type DockerDaemon, isDockerAvailable, startDockerd } from '../harness/dockerd.js';
 import { buildTestImage, startRegistry, type TestImage, type TestRegistry } from '../harness/images.js';
 import { FakeControlPlane } from '@ark/host-agent/channel/testing/fake-control-plane';
-import { spawnProcess } from '../harness/processes.js';
-import { agentBin, repoRoot } from './host-side-helpers.js';
-import { agent, pairedStateDir } from './selftest-helpers.js';
+import { type SpawnedProcess, spawnProcess, waitFor } from '../harness/processes.js';
+import { ark, expectExit } from './cli-helpers.js';
+import { agentBin, api, repoRoot, startAgent, waitWhileRunning } from './host-side-helpers.js';
+import { agent, consolePage, type PairedMarketplace, pairedMarketplace, pairedStateDir } from './selftest-helpers.js';
 
 describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engine', () => {
   let daemon: DockerDaemon;
@@ -25,6 +29,8 @@ describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engin
   let stateDir: string;
   let publicKey: string;
   let env: NodeJS.ProcessEnv;
+  /** The last describe's control plane and paired machine, made while the cases before it run. */
+  let marketplace: Promise<PairedMarketplace> | undefined;
 
   beforeAll(async () => {
     daemon = await startDockerd();
@@ -34,6 +40,9 @@ describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engin
       // Stands for a benchmark that never finishes: it sleeps an hour.
       buildTestImage(daemon, { registry, repository: 'ark-test/hung-bench', changes: ['CMD ["sleep", "3600"]'] }),
     ]);
+    marketplace = pairedMarketplace(bench.digestRef, daemon.socketPath);
+    // Awaited (and its failure reported) by the describe that uses it.
+    marketplace.catch(() => undefined);
     // The agent pulls the benchmark by digest from the registry, as a host would.
     await daemon.docker(['rmi', bench.localRef, bench.ref]);
     ({ stateDir, publicKey } = await pairedStateDir(machineId));
@@ -49,6 +58,7 @@ describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engin
   }, 240_000);
 
   afterAll(async () => {
+    await (await marketplace?.catch(() => undefined))?.stop();
     await daemon?.stop();
     await registry?.stop();
     if (stateDir !== undefined) await rm(stateDir, { recursive: true, force: true });
@@ -174,4 +184,97 @@ describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engin
     // Nothing keeps running.
     expect(await selftestContainers()).toBe('');
   }, 60_000);
+
+  // The Done-when line with every part real (issue 24 item 2): the control plane bundle asks the paired `ark-agent run`
+  // for its enrollment self-test naming this file's benchmark image by digest (ARK_SELFTEST_IMAGE); the agent runs it
+  // on the private dockerd and sends the signed receipt over its channel; the renter then checks it with `ark machines
+  // verify`, sees its score in `ark offers search` and on the console's marketplace. Nothing here signs or makes up a
+  // figure. The marketplace was started and the machine paired while the cases above ran (beforeAll).
+  describe('a receipt from the real benchmark on the real control plane', () => {
+    let site: PairedMarketplace;
+    let daemonAgent: SpawnedProcess | undefined;
+
+    beforeAll(async () => {
+      if (marketplace === undefined) throw new Error('the marketplace was not started');
+      site = await marketplace;
+      // Started only now, so its self-test has the engine to itself.
+      daemonAgent = startAgent(site.setup, ['run']);
+    }, 120_000);
+
+    afterAll(async () => {
+      await daemonAgent?.stop('SIGTERM', { timeoutMs: 10_000 });
+    });
+
+    it('is stored, verifies with `ark machines verify`, and shows its score in `ark offers search` and the console', async () => {
+      const { cp, machineId, renterEnv } = site;
+      const agentProcess = daemonAgent as SpawnedProcess;
+      const view = await waitWhileRunning(
+        agentProcess,
+        async () => {
+          const answer = await api(cp.base, 'GET', `/api/v1/machines/${machineId}/verification`);
+          return answer.status === 200 && answer.body.score !== null ? answer.body : undefined;
+        },
+        { timeoutMs: 60_000, intervalMs: 200, description: 'the enrollment receipt in the public verification view' },
+      ).catch((error: Error) => {
+        throw new Error(`${error.message}\n--- agent ---\n${agentProcess.output()}\n--- control plane ---\n${cp.process.output()}`);
+      });
+      // Served under the key the agent made at pairing and keeps in its state directory.
+      const identity = JSON.parse(await readFile(join(site.setup.stateDir, 'identity.json'), 'utf8'));
+      expect(view.public_key).toBe(identity.public_key);
+      expect(view.unlisted).toBe(false);
+      expect(view.receipts).toHaveLength(1);
+      const { receipt, signature } = view.receipts[0];
+      const check = verifyHardwareReceipt({ receipt, signature }, identity.public_key, machineId);
+      if (!check.ok) throw new Error(`receipt refused: ${check.reason} ${check.detail ?? ''}`);
+      expect(check.body).toMatchObject({
+        machine_id: machineId,
+        receipt_seq: 1,
+        trigger: 'enrollment',
+        ok: true,
+        gpus: [],
+        benchmark: { image: bench.digestRef, backend: 'cpu' },
+      });
+      expect(check.body.command_id).toMatch(/^[0-9a-f-]{36}$/);
+      expect(check.body.benchmark?.matmul_gflops).toBeGreaterThan(0);
+      expect(check.body.benchmark?.memory_bandwidth_gbps).toBeGreaterThan(0);
+      expect(check.score).toBeGreaterThan(0);
+      expect(view.score).toBe(check.score);
+      expect(view.verified_at).toBe(check.body.measured_at);
+      // Nothing the agent sent was refused.
+      const metrics = await (await fetch(`${cp.base}/metrics`)).text();
+      expect(metrics.match(/^ark_hardware_receipts_refused_total\{.*\} [1-9]\d*$/m)).toBeNull();
+
+      // The renter: `ark machines verify` against the served key and pinned to the agent's own, then the offers.
+      const [served, pinned, offer] = await Promise.all([
+        ark(['machines', 'verify', machineId, '--json'], { env: renterEnv }),
+        ark(['machines', 'verify', machineId, '--public-key', identity.public_key], { env: renterEnv }),
+        waitFor(
+          async () => {
+            const run = expectExit(await ark(['offers', 'search', '--json'], { env: renterEnv }), 0);
+            return run.json.items.find((o: { machine_id: string }) => o.machine_id === machineId);
+          },
+          { timeoutMs: 30_000, intervalMs: 250, description: 'the machine’s offer in `ark offers search`' },
+        ),
+      ]);
+      expect(expectExit(served, 0).json).toMatchObject({
+        machine_id: machineId,
+        public_key: identity.public_key,
+        key_source: 'served',
+        verified: true,
+        score: check.score,
+        verified_at: check.body.measured_at,
+        receipts: [{ receipt_seq: 1, ok: true, problem: null, score: check.score }],
+      });
+      expect(expectExit(pinned, 0).stderr).toContain(`Verified: 1 receipt(s) signed by ${identity.public_key}; score ${check.score}.`);
+      expect(offer.verification).toEqual({ score: check.score, verified_at: check.body.measured_at });
+
+      // The console's marketplace, signed in through its own form as the renter.
+      const page = await consolePage(cp.base, site.renterEmail, site.renterPassword, '/console/offers');
+      const row = new RegExp(`<tr data-machine-id="${machineId}">[\\s\\S]*?</tr>`).exec(page)?.[0];
+      expect(row, page).toBeDefined();
+      expect(row).toContain(`<td data-label="Score" class="score">${check.score}</td>`);
+      expect(row).toContain(`<a href="/api/v1/machines/${machineId}/verification">`);
+      expect(await selftestContainers()).toBe('');
+    }, 90_000);
+  });
 });
