@@ -229,7 +229,8 @@ async function followLogs(
     while (!controller.signal.aborted) {
       try {
         const response = await ctx.api.raw('GET', `/api/v1/jobs/${encodeURIComponent(jobId)}/logs`, {
-          query: { follow: true, tail, ...(cursor === undefined ? {} : { cursor }) },
+          // A resume asks for every line missed since the last one printed, up to the bound (the server says how many it skipped past it).
+          query: { follow: true, ...(cursor === undefined ? { tail } : { tail: LOG_TAIL_MAX, cursor }) },
           headers: { accept: 'text/event-stream', ...(cursor === undefined ? {} : { 'last-event-id': cursor }) },
           signal: controller.signal,
         });

@@ -11,7 +11,7 @@
 // following, with each new line as it is written, until logs_cancel, the connection's end or the container's end.
 // One token bucket per job bounds the bytes its streams push through the channel: the answer to a request waits
 // for the bucket (it is paced, never cut), while followed lines past the bound are dropped from the stream (they
-// stay on disk) and one `ark` line says how many, with their cursors, once the bucket has room again.
+// stay on disk) and one `ark` line says how many, with their cursors, once the bucket is half full again.
 import {
   type ClockTimer,
   JOB_LOG_FRAME_MAX_BYTES,
@@ -182,7 +182,8 @@ export class JobLogs {
             this.#context.logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job log capture failed');
         } finally {
           capture.running = false;
-          for (const listener of listeners) listener.ended();
+          // Stopped by the agent itself (closing, or the clean) is not the container's end: followers are not told it is.
+          if (!controller.signal.aborted) for (const listener of listeners) listener.ended();
         }
       })
       .catch((error: unknown) =>
@@ -337,8 +338,10 @@ export class JobLogs {
         `faster than its log bound of ${this.#settings.rateBytesPerS} bytes/s through the channel; they are kept on the machine, ` +
         `ask for them with cursor=${dropped.first - 1}`,
     };
+    // Not before the bucket is half full again: a job that keeps writing past the bound gets one note every few
+    // seconds, not one between every two lines that squeeze through.
     const bucket = this.#bucket(stream.jobId);
-    if (bucket.waitMs(costOf(note) + thenBytes, nowMs) > 0 || !bucket.take(costOf(note), nowMs)) return false;
+    if (bucket.waitMs(Math.max(costOf(note) + thenBytes, bucket.burst / 2), nowMs) > 0 || !bucket.take(costOf(note), nowMs)) return false;
     stream.pending.push(note);
     stream.dropped = undefined;
     return true;

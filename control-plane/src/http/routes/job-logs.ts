@@ -138,6 +138,8 @@ export function registerJobLogRoutes(
         clock.clearInterval(keepAlive);
         if (!body.writableEnded) stream.cancel();
       });
+      // A first comment sends the headers at once: a client waiting for lines knows the stream is open.
+      body.write(': following\n\n');
       // Nothing between here and the client may hold lines back or compress them.
       reply.code(200).type('text/event-stream').header('x-accel-buffering', 'no').header('content-encoding', 'identity');
       return reply.send(body);
