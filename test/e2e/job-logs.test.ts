@@ -12,9 +12,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { arkBundle } from '../harness/bundles.js';
 import { isDockerAvailable } from '../harness/dockerd.js';
-import { waitFor } from '../harness/processes.js';
+import { freePort, waitFor } from '../harness/processes.js';
 import { arkConfigDir } from './cli-helpers.js';
-import { repoRoot } from './host-side-helpers.js';
+import { api, repoRoot, startControlPlane } from './host-side-helpers.js';
 import { DIALECTS, type DockerWorld, RentalSite, startDockerWorld } from './rental-helpers.js';
 
 const SECRET = 'sk-logs-secret-4c1f9a';
@@ -127,6 +127,8 @@ describe.skipIf(!isDockerAvailable())('job logs on real parts', () => {
       site = await RentalSite.start(dialect, world, {
         agentConfig: { job_log_rate_bytes_per_s: RATE_BYTES_PER_S },
         cpEnv: { ARK_RETRIEVAL_WINDOW_S: '4' },
+        // On Postgres the site is one replica of two: a second one answers through it in its own test.
+        replica: dialect === 'postgres',
       });
       jobId = (await site.reserve({ budgetMicro: 5_000_000n, env: { API_TOKEN: SECRET } })).jobId;
       await site.waitState(jobId, 'RUNNING');
@@ -292,6 +294,44 @@ describe.skipIf(!isDockerAvailable())('job logs on real parts', () => {
           expect(kept.body.lines.map((line: LogLine) => line.cursor)).toEqual([String(first), String(first + 1), String(first + 2)]);
         } finally {
           reader.close();
+        }
+      },
+    );
+
+    it.runIf(dialect === 'postgres')(
+      'a second replica on the same database answers through the one holding the agent’s channel, following included',
+      { timeout: 60_000 },
+      async () => {
+        const port = await freePort();
+        const { PORT: _port, ARK_DATA_DIR: _dir, ...shared } = site.cp.env;
+        const second = await startControlPlane({
+          port,
+          databaseUrl: site.database?.url ?? null,
+          env: { ...shared, ARK_REPLICA_URL: `http://127.0.0.1:${port}` },
+        });
+        const reader = new EventReader(`${second.base}/api/v1/jobs/${jobId}/logs?follow=true&tail=1`, {
+          authorization: `Bearer ${site.renterKey}`,
+        });
+        try {
+          const tail = await api(second.base, 'GET', `/api/v1/jobs/${jobId}/logs?tail=2`, { token: site.renterKey });
+          expect(tail.status).toBe(200);
+          expect(tail.body.lines.map((line: LogLine) => line.text)).toEqual(['hello with [redacted] inside', 'oops on stderr']);
+          await write('through the other replica');
+          await waitFor(() => reader.lines().some((line) => line.text === 'through the other replica'), {
+            timeoutMs: 15_000,
+            intervalMs: 20,
+            description: 'a followed line through the second replica',
+          });
+          expect(reader.headers?.get('content-type')).toMatch(/^text\/event-stream/);
+          // The second replica cannot reach the machine itself: a request it may not forward is refused there.
+          const direct = await fetch(`${second.base}/api/v1/jobs/${jobId}/logs`, {
+            headers: { authorization: `Bearer ${site.renterKey}`, 'x-ark-logs-hop': '1' },
+          });
+          expect(direct.status).toBe(503);
+          expect(((await direct.json()) as { error: { code: string } }).error.code).toBe('JOB_LOGS_UNREACHABLE');
+        } finally {
+          reader.close();
+          await second.process.stop('SIGTERM');
         }
       },
     );

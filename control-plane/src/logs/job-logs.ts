@@ -8,8 +8,8 @@ import type { LogReader, LogStreamFailure, LogTunnel } from './tunnel.js';
 // lines live on the job's machine (host-agent/src/jobs/job-logs.ts); the caller (http/routes/job-logs.ts) has
 // authorized the reader and reached the replica that holds the machine's channel.
 
-/** How long a one-off request may wait for the machine's whole answer. */
-const ANSWER_TIMEOUT_MS = 30_000;
+/** How long a one-off request may wait for the machine's whole answer (the agent paces a big one at the job's rate bound). */
+const ANSWER_TIMEOUT_MS = 120_000;
 
 export interface LogQuery {
   /** Lines: the last ones, or (with `after`) those after the cursor. */

@@ -47,7 +47,7 @@ describe('job logs through the tunnel', () => {
     const clock = new ManualClock();
     const silent = wire();
     const late = new JobLogReader(silent.tunnel, clock).read(job({}), { limit: 1 }).catch((error: unknown) => error);
-    await clock.advance(30_000);
+    await clock.advance(120_000);
     expect(await late).toMatchObject({ code: 'JOB_LOGS_UNREACHABLE' });
     expect(silent.sent.map((sent) => sent.body.t)).toEqual(['logs_open', 'logs_cancel']);
 

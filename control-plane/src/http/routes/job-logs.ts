@@ -17,6 +17,8 @@ import type { TypedApp } from '../typed-app.js';
 export const LOGS_HOP_HEADER = 'x-ark-logs-hop';
 /** A comment line this often keeps proxies from closing a quiet stream. */
 const KEEP_ALIVE_MS = 15_000;
+/** A reader this far behind is cut (it resumes from its cursor): the agent's rate bound is no bound on a stalled client. */
+const SLOW_READER_BYTES = 1024 * 1024;
 
 const DESCRIPTION =
   "Renter owner only (anyone else: 404). The lines the job's container wrote to stdout and stderr, oldest first, with the job's secret " +
@@ -120,7 +122,16 @@ export function registerJobLogRoutes(
         if (!body.writableEnded) body.end(tail);
       };
       const stream = reader.follow(job, query, {
-        lines: (lines) => body.write(lines.map(eventOf).join('')),
+        lines: (lines) => {
+          if (body.writableEnded) return;
+          body.write(lines.map(eventOf).join(''));
+          if (body.writableLength > SLOW_READER_BYTES) {
+            stream.cancel();
+            finish(
+              `event: error\ndata: ${JSON.stringify({ code: 'UNAVAILABLE', message: 'The reader fell too far behind; resume from its cursor.' })}\n\n`,
+            );
+          }
+        },
         ended: (failure) => {
           if (failure === undefined) return finish('event: end\ndata: {}\n\n');
           const error = logsError(failure.reason, failure.detail);
