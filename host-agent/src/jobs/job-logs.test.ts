@@ -210,6 +210,27 @@ describe('job logs on the agent', () => {
     expect(linesOf(sent, 'r')).toHaveLength(400 - passed.length);
   });
 
+  it('tries the capture again while Docker does not answer, and a follower waiting meanwhile gets the lines', async () => {
+    const { clock, runtime, job, logs, sent, open } = build();
+    let refusals = 1;
+    const follow = runtime.followLogs.bind(runtime);
+    runtime.followLogs = async (id, options) => {
+      if (refusals-- > 0) throw new Error('connect ENOENT /var/run/docker.sock');
+      return follow(id, options);
+    };
+    logs.attach(job);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(runtime.follows).toHaveLength(0);
+    open('f', { limit: 10, follow: true });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(endOf(sent, 'f')).toBeUndefined();
+    await clock.advance(5_000);
+    await until(() => runtime.follows.length === 1);
+    (runtime.follows[0] as { source: PassThrough }).source.write(frame(1, '2030-01-01T00:00:06Z back\n'));
+    await until(() => linesOf(sent, 'f').length === 1);
+    expect(linesOf(sent, 'f')[0]?.text).toBe('back');
+  });
+
   it('rotates the file at half its bound, so a job keeps at most its bound', async () => {
     const { runtime, job, logs, sent, open } = build({ maxBytes: 64 * 1024 });
     logs.attach(job);

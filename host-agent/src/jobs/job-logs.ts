@@ -52,7 +52,11 @@ export type JobLogSettings = {
 
 type Listener = { lines(lines: StoredLogLine[]): void; ended(): void };
 
-type Capture = { file: JobLogFile; controller: AbortController; running: boolean; listeners: Set<Listener> };
+type Capture = { controller: AbortController; running: boolean; listeners: Set<Listener>; retry: ClockTimer | undefined };
+
+/** A capture that failed while the container may still run is tried again after this long. */
+const RECAPTURE_DELAY_MS = 5_000;
+const RECAPTURE_PHASES: ReadonlySet<string> = new Set(['starting', 'ready', 'stopping']);
 
 type Stream = {
   jobId: string;
@@ -147,53 +151,62 @@ export class JobLogs {
     if (containerId === undefined || this.#context.lifecycle.closing) return;
     const existing = this.#captures.get(record.job_id);
     if (existing?.running === true) return;
+    this.#context.clock.clearTimeout(existing?.retry);
     const launch = record.launch;
     const secrets =
       launch === undefined ? [] : [...(launch.engine_api_key === undefined ? [] : [launch.engine_api_key]), ...Object.values(launch.env)];
     const controller = new AbortController();
-    const listeners = existing?.listeners ?? new Set<Listener>();
+    // Registered at once, so a second attach while this one opens the file is a no-op.
+    const capture: Capture = { controller, running: true, listeners: existing?.listeners ?? new Set<Listener>(), retry: undefined };
+    const listeners = capture.listeners;
+    this.#captures.set(record.job_id, capture);
+    let failed = false;
     void this.#file(record.job_id)
       .then(async (file) => {
-        const capture: Capture = { file, controller, running: true, listeners };
-        this.#captures.set(record.job_id, capture);
-        try {
-          const after = file.lastTimestamp === undefined ? undefined : timestampNanos(file.lastTimestamp);
-          const since = file.lastTimestamp === undefined ? undefined : sinceOf(file.lastTimestamp);
-          const source = await this.#context.runtime.followLogs(containerId, {
-            ...(since === undefined ? {} : { since }),
-            signal: controller.signal,
-          });
-          await forEachFrame(source, (stream, payload) => {
-            const lines: Array<Omit<StoredLogLine, 'n'>> = [];
-            for (const entry of entryLines(payload.toString('utf8'), this.#context.clock.now().toISOString())) {
-              // Docker's `since` is inclusive and coarse: what the kept log already holds is not kept twice.
-              const nanos = timestampNanos(entry.t);
-              if (after !== undefined && nanos !== undefined && nanos <= after) continue;
-              const text = redact(entry.l, secrets);
-              for (let at = 0; at === 0 || at < text.length; at += JOB_LOG_LINE_MAX_CHARS) {
-                lines.push({ s: stream, t: entry.t, l: text.slice(at, at + JOB_LOG_LINE_MAX_CHARS) });
-              }
+        const after = file.lastTimestamp === undefined ? undefined : timestampNanos(file.lastTimestamp);
+        const since = file.lastTimestamp === undefined ? undefined : sinceOf(file.lastTimestamp);
+        const source = await this.#context.runtime.followLogs(containerId, {
+          ...(since === undefined ? {} : { since }),
+          signal: controller.signal,
+        });
+        await forEachFrame(source, (stream, payload) => {
+          const lines: Array<Omit<StoredLogLine, 'n'>> = [];
+          for (const entry of entryLines(payload.toString('utf8'), this.#context.clock.now().toISOString())) {
+            // Docker's `since` is inclusive and coarse: what the kept log already holds is not kept twice.
+            const nanos = timestampNanos(entry.t);
+            if (after !== undefined && nanos !== undefined && nanos <= after) continue;
+            const text = redact(entry.l, secrets);
+            for (let at = 0; at === 0 || at < text.length; at += JOB_LOG_LINE_MAX_CHARS) {
+              lines.push({ s: stream, t: entry.t, l: text.slice(at, at + JOB_LOG_LINE_MAX_CHARS) });
             }
-            const stored = file.append(lines);
-            if (stored.length > 0) for (const listener of listeners) listener.lines(stored);
-          });
-        } catch (error) {
-          if (!controller.signal.aborted)
-            this.#context.logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job log capture failed');
-        } finally {
-          capture.running = false;
-          // Stopped by the agent itself (closing, or the clean) is not the container's end: followers are not told it is.
-          if (!controller.signal.aborted) for (const listener of listeners) listener.ended();
-        }
+          }
+          const stored = file.append(lines);
+          if (stored.length > 0) for (const listener of listeners) listener.lines(stored);
+        });
       })
-      .catch((error: unknown) =>
-        this.#context.logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job log could not be opened'),
-      );
+      .catch((error: unknown) => {
+        if (controller.signal.aborted) return;
+        failed = true;
+        this.#context.logger.warn({ job_id: record.job_id, error: errorText(error) }, 'job log capture failed');
+      })
+      .finally(() => {
+        capture.running = false;
+        // Stopped by the agent itself (closing, or the clean) is not the container's end: followers are not told it is.
+        if (controller.signal.aborted) return;
+        // Docker not answering (restarting, a timeout) while the container still runs: try again from the kept log.
+        if (failed && RECAPTURE_PHASES.has(record.phase) && !this.#context.lifecycle.closing) {
+          capture.retry = this.#context.clock.setTimeout(() => this.attach(job), RECAPTURE_DELAY_MS);
+          capture.retry.unref();
+          return;
+        }
+        for (const listener of listeners) listener.ended();
+      });
   }
 
   /** The job is cleaned: its capture stops, its streams end and its log is removed from disk. */
   async remove(jobId: string): Promise<void> {
     this.#captures.get(jobId)?.controller.abort();
+    this.#context.clock.clearTimeout(this.#captures.get(jobId)?.retry);
     this.#captures.delete(jobId);
     this.#buckets.delete(jobId);
     for (const [id, stream] of this.#streams) if (stream.jobId === jobId) this.#end(id, stream, 'not_found', 'the job was cleaned');
@@ -205,7 +218,10 @@ export class JobLogs {
 
   /** The supervisor closes: captures stop (a new run re-attaches from the kept log), streams end. */
   close(): void {
-    for (const capture of this.#captures.values()) capture.controller.abort();
+    for (const capture of this.#captures.values()) {
+      capture.controller.abort();
+      this.#context.clock.clearTimeout(capture.retry);
+    }
     this.abortStreams();
   }
 
@@ -267,7 +283,8 @@ export class JobLogs {
           if (live) this.#finishWhenSent(id, stream);
         },
       };
-      if (capture?.running === true) capture.listeners.add(stream.listener);
+      // A capture waiting to try again counts as live: its container may well still be writing.
+      if (capture !== undefined && (capture.running || capture.retry !== undefined)) capture.listeners.add(stream.listener);
       else ended = true;
     }
     const kept = await file.read();
