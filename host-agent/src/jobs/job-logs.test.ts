@@ -231,6 +231,32 @@ describe('job logs on the agent', () => {
     expect(linesOf(sent, 'f')[0]?.text).toBe('back');
   });
 
+  it('a follower whose first answer is still paced out keeps what it hears up to a bound; one note counts the rest', async () => {
+    const { clock, runtime, job, logs, sent, open } = build({ rateBytesPerS: 1024 });
+    logs.attach(job);
+    await until(() => runtime.follows.length === 1);
+    const { source } = runtime.follows[0] as { source: PassThrough };
+    for (let i = 0; i < 300; i += 1) source.write(frame(1, `2030-01-01T00:00:01Z kept ${String(i).padStart(4, '0')}${'k'.repeat(1000)}\n`));
+    await new Promise((resolve) => setTimeout(resolve, 30));
+    open('f', { limit: 300, follow: true });
+    await until(() => linesOf(sent, 'f').length > 0);
+    // The answer (300 KiB) waits for the bucket; meanwhile the job writes 6000 more lines.
+    for (let i = 0; i < 6000; i += 1) source.write(frame(1, `2030-01-01T00:00:02Z new ${i}\n`));
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    for (let step = 0; step < 200 && !linesOf(sent, 'f').some((line) => line.stream === 'ark'); step += 1) {
+      await clock.advance(5_000);
+      await new Promise((resolve) => setTimeout(resolve, 2));
+    }
+    const lines = linesOf(sent, 'f');
+    expect(lines.filter((line) => line.text.startsWith('kept'))).toHaveLength(300);
+    const fresh = lines.filter((line) => line.text.startsWith('new'));
+    const note = lines.find((line) => line.stream === 'ark');
+    expect(Number(/^(\d+) lines dropped/.exec(note?.text ?? '')?.[1]) + fresh.length).toBe(6000);
+    expect(note?.cursor).toBe('6300');
+    const cursors = lines.map((line) => Number(line.cursor));
+    expect(cursors).toEqual([...cursors].sort((a, b) => a - b));
+  });
+
   it('rotates the file at half its bound, so a job keeps at most its bound', async () => {
     const { runtime, job, logs, sent, open } = build({ maxBytes: 64 * 1024 });
     logs.attach(job);

@@ -37,6 +37,8 @@ export type LogsSend = (body: LogsReply) => boolean;
 
 /** What a line costs in the bucket beyond its text: the frame's JSON around it. */
 const LINE_OVERHEAD_BYTES = 64;
+/** Lines a follower keeps while its first answer is still being paced out; more are dropped from its stream. */
+const HEARD_MAX_LINES = 5_000;
 /** Streams open at once on this machine; more are refused. */
 const STREAMS_MAX = 64;
 /** While lines are being dropped, how often the stream checks whether the bucket has room for the note again. */
@@ -272,12 +274,24 @@ export class JobLogs {
     const file = await this.#file(open.job_id);
     // Following: listen before reading, so a line written meanwhile is either in the file or heard, never neither.
     const heard: StoredLogLine[] = [];
+    let overflow: Stream['dropped'];
     let live = false;
     let ended = false;
     if (open.follow) {
       const capture = this.#captures.get(open.job_id);
       stream.listener = {
-        lines: (lines) => (live ? this.#offer(id, stream, lines) : heard.push(...lines)),
+        lines: (lines) => {
+          if (live) return this.#offer(id, stream, lines);
+          // Heard while the answer is still paced out: kept up to a bound, the rest counted as dropped (they stay on disk).
+          for (const line of lines) {
+            if (heard.length < HEARD_MAX_LINES) heard.push(line);
+            else if (overflow === undefined) overflow = { count: 1, first: line.n, last: line };
+            else {
+              overflow.count += 1;
+              overflow.last = line;
+            }
+          }
+        },
         ended: () => {
           ended = true;
           if (live) this.#finishWhenSent(id, stream);
@@ -299,6 +313,12 @@ export class JobLogs {
       stream,
       heard.filter((line) => line.n > floor),
     );
+    // What did not fit while the answer was paced out comes after the heard lines: one drop note covers both.
+    if (overflow !== undefined) {
+      const before = stream.dropped;
+      stream.dropped = before === undefined ? overflow : { count: before.count + overflow.count, first: before.first, last: overflow.last };
+      this.#armDropNote(id, stream);
+    }
     if (ended) this.#finishWhenSent(id, stream);
   }
 
