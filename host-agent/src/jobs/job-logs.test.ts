@@ -65,7 +65,8 @@ beforeEach(async () => {
   stateDir = await mkdtemp(join(tmpdir(), 'ark-job-logs-'));
 });
 afterEach(async () => {
-  await rm(stateDir, { recursive: true, force: true });
+  // A capture's last writes may still land while the directory goes: retried, as rm -rf would.
+  await rm(stateDir, { recursive: true, force: true, maxRetries: 10, retryDelay: 20 });
 });
 
 function build(options: { rateBytesPerS?: number; maxBytes?: number } = {}) {
