@@ -37,6 +37,7 @@ import { registerOfferRoutes } from './http/routes/offers.js';
 import { registerPairPageRoutes } from './http/routes/pair-page.js';
 import { registerPairingRoutes } from './http/routes/pairing.js';
 import { registerQuoteRoutes } from './http/routes/quotes.js';
+import { registerJobLogRoutes } from './http/routes/job-logs.js';
 import { registerRelayRoutes } from './http/routes/relay.js';
 import { registerSpendCapRoutes } from './http/routes/spend-cap.js';
 import { registerTelemetryRoutes } from './http/routes/telemetry.js';
@@ -186,6 +187,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
   registerRelayRoutes(app, ctx, gateway.relay, (machineId) => gateway.isConnected(machineId));
   // So does readiness verification: it reads a model job's engine list through this gateway's agents.
   attachRelay?.({ tunnel: gateway.relay, connectedHere: (machineId) => gateway.isConnected(machineId) });
+  // Job logs come the same way, from the agent that keeps them (issue 25 item 2).
+  registerJobLogRoutes(app, ctx, gateway.logs, (machineId) => gateway.isConnected(machineId));
   await registerApiReference(app);
   // The web console: pages over the public API above (console/index.ts).
   await registerConsole(app, ctx);

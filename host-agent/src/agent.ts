@@ -6,11 +6,14 @@ import type {
   JobEventMessage,
   JobStatusMessage,
   MeterReceiptMessage,
+  LogsCancelMessage,
+  LogsOpenMessage,
   RelayCancelMessage,
   RelayOpenMessage,
   RunNettestBody,
 } from '@ark/shared';
 import { EngineRelay, type EngineTarget, type RelayReply } from './jobs/engine-relay.js';
+import type { LogsReply } from './jobs/job-logs.js';
 import type { GpuCollector, HostCollector } from './collectors/index.js';
 import { type AgentMetricsHooks, noMetrics } from './metrics/hooks.js';
 import type { MeasureOptions, NettestBounds, NettestMeasurement } from './nettest/measure.js';
@@ -45,6 +48,8 @@ export interface AgentChannel {
   on?(event: 'connected' | 'disconnected' | 'ack', listener: () => void): unknown;
   /** Unreliable relay frames (jobs/engine-relay.ts): sent on the current connection, false without one. */
   sendRelay?(body: RelayReply): boolean;
+  /** Unreliable job-log frames (jobs/job-logs.ts): sent on the current connection, false without one. */
+  sendLogs?(body: LogsReply): boolean;
 }
 
 export interface AgentTimers {
@@ -68,6 +73,10 @@ export interface AgentJobs {
   runningJobs(): HeartbeatBody['running_jobs'];
   /** Where a ready model job's engine answers, for the relay (absent: no relay). */
   engineTarget?(jobId: string, fence: string): EngineTarget | undefined;
+  /** A job-log request from the control plane (absent: none is answered). */
+  handleLogs?(msg: LogsOpenMessage | LogsCancelMessage, send: (body: LogsReply) => boolean): void;
+  /** The connection ended: its log streams end. */
+  abortLogStreams?(): void;
   /** Stops timers and listeners, leaving containers to the next run. */
   close(): Promise<void>;
 }
@@ -86,6 +95,7 @@ export interface AgentOptions {
   createChannel: (handlers: {
     onCommand: (command: CommandMessage) => Promise<void>;
     onRelay?: (msg: RelayOpenMessage | RelayCancelMessage) => void;
+    onLogs?: (msg: LogsOpenMessage | LogsCancelMessage) => void;
   }) => AgentChannel;
   gpu: GpuCollector;
   host: HostCollector;
@@ -174,6 +184,7 @@ export class Agent {
     this.#channel = options.createChannel({
       onCommand: (command) => this.handleCommand(command),
       onRelay: (msg) => this.#relay.handle(msg),
+      onLogs: (msg) => this.#handleLogs(msg),
     });
     const enqueue = (body: ReliableBody) => this.#channel.enqueue(body);
     this.#telemetry = new TelemetryPipeline({
@@ -232,6 +243,7 @@ export class Agent {
     for (const event of ['connected', 'disconnected', 'ack'] as const) this.#channel.on?.(event, () => void this.#persistStatus());
     // Relay streams live on one connection: the control plane fails them when it ends, so the engine requests stop too.
     this.#channel.on?.('disconnected', () => this.#relay.abortAll());
+    this.#channel.on?.('disconnected', () => this.#jobs?.abortLogStreams?.());
     this.#channel.on?.('connected', () => this.#metrics.channelConnected());
     await this.#channel.start();
     // After the channel's queue is open (the job runtime re-sends what it had not handed over), and before
@@ -312,6 +324,21 @@ export class Agent {
       { command_id: command.command_id, kind: command.kind },
       'command not supported by this agent version; ignored',
     );
+  }
+
+  /** A job-log request: answered by the job runtime once it has started; without one, the log is not here. */
+  #handleLogs(msg: LogsOpenMessage | LogsCancelMessage): void {
+    const send = (body: LogsReply) => this.#channel.sendLogs?.(body) ?? false;
+    if (this.#jobs?.handleLogs === undefined) {
+      if (msg.t === 'logs_open') send({ t: 'logs_end', stream_id: msg.stream_id, error: 'not_found', detail: 'this agent runs no jobs' });
+      return;
+    }
+    const jobs = this.#jobs;
+    void this.#jobsReady.promise.then(() => {
+      if (this.#jobsStarted && this.#jobsProblem === undefined) jobs.handleLogs?.(msg, send);
+      else if (msg.t === 'logs_open')
+        send({ t: 'logs_end', stream_id: msg.stream_id, error: 'unavailable', detail: 'the job runtime is not running' });
+    });
   }
 
   /** Clean shutdown: timers stop, buffered samples go to the channel's persistent queue, the channel closes. */

@@ -90,6 +90,10 @@ export const AgentConfigFile = Type.Object(
     /** How often a running job's processes and egress are read (its disk less often: job_disk_check_interval_s). */
     job_check_interval_s: Type.Optional(integer(1, 3600, ' (seconds)')),
     job_disk_check_interval_s: Type.Optional(integer(1, 86_400, ' (seconds)')),
+    /** The most bytes of one job's output kept on disk, rotated in two halves (issue 25 item 2). */
+    job_log_max_bytes: Type.Optional(integer(64 * 1024, 1024 * 1024 * 1024, ' (bytes)')),
+    /** The bytes per second one job's logs may push through the channel; followed lines past it are dropped. */
+    job_log_rate_bytes_per_s: Type.Optional(integer(1024, 100 * 1024 * 1024, ' (bytes per second)')),
     /** Address the per-job SSH listeners bind to. */
     ssh_bind_host: Type.Optional(text(253, 'an address')),
     /** Address job ports are published on with bridge networking. */
@@ -158,6 +162,9 @@ export interface AgentConfig {
     runtime: string;
     checkIntervalMs: number;
     diskCheckIntervalMs: number;
+    /** Job logs: kept per job on disk, and pushed through the channel per second (jobs/job-logs.ts). */
+    logMaxBytes: number;
+    logRateBytesPerS: number;
   };
   nvidiaSmiPath: string;
   /** `ark-agent selftest` and the daemon's self-tests. */
@@ -193,6 +200,8 @@ export const CONFIG_DEFAULTS = {
   job_runtime: 'auto',
   job_check_interval_s: 10,
   job_disk_check_interval_s: 60,
+  job_log_max_bytes: 16 * 1024 * 1024,
+  job_log_rate_bytes_per_s: 256 * 1024,
 } as const;
 
 export class ConfigError extends Error {
@@ -228,6 +237,8 @@ export const ENV_OVERRIDES: ReadonlyArray<{ name: string; path: readonly string[
   { name: 'ARK_AGENT_SSH_BIND_HOST', path: ['ssh_bind_host'], kind: 'string' },
   { name: 'ARK_AGENT_PUBLISH_HOST', path: ['publish_host'], kind: 'string' },
   { name: 'ARK_AGENT_PUBLIC_HOST', path: ['public_host'], kind: 'string' },
+  { name: 'ARK_AGENT_JOB_LOG_MAX_BYTES', path: ['job_log_max_bytes'], kind: 'integer' },
+  { name: 'ARK_AGENT_JOB_LOG_RATE_BYTES_PER_S', path: ['job_log_rate_bytes_per_s'], kind: 'integer' },
   { name: 'ARK_AGENT_NVIDIA_SMI_PATH', path: ['nvidia_smi_path'], kind: 'string' },
   { name: 'ARK_AGENT_SELFTEST_BENCHMARK_IMAGE', path: ['selftest_benchmark_image'], kind: 'string' },
   { name: 'ARK_AGENT_SELFTEST_TIMEOUT_S', path: ['selftest_timeout_s'], kind: 'integer' },
@@ -348,6 +359,8 @@ export function loadAgentConfig(options: LoadConfigOptions): AgentConfig {
       runtime: valid.job_runtime ?? CONFIG_DEFAULTS.job_runtime,
       checkIntervalMs: (valid.job_check_interval_s ?? CONFIG_DEFAULTS.job_check_interval_s) * 1000,
       diskCheckIntervalMs: (valid.job_disk_check_interval_s ?? CONFIG_DEFAULTS.job_disk_check_interval_s) * 1000,
+      logMaxBytes: valid.job_log_max_bytes ?? CONFIG_DEFAULTS.job_log_max_bytes,
+      logRateBytesPerS: valid.job_log_rate_bytes_per_s ?? CONFIG_DEFAULTS.job_log_rate_bytes_per_s,
     },
     nvidiaSmiPath: valid.nvidia_smi_path ?? CONFIG_DEFAULTS.nvidia_smi_path,
     selftest: {

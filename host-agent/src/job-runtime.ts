@@ -48,6 +48,8 @@ export function createJobRuntime(settings: JobRuntimeSettings): AgentJobs {
     jobRuntime: config.jobs.runtime,
     confinementCheckIntervalMs: config.jobs.checkIntervalMs,
     diskCheckIntervalMs: config.jobs.diskCheckIntervalMs,
+    jobLogMaxBytes: config.jobs.logMaxBytes,
+    jobLogRateBytesPerS: config.jobs.logRateBytesPerS,
     sshBindHost: config.jobs.sshBindHost,
     publishHost: config.jobs.publishHost,
     logger: settings.logger,

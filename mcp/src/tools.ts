@@ -38,6 +38,7 @@ export const ARK_TOOL_NAMES = [
   'list_jobs',
   'job_status',
   'job_events',
+  'job_logs',
   'stop_job',
   'extend_job',
   'balance',
@@ -205,6 +206,30 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
       annotations: readOnly,
     },
     ({ job_id, ...query }) => call(api, { method: 'GET', path: jobPath(job_id, '/events'), query }),
+  );
+
+  server.registerTool(
+    'job_logs',
+    {
+      title: 'Job logs',
+      description:
+        'What the job’s container wrote to stdout and stderr, oldest first (GET /api/v1/jobs/{id}/logs), the job’s secret values redacted: ' +
+        'the last `tail` lines (default 100, at most 1000), or with `cursor` the lines after it. Each line has a cursor, a stream ' +
+        '(stdout, stderr, or ark for the platform’s notes, such as lines dropped past the rate bound) and the time it was written; the ' +
+        'answer’s `cursor` asks for what follows, so calling again with it reads new lines as they come. Available while the job runs ' +
+        'and through its retrieval window after it stopped.',
+      inputSchema: {
+        job_id: uuid,
+        tail: z.number().int().min(0).max(1000).optional().describe('How many lines (default 100).'),
+        cursor: z
+          .string()
+          .regex(/^(0|[1-9][0-9]{0,15})$/)
+          .optional()
+          .describe('The `cursor` of an earlier answer (or a line’s): only the lines after it.'),
+      },
+      annotations: readOnly,
+    },
+    ({ job_id, ...query }) => call(api, { method: 'GET', path: jobPath(job_id, '/logs'), query }),
   );
 
   server.registerTool(

@@ -208,6 +208,13 @@ export const ERROR_CATALOG = {
   // Provider state unavailable (contract part 7: 503, retryable); too many open streams on a job is UNAVAILABLE 429.
   RELAY_ENGINE_UNREACHABLE: { status: 503, retryable: true, message: "The job's engine could not be reached through its machine." },
   RELAY_ENGINE_TIMEOUT: { status: 503, retryable: true, message: "The job's engine did not answer in time." },
+  // Job logs (issue 25 item 2)
+  JOB_LOGS_UNAVAILABLE: {
+    status: 409,
+    retryable: false,
+    message: 'Logs are kept while the job runs and through its retrieval window after it stopped.',
+  },
+  JOB_LOGS_UNREACHABLE: { status: 503, retryable: true, message: "The job's machine could not be reached for its logs." },
   // Support tickets
   TICKET_FORBIDDEN: {
     status: 403,

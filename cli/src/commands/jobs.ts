@@ -3,12 +3,13 @@ import { homedir } from 'node:os';
 import { join } from 'node:path';
 import type { Command } from 'commander';
 import { action } from '../action.js';
-import { type ApiClient, ApiError, type Page } from '../client.js';
+import { type ApiClient, ApiError, type Page, parseAnswer } from '../client.js';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT, usageError } from '../exit-codes.js';
 import { readTextFile } from '../input.js';
 import { durationToSeconds, formatUsdc, usdcToMicro } from '../money.js';
 import { jobProgress } from '../progress.js';
+import { serverSentEvents } from '../sse.js';
 import { positiveInteger } from './offers.js';
 
 // Renting: quote, reserve and wait for RUNNING, then watch, extend and stop the job.
@@ -196,6 +197,78 @@ export class EventFollower {
   }
 }
 
+/** One line of a job's output (GET /api/v1/jobs/{id}/logs). */
+interface JobLogLine {
+  cursor: string;
+  stream: 'stdout' | 'stderr' | 'ark';
+  at: string;
+  text: string;
+}
+
+/** Most lines one request answers (the API's bound on `tail`). */
+const LOG_TAIL_MAX = 1000;
+
+/**
+ * Follows a job's output over Server-Sent Events until the container has ended (the `end` event). A lost connection
+ * (or a 503 or 429) is retried with backoff for `retryForMs`, resuming after the last line printed: none twice.
+ */
+async function followLogs(
+  ctx: CommandContext,
+  jobId: string,
+  tail: number,
+  retryForMs: number,
+  print: (line: JobLogLine) => void,
+): Promise<number | undefined> {
+  const controller = new AbortController();
+  const interrupt = () => controller.abort();
+  process.once('SIGINT', interrupt);
+  let cursor: string | undefined;
+  let failingSince: number | null = null;
+  let backoffMs = 0;
+  try {
+    while (!controller.signal.aborted) {
+      try {
+        const response = await ctx.api.raw('GET', `/api/v1/jobs/${encodeURIComponent(jobId)}/logs`, {
+          // A resume asks for every line missed since the last one printed, up to the bound (the server says how many it skipped past it).
+          query: { follow: true, ...(cursor === undefined ? { tail } : { tail: LOG_TAIL_MAX, cursor }) },
+          headers: { accept: 'text/event-stream', ...(cursor === undefined ? {} : { 'last-event-id': cursor }) },
+          signal: controller.signal,
+        });
+        if (!response.ok || response.body === null) await parseAnswer(response);
+        if (failingSince !== null) ctx.out.warn(`reconnected to ${ctx.api.baseUrl}; following again`);
+        failingSince = null;
+        backoffMs = 0;
+        for await (const event of serverSentEvents(response.body as unknown as AsyncIterable<Uint8Array>)) {
+          if (event.event === 'line') {
+            const line = JSON.parse(event.data) as JobLogLine;
+            print(line);
+            cursor = line.cursor;
+          } else if (event.event === 'end') {
+            return undefined;
+          } else if (event.event === 'error') {
+            const failure = JSON.parse(event.data) as { code: string; message: string };
+            const unavailable = failure.code === 'JOB_LOGS_UNAVAILABLE';
+            throw new ApiError(unavailable ? 409 : 503, failure.code, failure.message, !unavailable, null);
+          }
+        }
+        // The stream ended without its `end` event: the connection was cut.
+        throw new CliError(EXIT.unreachable, 'UNREACHABLE', `the log stream from ${ctx.api.baseUrl} was cut`);
+      } catch (error) {
+        if (controller.signal.aborted) break;
+        if (!transient(error)) throw error;
+        failingSince ??= Date.now();
+        if (Date.now() - failingSince > retryForMs) throw error;
+        backoffMs = Math.min(30_000, backoffMs === 0 ? 500 : backoffMs * 2);
+        ctx.out.warn(`${(error as Error).message}; retrying in ${Math.round(backoffMs / 100) / 10} s`);
+        await sleep(backoffMs);
+      }
+    }
+    return EXIT.interrupted;
+  } finally {
+    process.removeListener('SIGINT', interrupt);
+  }
+}
+
 export function registerJobCommands(program: Command): void {
   quoteOptions(program.command('quote <offer-id>').description('A binding price for an offer, valid 60 seconds')).action(
     action(async (ctx, offerId: string, options: QuoteOptions) => {
@@ -370,6 +443,38 @@ export function registerJobCommands(program: Command): void {
         ctx.out.result({ ...extended, new_duration_limit_s: duration }, () =>
           ctx.out.line(`Job ${jobId}: budget now ${formatUsdc(extended.funded_budget_micro)} USDC, duration limit ${duration} s`),
         );
+      }),
+    );
+
+  jobs
+    .command('logs <job-id>')
+    .description(
+      'The job’s output: the last lines its container wrote to stdout (here on stdout) and stderr (here on stderr), the job’s secret ' +
+        'values redacted; -f keeps printing new lines as they are written (NDJSON with --json)',
+    )
+    .option('-f, --follow', 'keep printing new lines until the container ends (reconnects, resuming after the last line printed)')
+    .option('--tail <n>', `lines to show first (at most ${LOG_TAIL_MAX})`, '100')
+    .option('-t, --timestamps', 'prefix each line with the time the container wrote it')
+    .option('--retry-for <duration>', 'with --follow, how long to keep reconnecting to an unreachable or busy server', '10m')
+    .action(
+      action(async (ctx, jobId: string, options: { follow?: boolean; tail: string; timestamps?: boolean; retryFor: string }) => {
+        if (!/^(0|[1-9][0-9]*)$/.test(options.tail) || Number(options.tail) > LOG_TAIL_MAX) {
+          throw usageError(`--tail is a number of lines from 0 to ${LOG_TAIL_MAX}, like --tail 50 (got "${options.tail}").`);
+        }
+        const tail = Number(options.tail);
+        const print = (line: JobLogLine) => {
+          if (ctx.out.json) return ctx.out.line(JSON.stringify(line));
+          const text = options.timestamps ? `${line.at} ${line.text}` : line.text;
+          if (line.stream === 'stdout') ctx.out.line(text);
+          else if (line.stream === 'stderr') ctx.out.stderr.write(`${text}\n`);
+          else ctx.out.warn(`[ark] ${text}`);
+        };
+        if (options.follow) return followLogs(ctx, jobId, tail, durationToSeconds(options.retryFor, '--retry-for') * 1000, print);
+        const logs = await ctx.api.get<{ lines: JobLogLine[]; cursor: string | null }>(`/api/v1/jobs/${encodeURIComponent(jobId)}/logs`, {
+          query: { tail },
+        });
+        logs.lines.forEach(print);
+        return undefined;
       }),
     );
 

@@ -384,6 +384,12 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
       headers: { cookie: `ark_console=${browser.cookies.get('ark_console')}`, 'hx-request': 'true' },
     });
     expect(part.body.startsWith('<div id="job-live"')).toBe(true);
+    // No logs before the container runs: no section, and the fragment says why and stops polling (issue 25 item 2).
+    expect(detail.body).not.toContain(`hx-get="/console/jobs/${jobId}/logs"`);
+    const logs = await browser.get(`/console/jobs/${jobId}/logs`);
+    expect(logs.statusCode).toBe(200);
+    expect(logs.body).toContain('Logs are kept while the job runs and through its retrieval window after it stopped; it is RESERVED');
+    expect(logs.body).not.toContain('log-poll');
     await browser.post(`/console/jobs/${jobId}/stop`, { reason: 'done from the console' });
     const stopped = await browser.get(`/console/jobs/${jobId}`);
     expect(stopped.body).toMatch(/class="flash ok"[^>]*>Stopping: the job is/);

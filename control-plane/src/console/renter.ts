@@ -60,6 +60,31 @@ export function registerRenterPages(c: ConsoleScope): void {
     });
   });
 
+  // The job's logs, live (issue 25 item 2): a fragment of new lines after a cursor, polled by the job page; each answer
+  // carries the next poll. The public API's one-off read, in process, with the person's own session.
+  page<{ id: string }>(c, '/jobs/:id/logs', async (request, reply) => {
+    const who = await signedIn(c, request, reply);
+    if (!who) return reply;
+    const id = encodeURIComponent(request.params.id);
+    const cursor =
+      typeof request.query.cursor === 'string' && /^(0|[1-9][0-9]{0,15})$/.test(request.query.cursor) ? request.query.cursor : null;
+    const logs = await who.api.call('GET', `/api/v1/jobs/${id}/logs?${cursor === null ? 'tail=200' : `tail=1000&cursor=${cursor}`}`);
+    if (logs.status === 404) return reply.code(404).send();
+    const ok = logs.status === 200;
+    return render(request, reply, 'job-logs', {
+      title: 'Logs',
+      account: who.account,
+      jobId: request.params.id,
+      lines: ok ? logs.body.lines : [],
+      // Keep polling while the lines can come (a machine out of reach for a moment too); not once they are gone.
+      next: ok ? (logs.body.cursor ?? '0') : logs.status === 503 ? (cursor ?? '0') : null,
+      // Said once: on the first load, or when the lines are gone for good (not at every poll while the machine is away).
+      problem:
+        ok || (cursor !== null && logs.status === 503) ? null : (logs.body?.error?.message ?? `The service answered ${logs.status}.`),
+      first: cursor === null,
+    });
+  });
+
   action<{ id: string }>(c, '/jobs/:id/stop', async (request, reply) => {
     const id = encodeURIComponent(request.params.id);
     const who = await signedIn(c, request, reply);

@@ -8,6 +8,7 @@ import type { Clock, ClockTimer } from '../clock.js';
 import type { PostgresConnector, Store } from '../store/db.js';
 import { GroupApplier } from './applier.js';
 import { OutboxWatch } from './delivery.js';
+import { LogTunnel } from '../logs/tunnel.js';
 import { RelayTunnel } from '../relay/tunnel.js';
 import { CLOSE_CODES, Session, type SessionContext } from './session.js';
 import type { ChannelHandlers, MachineDirectory } from './handlers.js';
@@ -87,6 +88,8 @@ export class ChannelGateway {
   readonly applier: GroupApplier;
   /** The OpenAI-compatible relay's streams over the connections held here (relay/tunnel.ts). */
   readonly relay = new RelayTunnel((machineId, body) => this.#byMachine.get(machineId)?.sendRelay(body) ?? false);
+  /** Job-log streams over the connections held here (logs/tunnel.ts; issue 25 item 2). */
+  readonly logs = new LogTunnel((machineId, body) => this.#byMachine.get(machineId)?.sendRelay(body) ?? false);
 
   constructor(options: ChannelGatewayOptions) {
     this.#options = options;
@@ -230,6 +233,7 @@ export class ChannelGateway {
       handlers: options.handlers,
       applier: this.applier,
       relay: this.relay,
+      logs: this.logs,
       sign: identity.sign,
       publicKeyOf: (machineId) => options.directory.publicKeyOf(machineId),
       register: (session, machineId) => this.#register(session, machineId),
@@ -244,6 +248,7 @@ export class ChannelGateway {
     if (previous && previous !== session) {
       previous.close(CLOSE_CODES.replaced, 'replaced', true);
       this.relay.machineGone(machineId);
+      this.logs.machineGone(machineId);
     }
   }
 
@@ -254,6 +259,7 @@ export class ChannelGateway {
       this.#byMachine.delete(machineId);
       this.#metrics.connections.set(this.#byMachine.size);
       this.relay.machineGone(machineId);
+      this.logs.machineGone(machineId);
       return true;
     }
     return false;

@@ -16,6 +16,7 @@ import {
 } from '@ark/shared';
 import type { WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
+import type { LogTunnel } from '../logs/tunnel.js';
 import type { RelayTunnel } from '../relay/tunnel.js';
 import { openChannelState } from '../store/channel-state.js';
 import type { Store } from '../store/db.js';
@@ -69,6 +70,8 @@ export interface SessionContext {
   /** Reliable messages go through it: applied once, with group commit. */
   readonly applier: Pick<GroupApplier, 'apply'>;
   readonly relay: Pick<RelayTunnel, 'receive'>;
+  /** Job-log streams (logs/tunnel.ts). */
+  readonly logs: Pick<LogTunnel, 'receive'>;
   /** Signs with the control plane's channel key. */
   readonly sign: FrameSigner;
   /** The machine's key on record; a failure (store down) closes the connection as an internal error. */
@@ -325,6 +328,10 @@ export class Session {
       case 'relay_end':
         ctx.relay.receive(machineId, msg);
         return;
+      case 'logs_data':
+      case 'logs_end':
+        ctx.logs.receive(machineId, msg);
+        return;
       case 'hello':
         return void this.#violation('unexpected_type', 'hello after the handshake');
       default: {
@@ -361,7 +368,7 @@ export class Session {
     return true;
   }
 
-  /** Sends a relay frame (relay/tunnel.ts) on this connection; false once it is closing or closed. */
+  /** Sends a relay or job-log frame (relay/tunnel.ts, logs/tunnel.ts) on this connection; false once it is closing or closed. */
   sendRelay(body: { t: string } & Record<string, unknown>): boolean {
     return this.#state === 'open' && this.#send(body);
   }

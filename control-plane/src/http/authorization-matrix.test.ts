@@ -510,6 +510,13 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       request: () => ({}),
       ok: [200],
     },
+    // Owner only (issue 25 item 2); the fixture job has not started, so the owner is told its logs are not there yet.
+    'GET /api/v1/jobs/{id}/logs': {
+      need: { scope: 'renter' },
+      owner: { account: 'renterA', admin: false, resource: 'job' },
+      request: () => ({}),
+      ok: [409],
+    },
     'POST /api/v1/jobs/{id}/budget-extension': {
       need: { scope: 'renter' },
       owner: { account: 'renterA', admin: false, resource: 'job' },

@@ -1,4 +1,13 @@
-import type { Clock, CommandMessage, FrameSigner, HeartbeatMessage, RelayCancelMessage, RelayOpenMessage } from '@ark/shared';
+import type {
+  Clock,
+  CommandMessage,
+  FrameSigner,
+  HeartbeatMessage,
+  LogsCancelMessage,
+  LogsOpenMessage,
+  RelayCancelMessage,
+  RelayOpenMessage,
+} from '@ark/shared';
 
 // The channel client's surface: what it is given (options, a logger) and what it reports (state, status).
 
@@ -31,6 +40,8 @@ export interface ChannelClientOptions {
   onCommand: (command: CommandMessage) => Promise<void>;
   /** Relay frames (jobs/engine-relay.ts): handed over as they come, never acknowledged or resent. */
   onRelay?: (msg: RelayOpenMessage | RelayCancelMessage) => void;
+  /** Job-log requests (jobs/job-logs.ts): handed over as they come, never acknowledged or resent. */
+  onLogs?: (msg: LogsOpenMessage | LogsCancelMessage) => void;
   /** Called each time the channel is established (welcome received). */
   onConnected?: () => void;
   logger: ChannelLogger;

@@ -331,6 +331,15 @@ export class ChannelClient extends EventEmitter {
         this.#options.onRelay?.(msg);
         return;
       }
+      case 'logs_open':
+      case 'logs_cancel': {
+        if (this.#state !== 'ready') {
+          this.#refuse(ws, 'unexpected_logs');
+          return;
+        }
+        this.#options.onLogs?.(msg);
+        return;
+      }
       case 'command': {
         if (this.#state !== 'ready') {
           this.#refuse(ws, 'unexpected_command');
@@ -434,6 +443,11 @@ export class ChannelClient extends EventEmitter {
 
   /** Sends a relay frame on the current connection (unreliable); false when not connected. */
   sendRelay(body: { t: string } & Record<string, unknown>): boolean {
+    return this.#state === 'ready' && this.#send(body);
+  }
+
+  /** Sends a job-log frame on the current connection (unreliable); false when not connected. */
+  sendLogs(body: { t: string } & Record<string, unknown>): boolean {
     return this.#state === 'ready' && this.#send(body);
   }
 

@@ -77,7 +77,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
     machineId: identity.machine_id,
     agentVersion: ctx.agentVersion,
     describe: { control_plane_url: identity.control_plane_url, channel_url: identity.channel_url },
-    createChannel: ({ onCommand, onRelay }) =>
+    createChannel: ({ onCommand, onRelay, onLogs }) =>
       ctx.createChannel({
         url: identity.channel_url,
         machineId: identity.machine_id,
@@ -87,6 +87,7 @@ export async function runCommand(ctx: CliContext): Promise<number> {
         agentVersion: ctx.agentVersion,
         onCommand,
         ...(onRelay === undefined ? {} : { onRelay }),
+        ...(onLogs === undefined ? {} : { onLogs }),
         // A heartbeat as soon as the channel is up: a waiting machine goes live without waiting a full interval.
         onConnected: () => void agent?.heartbeat().catch((error: unknown) => logger.warn({ error: String(error) }, 'heartbeat failed')),
         logger,

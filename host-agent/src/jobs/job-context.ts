@@ -7,6 +7,7 @@ import { type Clock, type ClockTimer, type JobLimits, systemClock } from '@ark/s
 import type { ContainerRuntime, NetworkMode } from '../runtime/container-runtime.js';
 import type { PortRange } from '../runtime/port-allocator.js';
 import type { JobChannelPort, JobRecord } from './job-record.js';
+import { JobLogs } from './job-logs.js';
 import { JobOutbox } from './job-outbox.js';
 import { JobStore } from './job-store.js';
 import { errorText } from './text.js';
@@ -78,6 +79,10 @@ export type JobSupervisorOptions = {
   channelRetryMs?: number;
   /** Records of cleaned jobs are kept this long to answer repeated commands (default 7 days). */
   cleanedRetentionMs?: number;
+  /** The most bytes of one job's output kept on disk, in two rotated halves (default 16 MiB; job-logs.ts). */
+  jobLogMaxBytes?: number;
+  /** The bytes per second one job's logs may push through the channel (default 256 KiB/s; job-logs.ts). */
+  jobLogRateBytesPerS?: number;
   /** Owns every timer and reading of the time (default the system clock). */
   clock?: Clock;
   logger?: JobSupervisorLogger;
@@ -108,6 +113,8 @@ export type JobSettings = {
   retrievalCopyMaxBytes: number;
   channelRetryMs: number;
   cleanedRetentionMs: number;
+  jobLogMaxBytes: number;
+  jobLogRateBytesPerS: number;
 };
 
 export function resolveJobSettings(options: JobSupervisorOptions): JobSettings {
@@ -135,6 +142,8 @@ export function resolveJobSettings(options: JobSupervisorOptions): JobSettings {
     retrievalCopyMaxBytes: options.retrievalCopyMaxBytes ?? 20 * 1024 ** 3,
     channelRetryMs: options.channelRetryMs ?? 5_000,
     cleanedRetentionMs: options.cleanedRetentionMs ?? 7 * 24 * 3_600_000,
+    jobLogMaxBytes: options.jobLogMaxBytes ?? 16 * 1024 * 1024,
+    jobLogRateBytesPerS: options.jobLogRateBytesPerS ?? 256 * 1024,
   };
 }
 
@@ -180,6 +189,8 @@ export type JobContext = {
   jobs: Map<string, LiveJob>;
   /** Set once close() began: nothing new is started, timers are not re-armed. */
   lifecycle: { closing: boolean };
+  /** Each job's captured output and the streams that read it (job-logs.ts). */
+  logs: JobLogs;
 };
 
 /** The context the JobSupervisor gives its parts; tests build one to drive a single part. */
@@ -197,7 +208,14 @@ export function createJobContext(options: JobSupervisorOptions): JobContext {
     retryMs: settings.channelRetryMs,
     isClosing: () => lifecycle.closing,
   });
-  return { settings, runtime: options.runtime, store, outbox, clock, logger, jobs: new Map(), lifecycle };
+  const context = { settings, runtime: options.runtime, store, outbox, clock, logger, jobs: new Map(), lifecycle } as Omit<
+    JobContext,
+    'logs'
+  > & {
+    logs?: JobLogs;
+  };
+  context.logs = new JobLogs(context as JobContext, { maxBytes: settings.jobLogMaxBytes, rateBytesPerS: settings.jobLogRateBytesPerS });
+  return context as JobContext;
 }
 
 /** Runs `work` after the job's previous stop, clean or meter tick; a failure is logged, never thrown. */

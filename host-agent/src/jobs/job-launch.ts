@@ -127,6 +127,8 @@ export class JobLaunch {
       if (state.status === 'created') await runtime.startContainer(state.id);
       else if (!state.running) throw await this.exitedEarly(job, state);
       job.containerState = 'running';
+      // The container's output is kept from its first line (job-logs.ts).
+      this.context.logs.attach(job);
       await this.access.ensure(job, this.access.executionMode(job));
       const startedAtMs = clock.now().getTime();
       const evidence = await this.waitReady(job, signal);

@@ -55,6 +55,15 @@ export class JobRecovery {
     const { access, launch, metering, retrieval, stopper } = this.parts;
     const { clock, logger, runtime } = this.context;
     const record = job.record;
+    // The container's output resumes where the kept log ends: what it wrote while the agent was down comes from Docker's
+    // own log, and a running one is followed again.
+    if (
+      record.clean_requested_at === undefined &&
+      record.container_id !== undefined &&
+      !['accepted', 'pulling', 'starting', 'cleaning', 'cleaned'].includes(record.phase)
+    ) {
+      this.context.logs.attach(job);
+    }
     if (record.clean_requested_at !== undefined && record.phase !== 'cleaned') {
       void serial(this.context, job, () => stopper.clean(job));
       return;

@@ -107,6 +107,8 @@ export class JobStopper {
     }
     await (await hostKeys()).removeHostKey(store.hostKeyPath(record.job_id));
     await this.retrieval.removeCopy(record.job_id);
+    // The logs were kept through the retrieval window; the clean ends them with the rest of the job.
+    await this.context.logs.remove(record.job_id);
     enterPhase(record, 'clean_finished');
     // The launch command holds the job's environment and engine key; nothing needs them any more.
     record.launch = undefined;

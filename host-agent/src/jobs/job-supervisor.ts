@@ -7,13 +7,14 @@
 // This file is the coordinator: it applies commands (fences included) and answers for the whole. The
 // work is done by one part per concern, all sharing one JobContext: launch and readiness
 // (job-launch.ts), metering (job-metering.ts), stop and cleanup (job-stop.ts), retrieval access
-// (job-retrieval.ts), recovery after a restart (job-recovery.ts), the SSH listener (job-access.ts) and
-// the record-then-send outbox (job-outbox.ts).
-import type { CleanJobBody, CommandMessage, LaunchJobBody, StopJobBody } from '@ark/shared';
+// (job-retrieval.ts), recovery after a restart (job-recovery.ts), the SSH listener (job-access.ts),
+// the container's logs (job-logs.ts) and the record-then-send outbox (job-outbox.ts).
+import type { CleanJobBody, CommandMessage, LaunchJobBody, LogsCancelMessage, LogsOpenMessage, StopJobBody } from '@ark/shared';
 import { JobAccessListener } from './job-access.js';
 import { type EngineTarget, engineContainerPort } from './engine-relay.js';
 import { createJobContext, type JobContext, type JobSupervisorOptions, type LiveJob, liveJob, serial } from './job-context.js';
 import { JobLaunch } from './job-launch.js';
+import type { LogsSend } from './job-logs.js';
 import { JobMetering } from './job-metering.js';
 import { jobAccess } from './job-outbox.js';
 import { statusOfPhase } from './job-phase.js';
@@ -189,6 +190,16 @@ export class JobSupervisor {
     return port === undefined ? undefined : { host: this.context.settings.probeHost, port, apiKey: launch.engine_api_key };
   }
 
+  /** A logs_open or logs_cancel from the control plane: the job's kept output, then its new lines (job-logs.ts). */
+  handleLogs(msg: LogsOpenMessage | LogsCancelMessage, send: LogsSend): void {
+    this.context.logs.handle(msg, send);
+  }
+
+  /** The channel's connection ended: the log streams on it can no longer be answered. */
+  abortLogStreams(): void {
+    this.context.logs.abortStreams();
+  }
+
   /** A copy of one job's record (for the CLI and tests); undefined when unknown. */
   job(jobId: string): JobRecord | undefined {
     const job = this.jobs.get(jobId);
@@ -229,6 +240,8 @@ export class JobSupervisor {
       if (job.launch !== undefined) pending.push(job.launch.done);
       pending.push(job.chain, job.flushing);
     }
+    // Log captures stop here; the next run re-attaches from the kept log.
+    this.context.logs.close();
     const closeWait = new AbortController();
     await Promise.race([Promise.allSettled(pending), clock.sleep(CLOSE_WAIT_MS, closeWait.signal)]);
     closeWait.abort();

@@ -131,6 +131,14 @@ export type ExecSession = {
 
 export type LogOptions = { tailLines: number; maxBytes: number };
 
+/** A follow of a container's output (job logs, issue 25 item 2). */
+export type FollowLogsOptions = {
+  /** Only entries written after this time: Docker's `since`, seconds with up to nine decimals ("1700000000.123456789"). */
+  since?: string;
+  /** Ends the follow. */
+  signal?: AbortSignal;
+};
+
 export interface ContainerRuntime {
   /** Pulls `name@sha256:...` unless already present, and refuses an image whose digest does not match. */
   pullImage(reference: string, options?: PullOptions): Promise<PulledImage>;
@@ -152,6 +160,11 @@ export interface ContainerRuntime {
   removeContainer(id: string): Promise<void>;
   /** The last lines of the container's output (stdout and stderr), bounded. */
   containerLogs(id: string, options: LogOptions): Promise<string>;
+  /**
+   * The container's stdout and stderr from `since` on, multiplexed (docker-stream.ts forEachFrame), each entry
+   * prefixed with its RFC 3339 timestamp; it follows a running container and ends when the container stops.
+   */
+  followLogs(id: string, options: FollowLogsOptions): Promise<Readable>;
   /** A tar stream of a path inside a (possibly stopped) container. */
   exportPath(containerId: string, path: string, signal?: AbortSignal): Promise<Readable>;
   /** The engine's runtimes and security options. */

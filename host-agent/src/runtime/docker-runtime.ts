@@ -13,6 +13,7 @@ import {
   type EngineIsolation,
   type ExecRequest,
   type ExecSession,
+  type FollowLogsOptions,
   type LogOptions,
   type PulledImage,
   type PullOptions,
@@ -481,6 +482,24 @@ export class DockerRuntime implements ContainerRuntime {
     const buffer = Buffer.isBuffer(raw) ? raw : Buffer.from(String(raw));
     const text = demultiplexBuffer(buffer).toString('utf8');
     return text.length > options.maxBytes ? text.slice(text.length - options.maxBytes) : text;
+  }
+
+  async followLogs(id: string, options: FollowLogsOptions): Promise<Readable> {
+    // Only the request is bounded by the call timeout; the stream itself lasts as long as the container runs.
+    const stream = (await this.call('container logs follow', () =>
+      this.docker.getContainer(id).logs({
+        stdout: true,
+        stderr: true,
+        follow: true,
+        timestamps: true,
+        ...(options.since === undefined ? {} : { since: options.since as unknown as number }),
+      }),
+    )) as unknown as Readable;
+    if (options.signal !== undefined) {
+      if (options.signal.aborted) stream.destroy();
+      else options.signal.addEventListener('abort', () => stream.destroy(), { once: true });
+    }
+    return stream;
   }
 
   async exportPath(containerId: string, path: string, signal?: AbortSignal): Promise<Readable> {

@@ -50,3 +50,25 @@ export function demultiplexBuffer(buffer: Buffer): Buffer {
   }
   return Buffer.concat(parts);
 }
+
+/**
+ * Calls `onFrame` with each whole frame of a multiplexed stream, keeping frame boundaries (a container's log entry
+ * is one frame). Resolves when the source ends; rejects on its error.
+ */
+export function forEachFrame(source: Readable, onFrame: (stream: 'stdout' | 'stderr', payload: Buffer) => void): Promise<void> {
+  return new Promise((resolve, reject) => {
+    let pending: Buffer = Buffer.alloc(0);
+    source.on('data', (chunk: Buffer) => {
+      pending = pending.length === 0 ? chunk : Buffer.concat([pending, chunk]);
+      while (pending.length >= HEADER_BYTES) {
+        const length = pending.readUInt32BE(4);
+        if (pending.length < HEADER_BYTES + length) break;
+        onFrame(pending[0] === 2 ? 'stderr' : 'stdout', pending.subarray(HEADER_BYTES, HEADER_BYTES + length));
+        pending = pending.subarray(HEADER_BYTES + length);
+      }
+    });
+    source.once('end', () => resolve());
+    source.once('close', () => resolve());
+    source.once('error', reject);
+  });
+}

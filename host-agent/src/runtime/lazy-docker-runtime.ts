@@ -9,6 +9,7 @@ import type {
   EngineIsolation,
   ExecRequest,
   ExecSession,
+  FollowLogsOptions,
   LogOptions,
   PulledImage,
   PullOptions,
@@ -70,6 +71,9 @@ export class LazyDockerRuntime implements ContainerRuntime {
   }
   async containerLogs(id: string, options: LogOptions): Promise<string> {
     return (await this.runtime()).containerLogs(id, options);
+  }
+  async followLogs(id: string, options: FollowLogsOptions): Promise<Readable> {
+    return (await this.runtime()).followLogs(id, options);
   }
   async exportPath(containerId: string, path: string, signal?: AbortSignal): Promise<Readable> {
     return (await this.runtime()).exportPath(containerId, path, signal);

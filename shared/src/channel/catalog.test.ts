@@ -46,7 +46,9 @@ describe('the channel catalog', () => {
   });
 
   it('splits the types by direction, and the handler table serves all agent types but the gateway’s own', () => {
-    expectTypeOf<ServerMessageType>().toEqualTypeOf<'challenge' | 'welcome' | 'ack' | 'command' | 'relay_open' | 'relay_cancel'>();
+    expectTypeOf<ServerMessageType>().toEqualTypeOf<
+      'challenge' | 'welcome' | 'ack' | 'command' | 'relay_open' | 'relay_cancel' | 'logs_open' | 'logs_cancel'
+    >();
     expectTypeOf<Extract<AgentMessageType, ServerMessageType>>().toBeNever();
     expect([...HANDLED_AGENT_MESSAGE_TYPES].sort()).toEqual([
       'hardware_receipt',
@@ -57,7 +59,7 @@ describe('the channel catalog', () => {
       'nettest_receipt',
       'telemetry',
     ]);
-    for (const type of ['hello', 'command_ack', 'relay_head', 'relay_data', 'relay_end'] as const) {
+    for (const type of ['hello', 'command_ack', 'relay_head', 'relay_data', 'relay_end', 'logs_data', 'logs_end'] as const) {
       expect(CHANNEL_CATALOG[type]).toMatchObject({ from: 'agent', consumedBy: 'gateway' });
     }
   });

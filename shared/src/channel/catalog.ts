@@ -9,6 +9,12 @@ import {
   HelloMessage,
   JobEventMessage,
   JobStatusMessage,
+  // job logs (issue 25 item 2)
+  LogsCancelMessage,
+  LogsDataMessage,
+  LogsEndMessage,
+  LogsOpenMessage,
+  // end of job logs
   MeterReceiptMessage,
   NettestReceiptMessage,
   RelayCancelMessage,
@@ -50,7 +56,7 @@ export interface AgentMessageSpec<T extends string = string> extends SpecBase<T>
   readonly from: 'agent';
   /**
    * 'gateway' where the gateway consumes it itself: the handshake, command acknowledgements, the relay tunnel's
-   * streams. Omitted, the control plane's handler table (gateway/handlers-table.ts) must hold its handler.
+   * streams, the job-log streams. Omitted, the control plane's handler table (gateway/handlers-table.ts) must hold its handler.
    */
   readonly consumedBy?: 'gateway';
 }
@@ -86,6 +92,12 @@ export const CHANNEL_CATALOG = defineChannelCatalog({
   job_event: { schema: JobEventMessage, from: 'agent', reliable: true },
   nettest_receipt: { schema: NettestReceiptMessage, from: 'agent', reliable: true },
   hardware_receipt: { schema: HardwareReceiptMessage, from: 'agent', reliable: true },
+  // ---- job logs (issue 25 item 2): on demand, unreliable, consumed by the gateway's log tunnel ----
+  logs_open: { schema: LogsOpenMessage, from: 'control-plane', reliable: false },
+  logs_cancel: { schema: LogsCancelMessage, from: 'control-plane', reliable: false },
+  logs_data: { schema: LogsDataMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
+  logs_end: { schema: LogsEndMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
+  // ---- end of job logs ----
 });
 
 export type ChannelCatalogOf = typeof CHANNEL_CATALOG;

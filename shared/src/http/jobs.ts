@@ -1,6 +1,7 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { Int64String, MicroAmount, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
 import { PageQuery } from './common.js';
+import { JOB_LOG_TAIL_MAX_LINES, JobLogCursor, JobLogLine } from '../channel/messages.js';
 import { JOB_DURATION_LIMIT_MAX_S } from './quotes.js';
 
 // Jobs (contract part 2 "Job", "Job access"; part 3 "Job states"; part 4 "Jobs").
@@ -193,3 +194,27 @@ export const JobEvent = Type.Object(
   { additionalProperties: false },
 );
 export type JobEvent = Static<typeof JobEvent>;
+
+// ---- job logs (issue 25 item 2) ----
+
+/** Lines a logs request answers when it names no `tail`. */
+export const JOB_LOG_TAIL_DEFAULT_LINES = 100;
+
+/** `GET /api/v1/jobs/{id}/logs`: the last `tail` lines, or those after `cursor`; `follow` streams them as Server-Sent Events. */
+export const JobLogsQuery = Type.Object(
+  {
+    tail: Type.Optional(Type.Integer({ minimum: 0, maximum: JOB_LOG_TAIL_MAX_LINES, default: JOB_LOG_TAIL_DEFAULT_LINES })),
+    follow: Type.Optional(Type.Boolean({ default: false })),
+    cursor: Type.Optional(JobLogCursor),
+  },
+  { additionalProperties: false },
+);
+export type JobLogsQuery = Static<typeof JobLogsQuery>;
+
+/** The lines, oldest first, and the cursor to ask for what follows them (null: no line yet and none given). */
+export const JobLogs = Type.Object(
+  { lines: Type.Array(JobLogLine, { maxItems: JOB_LOG_TAIL_MAX_LINES + 1 }), cursor: Nullable(JobLogCursor) },
+  { additionalProperties: false },
+);
+export type JobLogs = Static<typeof JobLogs>;
+// ---- end of job logs ----

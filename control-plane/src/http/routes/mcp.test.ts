@@ -92,6 +92,14 @@ async function rentThroughTools(client: Client, rig: Rig): Promise<void> {
   const events = await tool(client, 'job_events', { job_id: jobId });
   expect((events.items as Json[]).length).toBeGreaterThan(0);
 
+  // The job's logs are kept on its machine, whose agent is simulated here (no channel): the tool passes the API's
+  // answer back, which says the machine cannot be reached for them (test/e2e/job-logs.test.ts reads real lines).
+  const logs = (await client.callTool({ name: 'job_logs', arguments: { job_id: jobId, tail: 10 } })) as CallToolResult;
+  expect(logs.isError).toBe(true);
+  expect(JSON.stringify(logs.content)).toContain('JOB_LOGS_UNREACHABLE');
+  const strangers = (await client.callTool({ name: 'job_logs', arguments: { job_id: randomUUID() } })) as CallToolResult;
+  expect(JSON.stringify(strangers.content)).toContain('HTTP 404');
+
   const stopped = await tool(client, 'stop_job', { job_id: jobId, reason: 'done through MCP' });
   expect(stopped.job_id).toBe(jobId);
   expect(['STOPPING', 'STOPPED', 'CLEANING', 'CLOSED']).toContain(stopped.state);

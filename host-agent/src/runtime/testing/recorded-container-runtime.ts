@@ -19,6 +19,7 @@ import {
   type EngineIsolation,
   type ExecRequest,
   type ExecSession,
+  type FollowLogsOptions,
   type LogOptions,
   type PulledImage,
   type PullOptions,
@@ -315,6 +316,26 @@ export class RecordedContainerRuntime implements ContainerRuntime {
     if (container === undefined) throw new ContainerRuntimeError('DOCKER_FAILED', `container logs failed: ${this.missingMessage(id)}`);
     const text = demultiplexBuffer(container.logs).toString('utf8');
     return text.length > options.maxBytes ? text.slice(text.length - options.maxBytes) : text;
+  }
+
+  /** The recorded output so far, each entry stamped with the clock's time (recordings carry no timestamps), then the end. */
+  async followLogs(id: string, options: FollowLogsOptions): Promise<Readable> {
+    this.record('followLogs', [id, { since: options.since }]);
+    const container = this.find(id);
+    if (container === undefined) throw new ContainerRuntimeError('DOCKER_FAILED', `container logs failed: ${this.missingMessage(id)}`);
+    const stamp = this.clock.now().toISOString();
+    const frames: Buffer[] = [];
+    let offset = 0;
+    while (offset + 8 <= container.logs.length) {
+      const length = container.logs.readUInt32BE(offset + 4);
+      const payload = Buffer.concat([Buffer.from(`${stamp} `), container.logs.subarray(offset + 8, offset + 8 + length)]);
+      const header = Buffer.alloc(8);
+      header[0] = container.logs[offset] as number;
+      header.writeUInt32BE(payload.length, 4);
+      frames.push(header, payload);
+      offset += 8 + length;
+    }
+    return Readable.from(frames.length === 0 ? [] : [Buffer.concat(frames)]);
   }
 
   async exportPath(containerId: string, path: string): Promise<Readable> {
