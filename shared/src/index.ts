@@ -11,6 +11,7 @@ export * from './channel/catalog.js';
 export * from './channel/manifest.js';
 export * from './channel/codec.js';
 export * from './http/billing.js';
+export * from './http/credits.js';
 export * from './http/deposits.js';
 export * from './http/x402.js';
 export * from './http/admin-operations.js';

@@ -27,7 +27,7 @@ type Job = Record<string, any>;
 async function expectSettled(site: RentalSite, quote: any, job: Job, payableBefore: bigint, availableBefore: bigint): Promise<bigint> {
   const charges = expectedCharges(quote, job);
   expect(BigInt(job.cumulative_charge_micro)).toBe(charges.cumulativeMicro);
-  const [payable, ledger, balance] = await Promise.all([site.hostPayable(), site.verifyLedger(), site.renterBalance()]);
+  const [payable, ledger, balance] = await Promise.all([site.hostEarned(), site.verifyLedger(), site.renterBalance()]);
   expect(payable - payableBefore).toBe(charges.hostMicro);
   expect(balance).toEqual({ available: availableBefore - charges.cumulativeMicro, held: 0n });
   expect(ledger).toMatchObject({ ok: true, sum_micro: '0', discrepancies: [] });

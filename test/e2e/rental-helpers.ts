@@ -322,9 +322,16 @@ export class RentalSite {
     return { available: BigInt(answer.body.available_micro), held: BigInt(answer.body.held_micro) };
   }
 
-  /** The host's payable balance, as the ledger holds it (`ark-cp ledger balance`). */
-  async hostPayable(): Promise<bigint> {
-    return BigInt((await this.cli(['ledger', 'balance', '--email', this.hostEmail])).payable_micro);
+  /** The host's earnings, as the ledger holds them (`ark-cp ledger balance`): pending (not matured) and payable. */
+  async hostBalances(): Promise<{ pending: bigint; payable: bigint }> {
+    const balance = await this.cli(['ledger', 'balance', '--email', this.hostEmail]);
+    return { pending: BigInt(balance.pending_micro), payable: BigInt(balance.payable_micro) };
+  }
+
+  /** Everything the host earned and still has: pending and payable (issue 24: charges land pending). */
+  async hostEarned(): Promise<bigint> {
+    const { pending, payable } = await this.hostBalances();
+    return pending + payable;
   }
 
   async verifyLedger(): Promise<any> {

@@ -385,11 +385,13 @@ export function registerHostCommands(program: Command): void {
 
   program
     .command('earnings')
-    .description('Payable, locked and paid-out earnings, with recent history')
+    .description('Pending, payable, locked and paid-out earnings, with recent history')
     .option('--limit <n>', 'history items', '20')
     .action(
       action(async (ctx, options: { limit: string }) => {
         const earnings = await ctx.api.get<{
+          pending_micro: string;
+          next_matures_at: string | null;
           payable_micro: string;
           locked_micro: string;
           paid_out_micro: string;
@@ -406,6 +408,10 @@ export function registerHostCommands(program: Command): void {
         }>('/api/v1/hosts/earnings', { query: { limit: positiveInteger(options.limit, '--limit') } });
         ctx.out.result(earnings, () => {
           ctx.out.fields([
+            [
+              'pending',
+              `${formatUsdc(earnings.pending_micro)} USDC${earnings.next_matures_at ? ` (next payable at ${earnings.next_matures_at})` : ''}`,
+            ],
             ['payable', `${formatUsdc(earnings.payable_micro)} USDC`],
             ['locked in payouts', `${formatUsdc(earnings.locked_micro)} USDC`],
             ['paid out', `${formatUsdc(earnings.paid_out_micro)} USDC`],

@@ -1,6 +1,7 @@
 import type { WalletCodeReader } from '../chain/wallet-code.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
+import { type Faults, noFaults } from '../faults.js';
 import type { OAuthProviderName } from '../config/oauth.js';
 import type { OAuthProviderClient } from '../oauth/providers.js';
 import type { Mailer } from '../mail.js';
@@ -60,6 +61,8 @@ export interface ServiceDeps {
   treasuryChain: TreasuryChain | null;
   /** The sign-in providers configured in ARK_OAUTH_* (built once by runtime.ts: Google's discovery document is cached). */
   oauthProviders: Partial<Record<OAuthProviderName, OAuthProviderClient>>;
+  /** The fault seam (faults.ts, a test facility; runtime.ts builds it from ARK_FAULT_EXIT_AT); none when absent. */
+  faults?: Faults;
 }
 
 /** One area per key. */
@@ -135,6 +138,7 @@ export function buildServices(deps: ServiceDeps): Services {
     heartbeats,
     secrets: new JobSecrets(config.secretKey),
     admissions: admissionGuard,
+    faults: deps.faults ?? noFaults,
   });
   return {
     jobs,

@@ -5,6 +5,7 @@ import type { WebhookSender } from '../services/webhooks/index.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { purgeStalePairings } from '../services/hosting/pairing.js';
 import type { Worker } from './runner.js';
+import { earningsMaturityWorker } from './earnings.js';
 import { jobWorkers } from './jobs.js';
 import { marketWorker } from './market.js';
 import { reconcileWorker } from './reconcile.js';
@@ -40,6 +41,7 @@ export function defaultWorkers(
     ...webhookWorkers(services.webhooks, deps.webhookSender),
     marketWorker(services.market),
     reliabilityWorker(services.reliability, config),
+    earningsMaturityWorker(services.withdrawals, config),
     ...(reconcile ? [reconcile] : []),
   ];
 }

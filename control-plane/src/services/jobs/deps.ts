@@ -1,5 +1,6 @@
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config/index.js';
+import type { Faults } from '../../faults.js';
 import type { JobSecrets } from '../../domain/jobs/secrets.js';
 import type { Store } from '../../store/db.js';
 import type { HeartbeatReader } from '../../store/heartbeats.js';
@@ -21,6 +22,8 @@ export interface JobSettings {
   accessHost: string;
   /** The operator's default spend-rate cap, for accounts that set none of their own. */
   spendRateCapMicroPerHour: bigint;
+  /** ARK_EARNINGS_MATURITY_S: a host charge is pending this long before it is payable; 0: payable at once. */
+  earningsMaturityS: number;
 }
 
 export function jobSettingsOf(config: Config): JobSettings {
@@ -36,6 +39,7 @@ export function jobSettingsOf(config: Config): JobSettings {
     startTimeoutMs: config.jobStartTimeoutMs,
     accessHost: config.jobAccessHost ?? hostOfUrl(config.publicBaseUrl),
     spendRateCapMicroPerHour: config.spendRateCapMicroPerHour,
+    earningsMaturityS: config.earnings.maturityS,
   };
 }
 
@@ -59,4 +63,6 @@ export interface JobDeps {
   secrets: JobSecrets;
   /** Reservations pass the paid-admission guard (refused while admission is paused, unless authorized). */
   admissions: PaidAdmissionGuard;
+  /** The fault seam (faults.ts): a test kills the process at a named point of a use case; nothing otherwise. */
+  faults: Faults;
 }

@@ -19,6 +19,7 @@ import * as m0018 from './0018-oauth.js';
 import * as m0019 from './0019-agent-replicas.js';
 import * as m0020 from './0020-idempotency-purge-order.js';
 import * as m0021 from './0021-deposit-refunds.js';
+import * as m0022 from './0022-earnings-maturity.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -42,4 +43,5 @@ export const migrations: Record<string, Migration> = {
   '0019-agent-replicas': m0019,
   '0020-idempotency-purge-order': m0020,
   '0021-deposit-refunds': m0021,
+  '0022-earnings-maturity': m0022,
 };
