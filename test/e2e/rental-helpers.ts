@@ -230,6 +230,11 @@ export class RentalSite {
     await this.cp.process.stop('SIGKILL');
   }
 
+  /** Resolves when the control plane's process exits (a fault point's SIGKILL, ARK_FAULT_EXIT_AT). */
+  controlPlaneExited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    return this.cp.process.exited;
+  }
+
   /** Starts the control plane again on the same port, data dir and store, with `env` added (a changed setting). */
   async startControlPlaneAgain(env: NodeJS.ProcessEnv = {}): Promise<void> {
     this.cpEnv = { ...this.cpEnv, ...env };

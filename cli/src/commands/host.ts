@@ -405,6 +405,7 @@ export function registerHostCommands(program: Command): void {
             at: string;
           }>;
           next_cursor: string | null;
+          credits: Array<{ job_id: string; reason: string; credit_micro: string; from_host_micro: string; at: string }>;
         }>('/api/v1/hosts/earnings', { query: { limit: positiveInteger(options.limit, '--limit') } });
         ctx.out.result(earnings, () => {
           ctx.out.fields([
@@ -426,6 +427,13 @@ export function registerHostCommands(program: Command): void {
                 formatUsdc(i.earned_micro ?? i.amount_micro ?? '0'),
                 i.state,
               ]),
+            );
+          }
+          if (earnings.credits.length > 0) {
+            // Automatic credits to renters of jobs that failed on this host's machines (issue 24).
+            ctx.out.table(
+              ['AT', 'CREDITED JOB', 'REASON', 'FROM YOUR EARNINGS USDC'],
+              earnings.credits.map((c) => [c.at, c.job_id, c.reason, formatUsdc(c.from_host_micro)]),
             );
           }
         });

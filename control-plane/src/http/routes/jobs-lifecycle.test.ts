@@ -399,6 +399,29 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
   it('fails a job that stays RECONCILING past the timeout, releasing the unspent hold and crediting the renter once', async () => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000' });
+    // Both parties listen for job.credited (an endpoint row: its deliveries are not under test here, its outbox is).
+    for (const account of [renter, machine.host]) {
+      const now = t.clock.now().toISOString();
+      await t.store.db
+        .insertInto('webhook_endpoints')
+        .values({
+          id: randomUUID(),
+          account_id: account.accountId,
+          url: 'https://hooks.example.test/ark',
+          description: null,
+          event_types: JSON.stringify(['job.credited']),
+          secret_sealed: 'unused',
+          previous_secret_sealed: null,
+          previous_secret_expires_at: null,
+          state: 'enabled',
+          disabled_reason: null,
+          failing_since: null,
+          created_at: now,
+          updated_at: now,
+          removed_at: null,
+        })
+        .execute();
+    }
     const start = await runJob(t, machine.machineId, jobId);
     // The last heartbeat that saw the job's container running, 20 s into the 30 s the receipt covers.
     await t.clock.advance(20_000);
@@ -438,6 +461,15 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
       from_host_payable_micro: '0',
       from_platform_micro: (creditTotal - creditHost).toString(),
     });
+    // A job.credited webhook for each party, written with the credit.
+    const hooks = await t.store.db
+      .selectFrom('webhook_events')
+      .select(['account_id', 'payload'])
+      .where('type', '=', 'job.credited')
+      .execute();
+    const mine = hooks.filter((h) => JSON.parse(h.payload).data.job_id === jobId);
+    expect(mine.map((h) => h.account_id).sort()).toEqual([renter.accountId, machine.host.accountId].sort());
+    expect(JSON.parse(mine[0]?.payload ?? '{}').data).toMatchObject({ credit_micro: creditTotal.toString(), reason: 'agent_lost' });
     // A line in both parties' histories.
     const line = { job_id: jobId, reason: 'agent_lost', credit_micro: creditTotal.toString(), from_host_micro: creditHost.toString() };
     const renterView = await t.app.inject({ method: 'GET', url: '/api/v1/billing/balance', headers: bearer(renter.apiKey) });

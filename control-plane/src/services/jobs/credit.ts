@@ -24,8 +24,9 @@ import type { HeldJob } from './held-job.js';
  * transaction) and a line in both parties' histories show it.
  */
 export async function creditFailedJob(deps: JobDeps, held: HeldJob, reason: CloseReason, now: Date): Promise<void> {
-  if (!isHostFault(reason)) return;
   const job = held.job;
+  // A job never charged (it failed before its meter started) has nothing to give back, and no credit to record.
+  if (!isHostFault(reason) || job.cumulativeChargeMicro === 0n) return;
   const trx = held.trx;
   const stored = await storedHeartbeatAtOf(trx, job.machineId);
   const lastHeartbeat = stored === undefined ? null : deps.heartbeats.lastHeartbeatAt(job.machineId, stored);
