@@ -263,13 +263,21 @@ export class RentalSite {
     durationS?: number;
     env?: Record<string, string>;
   }): Promise<{ jobId: string; quote: any }> {
-    const quoted = await this.renter('POST', '/api/v1/quotes', {
-      offer_id: this.offerId,
-      gpu_count: 1,
-      duration_limit_s: options.durationS ?? 600,
-      budget_micro: options.budgetMicro.toString(),
-      image_digest: this.world.image.digestRef,
-    });
+    const quote = () =>
+      this.renter('POST', '/api/v1/quotes', {
+        offer_id: this.offerId,
+        gpu_count: 1,
+        duration_limit_s: options.durationS ?? 600,
+        budget_micro: options.budgetMicro.toString(),
+        image_digest: this.world.image.digestRef,
+      });
+    // Just after a control plane restart the agent may still be reconnecting: MACHINE_NOT_AVAILABLE is retryable, so
+    // retry it, as a client would, until the agent's heartbeats are fresh again.
+    let quoted = await quote();
+    for (let tries = 0; quoted.status === 409 && quoted.body?.error?.code === 'MACHINE_NOT_AVAILABLE' && tries < 120; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      quoted = await quote();
+    }
     if (quoted.status !== 201) throw new Error(`quote: ${quoted.status} ${JSON.stringify(quoted.body)}`);
     const reserved = await this.renter('POST', '/api/v1/jobs', {
       quote_id: quoted.body.quote_id,
