@@ -51,7 +51,7 @@ describe('the fault seam', () => {
 
   it('refuses an unknown point, naming the variable and the points it accepts', () => {
     expect(() => faultsConfigFrom({ ARK_FAULT_EXIT_AT: 'payout.sent' }, fail)).toThrow(
-      'ARK_FAULT_EXIT_AT must be one of payout.pinned, payout.broadcast, got "payout.sent"',
+      'ARK_FAULT_EXIT_AT must be one of payout.pinned, payout.broadcast, job.credit, got "payout.sent"',
     );
   });
 

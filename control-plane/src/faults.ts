@@ -12,6 +12,9 @@ export const FAULT_POINTS = [
   'payout.pinned',
   // services/withdrawals/payer.ts: after the broadcast, before it is recorded or confirmed.
   'payout.broadcast',
+  // services/jobs/credit.ts: a failed job's automatic credit is posted, its transaction (the move to FAILED) not yet
+  // committed.
+  'job.credit',
 ] as const;
 
 export type FaultPoint = (typeof FAULT_POINTS)[number];

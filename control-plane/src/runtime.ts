@@ -176,7 +176,8 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
   const primary = config.payments.chains?.networks[0];
   const walletCode = primary ? new ViemWalletCodeReader({ rpcUrl: primary.rpcUrl, chainId: primary.chainId }) : null;
   const { engineModels, ...adapters } = serviceAdapters(config, clock);
-  const services = buildServices({ store, clock, config, mailer, logger, ...adapters, x402Chain, walletCode });
+  const faults = faultsOf(config.faults);
+  const services = buildServices({ store, clock, config, mailer, logger, ...adapters, x402Chain, walletCode, faults });
   return {
     config,
     store,
@@ -192,7 +193,7 @@ export async function createRuntime(config: Config, logger: Logger, clock: Clock
     depositReaderFor: (network) => new ViemChainReader({ rpcUrl: network.rpcUrl }),
     payoutWallet: payoutWalletOf(config),
     webhookSender: httpWebhookSender,
-    faults: faultsOf(config.faults),
+    faults,
     async close() {
       await services.close().catch((error: unknown) => logger.error({ err: error }, 'heartbeat flush on close failed'));
       await replicas.claimLocks.close();

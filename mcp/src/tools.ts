@@ -401,7 +401,9 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
         'needs the renter scope) or payable (host earnings; needs the host scope). Needs a fresh step-up (wallet_step_up). The amount is ' +
         'locked at once; the transfer is then paid automatically or held for an operator’s review (hold_reasons say why).',
       inputSchema: {
-        balance: z.enum(['available', 'payable']).describe('available: a withdrawal; payable: a payout of host earnings.'),
+        balance: z
+          .enum(['available', 'payable'])
+          .describe('available: a withdrawal; payable: a payout of matured host earnings (pending earnings cannot be paid out).'),
         amount_micro: decimal.describe('Micro-USDC to send, e.g. "5000000" for 5 USDC.'),
         withdrawal_address_id: uuid.describe('An id from withdrawal_addresses.'),
         network: z

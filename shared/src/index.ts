@@ -13,6 +13,7 @@ export * from './channel/manifest.js';
 export * from './channel/codec.js';
 export * from './channel/receipts.js';
 export * from './http/billing.js';
+export * from './http/credits.js';
 export * from './http/deposits.js';
 export * from './http/x402.js';
 export * from './http/admin-operations.js';

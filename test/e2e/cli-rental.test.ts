@@ -4,7 +4,7 @@
 // with the system ssh and sftp through `ark ssh`/`ark sftp` (host key pinned to the access endpoint's fingerprint),
 // extends, reads events and stops; the host lists its machine, changes its offer and maintenance windows, reads
 // telemetry, queues a network test, and sees its earnings and the market. Only `ark`'s --json output and exit codes
-// are read, beside the ledger's own answer (`ark-cp`) for the host's payable amount.
+// are read, beside the ledger's own answer (`ark-cp`) for the host's pending and payable amounts.
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -211,10 +211,15 @@ describe.skipIf(!isDockerAvailable())('the ark CLI over a real rental', () => {
       const nettest = expectExit(await ark(['nettest', site.machineId, '--json'], { env: host }), 0);
       expect(nettest.json).toMatchObject({ machine_id: site.machineId, state: 'QUEUED' });
 
-      // Earnings agree with the ledger's own answer.
+      // Earnings agree with the ledger's own answer: charged a moment ago, so pending (24 h to maturity), none payable.
       const earnings = expectExit(await ark(['earnings', '--json'], { env: host }), 0);
-      expect(BigInt(earnings.json.payable_micro)).toBe(await site.hostPayable());
-      expect(BigInt(earnings.json.payable_micro)).toBeGreaterThan(0n);
+      const ledger = await site.hostBalances();
+      expect(BigInt(earnings.json.pending_micro)).toBe(ledger.pending);
+      expect(BigInt(earnings.json.pending_micro)).toBeGreaterThan(0n);
+      expect(BigInt(earnings.json.payable_micro)).toBe(ledger.payable);
+      expect(earnings.json.next_matures_at).toEqual(expect.any(String));
+      const human = expectExit(await ark(['earnings'], { env: host }), 0);
+      expect(human.stdout).toMatch(/pending/);
       expect(earnings.json.items.some((i: any) => i.kind === 'job' && i.job_id === jobId)).toBe(true);
 
       const market = expectExit(await ark(['market', '--json'], { env: host }), 0);

@@ -145,7 +145,7 @@ export async function transfersOnChain(
 
 /**
  * A host earns: a machine enrolls and speaks the channel (RawAgent), the renter reserves it, the job runs and one
- * signed meter receipt covers `runtimeMs`; the charge moves the host's share to its payable. Answers the job id.
+ * signed meter receipt covers `runtimeMs`; the charge moves the host's share to its pending earnings (payable once they mature). Answers the job id.
  */
 export async function hostEarns(
   cp: ControlPlane,

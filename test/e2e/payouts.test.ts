@@ -32,6 +32,9 @@ import {
   waitWithdrawal,
 } from './payout-helpers.js';
 
+/** ARK_EARNINGS_MATURITY_S of this suite's control plane. */
+const MATURITY_S = 5;
+
 describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
   let anvil: Anvil;
   let chain: DepositChain;
@@ -52,6 +55,15 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
   const cli = async (args: string[]) => JSON.parse(await controlPlaneCli(cp, args));
   const available = async () => BigInt((await call(cp, 'GET', '/api/v1/billing/balance', { token: renter })).body.available_micro);
   const earnings = async () => (await call(cp, 'GET', '/api/v1/hosts/earnings?limit=100', { token: host })).body;
+  /** Waits for the maturity worker to make `amount` of a host's earnings payable. */
+  const matured = (token: string, amount: bigint) =>
+    waitFor(
+      async () => {
+        const body = (await call(cp, 'GET', '/api/v1/hosts/earnings', { token })).body;
+        return BigInt(body.payable_micro) >= amount ? body : null;
+      },
+      { timeoutMs: (MATURITY_S + 10) * 1000, intervalMs: 200, description: 'the earnings matured' },
+    );
   const withdraw = (token: string, amount: bigint, addressId: string) =>
     call(cp, 'POST', '/api/v1/withdrawals', { token, body: { amount_micro: amount.toString(), withdrawal_address_id: addressId } });
   const review = (id: string, decision: 'approve' | 'reject', reason: string, token = admin) =>
@@ -95,6 +107,8 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
         ARK_WITHDRAWAL_REVIEW_FIRST: '0',
         ARK_HEARTBEAT_INTERVAL_S: '1',
         ARK_METER_INTERVAL_S: '1',
+        // Earnings mature 5 s after their charge (issue 24): long enough to see a payout of pending money refused.
+        ARK_EARNINGS_MATURITY_S: String(MATURITY_S),
         // 3600 USDC an hour: one USDC a second of metered time.
         ARK_SEED_RATE_MICRO_PER_HOUR: String(3_600n * USDC),
         // Past the default spend-rate cap (50 USDC/h) on purpose: the cap is spend-cap.test.ts's business.
@@ -128,13 +142,21 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
   });
 
   it('pays a host its metered earnings on chain exactly once, and shows them over HTTP', async () => {
-    const before = await earnings();
-    // Three seconds at one USDC a second: the host's share of the charge is payable.
-    expect(BigInt(before.payable_micro)).toBe(3n * USDC);
-    expect(before.items).toContainEqual({ kind: 'job', job_id: jobId, earned_micro: String(3n * USDC), at: expect.any(String) });
-
+    const charged = await earnings();
+    // Three seconds at one USDC a second: the host's share of the charge is pending, not payable, until it matures.
+    expect(charged).toMatchObject({ pending_micro: String(3n * USDC), payable_micro: '0' });
+    expect(Date.parse(charged.next_matures_at)).toBeGreaterThan(Date.now() - 1_000);
+    expect(charged.items).toContainEqual({ kind: 'job', job_id: jobId, earned_micro: String(3n * USDC), at: expect.any(String) });
     const to = randomAddress();
     const addressId = await addWithdrawalAddress(cp, host, to);
+    // A payout draws only matured earnings: pending ones are refused, and nothing is locked.
+    const early = await withdraw(host, 2n * USDC, addressId);
+    expect(early.status, JSON.stringify(early.body)).toBe(409);
+    expect(early.body.error.code).toBe('INSUFFICIENT_BALANCE');
+    expect(await earnings()).toMatchObject({ locked_micro: '0' });
+
+    const before = await matured(host, 3n * USDC);
+    expect(before).toMatchObject({ pending_micro: '0', payable_micro: String(3n * USDC), next_matures_at: null });
     const requested = await withdraw(host, 2n * USDC, addressId);
     expect(requested.status, JSON.stringify(requested.body)).toBe(202);
     expect(requested.body).toMatchObject({
@@ -214,6 +236,7 @@ describe.each(['sqlite', 'postgres'] as const)('payouts on %s', (dialect) => {
     closeAgents.push(() => earned.agent.close());
     const payable = async () =>
       BigInt((await call(cp, 'GET', '/api/v1/hosts/earnings', { token: renterHost })).body.payable_micro as string);
+    await matured(renterHost, 2n * USDC);
     expect(await payable()).toBe(2n * USDC);
     const to = randomAddress();
     const addressId = await addWithdrawalAddress(cp, renterHost, to);

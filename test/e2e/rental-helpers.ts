@@ -230,6 +230,11 @@ export class RentalSite {
     await this.cp.process.stop('SIGKILL');
   }
 
+  /** Resolves when the control plane's process exits (a fault point's SIGKILL, ARK_FAULT_EXIT_AT). */
+  controlPlaneExited(): Promise<{ code: number | null; signal: NodeJS.Signals | null }> {
+    return this.cp.process.exited;
+  }
+
   /** Starts the control plane again on the same port, data dir and store, with `env` added (a changed setting). */
   async startControlPlaneAgain(env: NodeJS.ProcessEnv = {}): Promise<void> {
     this.cpEnv = { ...this.cpEnv, ...env };
@@ -258,13 +263,21 @@ export class RentalSite {
     durationS?: number;
     env?: Record<string, string>;
   }): Promise<{ jobId: string; quote: any }> {
-    const quoted = await this.renter('POST', '/api/v1/quotes', {
-      offer_id: this.offerId,
-      gpu_count: 1,
-      duration_limit_s: options.durationS ?? 600,
-      budget_micro: options.budgetMicro.toString(),
-      image_digest: this.world.image.digestRef,
-    });
+    const quote = () =>
+      this.renter('POST', '/api/v1/quotes', {
+        offer_id: this.offerId,
+        gpu_count: 1,
+        duration_limit_s: options.durationS ?? 600,
+        budget_micro: options.budgetMicro.toString(),
+        image_digest: this.world.image.digestRef,
+      });
+    // Just after a control plane restart the agent may still be reconnecting: MACHINE_NOT_AVAILABLE is retryable, so
+    // retry it, as a client would, until the agent's heartbeats are fresh again.
+    let quoted = await quote();
+    for (let tries = 0; quoted.status === 409 && quoted.body?.error?.code === 'MACHINE_NOT_AVAILABLE' && tries < 120; tries++) {
+      await new Promise((resolve) => setTimeout(resolve, 250));
+      quoted = await quote();
+    }
     if (quoted.status !== 201) throw new Error(`quote: ${quoted.status} ${JSON.stringify(quoted.body)}`);
     const reserved = await this.renter('POST', '/api/v1/jobs', {
       quote_id: quoted.body.quote_id,
@@ -322,9 +335,16 @@ export class RentalSite {
     return { available: BigInt(answer.body.available_micro), held: BigInt(answer.body.held_micro) };
   }
 
-  /** The host's payable balance, as the ledger holds it (`ark-cp ledger balance`). */
-  async hostPayable(): Promise<bigint> {
-    return BigInt((await this.cli(['ledger', 'balance', '--email', this.hostEmail])).payable_micro);
+  /** The host's earnings, as the ledger holds them (`ark-cp ledger balance`): pending (not matured) and payable. */
+  async hostBalances(): Promise<{ pending: bigint; payable: bigint }> {
+    const balance = await this.cli(['ledger', 'balance', '--email', this.hostEmail]);
+    return { pending: BigInt(balance.pending_micro), payable: BigInt(balance.payable_micro) };
+  }
+
+  /** Everything the host earned and still has: pending and payable (issue 24: charges land pending). */
+  async hostEarned(): Promise<bigint> {
+    const { pending, payable } = await this.hostBalances();
+    return pending + payable;
   }
 
   async verifyLedger(): Promise<any> {

@@ -53,7 +53,7 @@ describe.skipIf(!isDockerAvailable())('a whole rental on real parts', () => {
       timeout: 180_000,
     }, async () => {
       const budget = 3_000_000n;
-      const payableBefore = await site.hostPayable();
+      const payableBefore = await site.hostEarned();
 
       // Quote and reserve: the budget moves from available to the job's hold.
       const reservedAt = Date.now();
@@ -204,7 +204,7 @@ describe.skipIf(!isDockerAvailable())('a whole rental on real parts', () => {
       const charges = expectedCharges(quote, closed);
       expect(BigInt(closed.cumulative_charge_micro)).toBe(charges.cumulativeMicro);
       expect(charges.cumulativeMicro).toBeLessThan(BigInt(closed.funded_budget_micro));
-      const hostPaid = (await site.hostPayable()) - payableBefore;
+      const hostPaid = (await site.hostEarned()) - payableBefore;
       expect(hostPaid).toBe(charges.hostMicro);
       // Uncapped, the host's share is the machine-rate formula or one micro below it (DESIGN.md, charges.ts).
       const machineFormula = (MACHINE_RATE_MICRO_PER_HOUR * runtimeMs) / HOUR_MS;

@@ -397,11 +397,13 @@ export function registerHostCommands(program: Command): void {
 
   program
     .command('earnings')
-    .description('Payable, locked and paid-out earnings, with recent history')
+    .description('Pending, payable, locked and paid-out earnings, with recent history')
     .option('--limit <n>', 'history items', '20')
     .action(
       action(async (ctx, options: { limit: string }) => {
         const earnings = await ctx.api.get<{
+          pending_micro: string;
+          next_matures_at: string | null;
           payable_micro: string;
           locked_micro: string;
           paid_out_micro: string;
@@ -415,9 +417,14 @@ export function registerHostCommands(program: Command): void {
             at: string;
           }>;
           next_cursor: string | null;
+          credits: Array<{ job_id: string; reason: string; credit_micro: string; from_host_micro: string; at: string }>;
         }>('/api/v1/hosts/earnings', { query: { limit: positiveInteger(options.limit, '--limit') } });
         ctx.out.result(earnings, () => {
           ctx.out.fields([
+            [
+              'pending',
+              `${formatUsdc(earnings.pending_micro)} USDC${earnings.next_matures_at ? ` (next payable at ${earnings.next_matures_at})` : ''}`,
+            ],
             ['payable', `${formatUsdc(earnings.payable_micro)} USDC`],
             ['locked in payouts', `${formatUsdc(earnings.locked_micro)} USDC`],
             ['paid out', `${formatUsdc(earnings.paid_out_micro)} USDC`],
@@ -432,6 +439,13 @@ export function registerHostCommands(program: Command): void {
                 formatUsdc(i.earned_micro ?? i.amount_micro ?? '0'),
                 i.state,
               ]),
+            );
+          }
+          if (earnings.credits.length > 0) {
+            // Automatic credits to renters of jobs that failed on this host's machines (issue 24).
+            ctx.out.table(
+              ['AT', 'CREDITED JOB', 'REASON', 'FROM YOUR EARNINGS USDC'],
+              earnings.credits.map((c) => [c.at, c.job_id, c.reason, formatUsdc(c.from_host_micro)]),
             );
           }
         });

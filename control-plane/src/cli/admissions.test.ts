@@ -85,6 +85,7 @@ describe.each(DIALECTS)('ark-cp admissions and ledger summary on %s', (dialect) 
       totals: {
         available_micro: '5000000',
         held_micro: '2000000',
+        pending_micro: '0',
         payable_micro: '800000',
         locked_micro: '0',
         fees_micro: '200000',

@@ -51,7 +51,12 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
     expect(out).toEqual({ account_id: renter.id, posting_id: expect.any(String), available_micro: '5000000' });
     const again = await creditCommand(cli, { email: renter.email, amountMicro: '250', reason: 'goodwill', operator: 'ops' });
     expect(again.available_micro).toBe('5000250');
-    expect(await balancesOfOwner(store.db, renter.id)).toEqual({ availableMicro: 5_000_250n, heldMicro: 0n, payableMicro: 0n });
+    expect(await balancesOfOwner(store.db, renter.id)).toEqual({
+      availableMicro: 5_000_250n,
+      heldMicro: 0n,
+      pendingMicro: 0n,
+      payableMicro: 0n,
+    });
     expect(await balanceOf(store.db, ledgerAccounts.adjustment())).toBe(-5_000_250n);
 
     const audit = await store.db
@@ -125,6 +130,7 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
       account_id: renter.id,
       available_micro: '500',
       held_micro: '0',
+      pending_micro: '0',
       payable_micro: '200',
     });
     await expect(balanceCommand(cli, { email: 'nobody@example.test' })).rejects.toThrow(/no account with email/);
@@ -163,7 +169,13 @@ describe.each(DIALECTS)('ledger credit on %s', (dialect) => {
       expect(writes.join('')).toMatch(/--amount-micro is required/);
       writes.length = 0;
       expect(await run('ledger', 'balance', '--email', renter.email)).toBe(0);
-      expect(JSON.parse(writes.join(''))).toEqual({ account_id: renter.id, available_micro: '1200', held_micro: '0', payable_micro: '0' });
+      expect(JSON.parse(writes.join(''))).toEqual({
+        account_id: renter.id,
+        available_micro: '1200',
+        held_micro: '0',
+        pending_micro: '0',
+        payable_micro: '0',
+      });
       writes.length = 0;
       expect(await run('ledger', 'verify')).toBe(0);
       expect(JSON.parse(writes.join(''))).toMatchObject({ ok: true, sum_micro: '0', discrepancies: [] });

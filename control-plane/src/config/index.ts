@@ -12,6 +12,7 @@ import { type SelftestConfig, selftestConfigFrom } from './selftest.js';
 import { type WebhooksConfig, webhooksConfigFrom } from './webhooks.js';
 import { type X402Config, x402ConfigFrom } from './x402.js';
 import { type PayoutsConfig, payoutsConfigFrom } from './payouts.js';
+import { type EarningsConfig, earningsConfigFrom } from './earnings.js';
 import { type TreasuryConfig, treasuryConfigFrom } from './treasury.js';
 import { type FaultsConfig, faultsConfigFrom } from '../faults.js';
 
@@ -100,6 +101,8 @@ export interface Config {
   x402: X402Config;
   /** Money out: the payout wallet and the withdrawal holds (config/payouts.ts). */
   payouts: PayoutsConfig;
+  /** Host earnings: how long a charge is pending before it is payable (config/earnings.ts). */
+  earnings: EarningsConfig;
   /** Signed webhooks: private endpoints, attempt timeout, when a failing endpoint is disabled (config/webhooks.ts). */
   webhooks: WebhooksConfig;
   /** Machine reliability: the floor, the window, the history a machine needs, the worker's period (config/reliability.ts). */
@@ -257,6 +260,7 @@ export function loadConfig(env: Env = process.env, { stdoutIsTerminal = false }:
     relay: relayConfigFrom((name, fallback, min, max) => int(env, name, fallback, min, max)),
     x402: x402ConfigFrom(env, payments.chains, (message) => new ConfigError(message)),
     payouts: payoutsConfigFrom(env, (message) => new ConfigError(message)),
+    earnings: earningsConfigFrom((name, fallback, min, max) => int(env, name, fallback, min, max)),
     webhooks: webhooksConfigFrom(
       env,
       (name, fallback, min, max) => int(env, name, fallback, min, max),

@@ -1,6 +1,7 @@
 import type { WalletCodeReader } from '../chain/wallet-code.js';
 import type { Clock } from '../clock.js';
 import type { Config } from '../config/index.js';
+import { type Faults, noFaults } from '../faults.js';
 import type { OAuthProviderName } from '../config/oauth.js';
 import type { OAuthProviderClient } from '../oauth/providers.js';
 import type { Mailer } from '../mail.js';
@@ -65,6 +66,8 @@ export interface ServiceDeps {
    * list through the gateway's relay tunnel (bound once the app's gateway exists).
    */
   readinessProbes: ReadinessProbes;
+  /** The fault seam (faults.ts, a test facility; runtime.ts builds it from ARK_FAULT_EXIT_AT); none when absent. */
+  faults?: Faults;
 }
 
 /** One area per key. */
@@ -143,6 +146,7 @@ export function buildServices(deps: ServiceDeps): Services {
     admissions: admissionGuard,
     readinessProbes: deps.readinessProbes,
     ...(deps.logger ? { logger: deps.logger } : {}),
+    faults: deps.faults ?? noFaults,
   });
   return {
     jobs,

@@ -120,7 +120,8 @@ async function chargedAtMostWhatRan(model: SimModel, world: World): Promise<void
     const where = `job ${job.id.slice(0, 8)}`;
     if (posted !== job.cumulative_charge_micro || job.charged_host_micro + job.charged_fee_micro !== job.cumulative_charge_micro)
       throw new InvariantViolation('no receipt is charged twice', `${where}: postings ${posted}, job says ${job.cumulative_charge_micro}`);
-    if (owner && mine.some((p) => p.kind === 'charge_host' && p.to_key !== ledgerAccountKey(owner.accountId, 'payable')))
+    const hostKeys = owner ? [ledgerAccountKey(owner.accountId, 'payable'), ledgerAccountKey(owner.accountId, 'pending')] : [];
+    if (owner && mine.some((p) => p.kind === 'charge_host' && !hostKeys.includes(p.to_key)))
       throw new InvariantViolation('a host is paid for its own machine only', `${where}: a host share went to another account`);
     if (job.cumulative_charge_micro > job.funded_budget_micro)
       throw new InvariantViolation('no receipt is charged twice', `${where}: charged ${job.cumulative_charge_micro} over its budget`);

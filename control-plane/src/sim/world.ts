@@ -74,6 +74,9 @@ function buildSimConfig(seed: number, treasury: `0x${string}`): Config {
       minDepositMicro: SIM_LIMITS.minDepositMicro,
     },
     payouts: { ...base.payouts, minMicro: SIM_LIMITS.minWithdrawalMicro, reviewAboveMicro: SIM_LIMITS.reviewAboveMicro },
+    // Earnings are payable at once here: the model's drain takes everything out without a maturity to wait for.
+    // Maturity itself is proven by store/pending-earnings.test.ts and the payouts e2e.
+    earnings: { maturityS: 0, maturityIntervalMs: 1_000 },
     x402: {
       ...base.x402,
       enabled: true,

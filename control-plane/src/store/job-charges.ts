@@ -3,8 +3,10 @@ import { sql } from 'kysely';
 import { type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
 import { type PostingKind, transferProblem } from '../domain/ledger/postings.js';
 import type { Tx } from './db.js';
+import { insertPendingLot } from './pending-earnings.js';
 
-// A metered charge posts two legs from the job's hold: the host share to the host's payable and the fee to the
+// A metered charge posts two legs from the job's hold: the host share to the host's pending earnings (a lot that
+// matures at `maturesAt`, store/pending-earnings.ts; straight to payable when maturity is off) and the fee to the
 // platform's fees. It is the hot path of metering, so both legs go in one statement each (one balance update for
 // the three accounts, one insert for the two postings) instead of two ledger transfers of three statements each.
 // It writes the ledger's own tables under the ledger's rules: the same posting kinds (POSTING_RULES), immutable
@@ -17,9 +19,11 @@ export interface ChargeLegs {
   hostAccountId: string;
   hostMicro: bigint;
   feeMicro: bigint;
-  /** The job's first charge: create the payable and fees accounts if this is their first use. */
+  /** The job's first charge: create the host's and the fees accounts if this is their first use. */
   first: boolean;
   at: Date;
+  /** When the host share becomes payable (issue 24 item 4); null: maturity is off, it is payable at once. */
+  maturesAt: Date | null;
 }
 
 async function ensureAccounts(trx: Tx, refs: LedgerAccountRef[], at: string): Promise<void> {
@@ -39,10 +43,10 @@ async function ensureAccounts(trx: Tx, refs: LedgerAccountRef[], at: string): Pr
     .execute();
 }
 
-/** Posts hold -> payable (host share) and hold -> fees (fee share) inside the caller's transaction. */
+/** Posts hold -> pending (host share, with its lot) and hold -> fees (fee share) inside the caller's transaction. */
 export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void> {
   const hold = ledgerAccounts.hold(legs.jobId, legs.renterAccountId);
-  const payable = ledgerAccounts.payable(legs.hostAccountId);
+  const payable = legs.maturesAt === null ? ledgerAccounts.payable(legs.hostAccountId) : ledgerAccounts.pending(legs.hostAccountId);
   const fees = ledgerAccounts.fees();
   const wanted: Array<{ to: LedgerAccountRef; amountMicro: bigint; kind: PostingKind }> = [];
   if (legs.hostMicro > 0n) wanted.push({ to: payable, amountMicro: legs.hostMicro, kind: 'charge_host' });
@@ -85,4 +89,13 @@ export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void
       })),
     )
     .execute();
+  if (legs.maturesAt !== null && legs.hostMicro > 0n) {
+    await insertPendingLot(trx, {
+      hostAccountId: legs.hostAccountId,
+      jobId: legs.jobId,
+      amountMicro: legs.hostMicro,
+      chargedAt: legs.at,
+      maturesAt: legs.maturesAt,
+    });
+  }
 }

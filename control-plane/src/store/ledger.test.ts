@@ -89,7 +89,12 @@ describe.each(DIALECTS)('ledger on %s', (dialect) => {
         at,
       });
     });
-    expect(await balancesOfOwner(store.db, renter)).toEqual({ availableMicro: 4_000n, heldMicro: 4_900n, payableMicro: 0n });
+    expect(await balancesOfOwner(store.db, renter)).toEqual({
+      availableMicro: 4_000n,
+      heldMicro: 4_900n,
+      pendingMicro: 0n,
+      payableMicro: 0n,
+    });
     const released = await runTransfer(store, {
       from: ledgerAccounts.hold(job, renter),
       to: ledgerAccounts.available(renter),
@@ -100,8 +105,8 @@ describe.each(DIALECTS)('ledger on %s', (dialect) => {
     });
     expect(released.toBalanceMicro).toBe(8_900n);
     expect(await balanceOf(store.db, ledgerAccounts.payable(host))).toBe(1_000n);
-    expect(await balancesOfOwner(store.db, host)).toEqual({ availableMicro: 0n, heldMicro: 0n, payableMicro: 1_000n });
-    expect(await balancesOfOwner(store.db, renter)).toEqual({ availableMicro: 8_900n, heldMicro: 0n, payableMicro: 0n });
+    expect(await balancesOfOwner(store.db, host)).toEqual({ availableMicro: 0n, heldMicro: 0n, pendingMicro: 0n, payableMicro: 1_000n });
+    expect(await balancesOfOwner(store.db, renter)).toEqual({ availableMicro: 8_900n, heldMicro: 0n, pendingMicro: 0n, payableMicro: 0n });
     // Postings at the same instant come back in id order, so compare them as a set.
     const postings = await postingsByReference(store.db, job);
     expect(postings.map((p) => `${p.kind}:${p.amountMicro}`).sort()).toEqual([
@@ -127,8 +132,13 @@ describe.each(DIALECTS)('ledger on %s', (dialect) => {
         at,
       });
     }
-    expect(await balancesOfOwner(store.db, renter)).toEqual({ availableMicro: 600n, heldMicro: 400n, payableMicro: 0n });
-    expect(await balancesOfOwner(store.db, fresh('nobody'))).toEqual({ availableMicro: 0n, heldMicro: 0n, payableMicro: 0n });
+    expect(await balancesOfOwner(store.db, renter)).toEqual({ availableMicro: 600n, heldMicro: 400n, pendingMicro: 0n, payableMicro: 0n });
+    expect(await balancesOfOwner(store.db, fresh('nobody'))).toEqual({
+      availableMicro: 0n,
+      heldMicro: 0n,
+      pendingMicro: 0n,
+      payableMicro: 0n,
+    });
     expect(await balanceOf(store.db, ledgerAccounts.available(fresh('nobody')))).toBe(0n);
   });
 
@@ -528,7 +538,7 @@ describe.each(DIALECTS)('ledger on %s', (dialect) => {
       expect(results.filter((r) => r !== null).every((r) => r === 'INSUFFICIENT_BALANCE')).toBe(true);
       expect(await postingCount(store)).toBe(before + 132n);
       for (const r of renters)
-        expect(await balancesOfOwner(store.db, r)).toEqual({ availableMicro: 100n, heldMicro: 9_900n, payableMicro: 0n });
+        expect(await balancesOfOwner(store.db, r)).toEqual({ availableMicro: 100n, heldMicro: 9_900n, pendingMicro: 0n, payableMicro: 0n });
       expect(await sumOfAllBalances(store.db)).toBe(0n);
       expect((await verifyLedger(store)).ok).toBe(true);
     });

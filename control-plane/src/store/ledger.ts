@@ -12,6 +12,7 @@ import {
 } from '../domain/ledger/postings.js';
 import { DomainError } from '../errors.js';
 import { type Executor, isPostgres, type Store, type Tx } from './db.js';
+import { pendingLotMismatches } from './pending-earnings.js';
 import { inTransactionWithRetry, type TransactionOptions } from './transaction.js';
 
 export interface TransferInput {
@@ -151,6 +152,8 @@ export interface OwnerBalances {
   availableMicro: bigint;
   /** Sum over the account's job holds. */
   heldMicro: bigint;
+  /** A host's earnings not matured yet (issue 24). */
+  pendingMicro: bigint;
   payableMicro: bigint;
 }
 
@@ -160,11 +163,11 @@ export async function balancesOfOwner(db: Executor, accountId: string): Promise<
     .selectFrom('ledger_accounts')
     .select(['kind', (eb) => eb.fn.sum<bigint>('balance_micro').as('total')])
     .where('account_id', '=', accountId)
-    .where('kind', 'in', ['available', 'hold', 'payable'])
+    .where('kind', 'in', ['available', 'hold', 'pending', 'payable'])
     .groupBy('kind')
     .execute();
   const total = (kind: string) => BigInt(rows.find((r) => r.kind === kind)?.total ?? 0n);
-  return { availableMicro: total('available'), heldMicro: total('hold'), payableMicro: total('payable') };
+  return { availableMicro: total('available'), heldMicro: total('hold'), pendingMicro: total('pending'), payableMicro: total('payable') };
 }
 
 /** Sum of every cached balance; double entry keeps it at zero. */
@@ -208,7 +211,8 @@ export async function postingsByReference(db: Executor, reference: string, limit
 
 export interface LedgerDiscrepancy {
   key: string;
-  problem: 'cache_mismatch' | 'negative_balance';
+  /** pending_lots_mismatch: a host's pending balance is not the sum of its unmatured lots (recomputed: the lots). */
+  problem: 'cache_mismatch' | 'negative_balance' | 'pending_lots_mismatch';
   cachedMicro: bigint;
   recomputedMicro: bigint;
 }
@@ -224,7 +228,8 @@ export interface LedgerVerification {
 }
 
 /**
- * Recomputes every balance from the postings and compares it with the cache, in one consistent
+ * Recomputes every balance from the postings and compares it with the cache, and every host's pending balance with
+ * its pending lots, in one consistent
  * snapshot (repeatable read on Postgres), so it can run beside live traffic.
  */
 export async function verifyLedger(store: Store, options: { limit?: number } = {}): Promise<LedgerVerification> {
@@ -250,6 +255,10 @@ export async function verifyLedger(store: Store, options: { limit?: number } = {
       const recomputedMicro = BigInt(r.recomputed);
       return { key: r.key, problem: cachedMicro !== recomputedMicro ? 'cache_mismatch' : 'negative_balance', cachedMicro, recomputedMicro };
     });
+    // Pending earnings (issue 24): each host's pending balance is the sum of what is left of its unmatured lots.
+    for (const m of await pendingLotMismatches(trx, limit)) {
+      discrepancies.push({ key: m.key, problem: 'pending_lots_mismatch', cachedMicro: m.cachedMicro, recomputedMicro: m.lotsMicro });
+    }
     const count = counts.rows[0];
     return {
       ok: discrepancies.length === 0 && sumMicro === 0n,

@@ -2,6 +2,7 @@ import type { AccountsTables } from './tables/accounts.js';
 import type { AdmissionsTables } from './tables/admissions.js';
 import type { AgentsTables } from './tables/agents.js';
 import type { DepositsTables } from './tables/deposits.js';
+import type { EarningsTables } from './tables/earnings.js';
 import type { FoundationTables } from './tables/foundation.js';
 import type { GatewayTables } from './tables/gateway.js';
 import type { HardwareReceiptsTables } from './tables/hardware-receipts.js';
@@ -22,6 +23,7 @@ export interface Database
   extends FoundationTables,
     AccountsTables,
     LedgerTables,
+    EarningsTables,
     TemplatesTables,
     HostsTables,
     GatewayTables,

@@ -72,6 +72,7 @@ describe.each(DIALECTS)('treasury reads on %s', (dialect) => {
     expect(await ledgerLiabilities(store.db)).toEqual({
       availableMicro: 0n,
       heldMicro: 0n,
+      pendingMicro: 0n,
       payableMicro: 0n,
       lockedMicro: 0n,
       inFlightMicro: 0n,
@@ -96,6 +97,7 @@ describe.each(DIALECTS)('treasury reads on %s', (dialect) => {
     expect(await ledgerLiabilities(store.db)).toEqual({
       availableMicro: 42_000_000n,
       heldMicro: 18_000_000n,
+      pendingMicro: 0n,
       payableMicro: 10_000_000n,
       lockedMicro: 28_000_000n,
       inFlightMicro: 23_000_000n,

@@ -7,6 +7,7 @@ import type { Executor } from './db.js';
 export interface LedgerLiabilities {
   availableMicro: bigint;
   heldMicro: bigint;
+  pendingMicro: bigint;
   payableMicro: bigint;
   lockedMicro: bigint;
   /** Amounts of withdrawals and payouts SIGNED or BROADCAST: their transfer may already be on chain. */
@@ -21,10 +22,11 @@ export interface LedgerLiabilities {
 export async function ledgerLiabilities(db: Executor): Promise<LedgerLiabilities> {
   const kind = (k: string) => sql<string>`(select coalesce(sum(balance_micro), 0) from ledger_accounts where kind = ${k})`;
   const row = (
-    await sql<Record<'available' | 'held' | 'payable' | 'locked' | 'in_flight', bigint | string | number>>`
+    await sql<Record<'available' | 'held' | 'pending' | 'payable' | 'locked' | 'in_flight', bigint | string | number>>`
       select
         ${kind('available')} as available,
         ${kind('hold')} as held,
+        ${kind('pending')} as pending,
         ${kind('payable')} as payable,
         ${kind('lock')} as locked,
         (select coalesce(sum(amount_micro), 0) from withdrawals where state in ('SIGNED', 'BROADCAST')) as in_flight`.execute(db)
@@ -33,6 +35,7 @@ export async function ledgerLiabilities(db: Executor): Promise<LedgerLiabilities
   return {
     availableMicro: BigInt(row.available),
     heldMicro: BigInt(row.held),
+    pendingMicro: BigInt(row.pending),
     payableMicro: BigInt(row.payable),
     lockedMicro: BigInt(row.locked),
     inFlightMicro: BigInt(row.in_flight),

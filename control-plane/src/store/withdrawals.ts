@@ -297,7 +297,10 @@ export interface JobEarningRow {
   last_at: string;
 }
 
-/** A host's metered earnings per job (charge postings to its payable), latest first, after [last_at, job_id]. */
+/**
+ * A host's metered earnings per job (charge postings to its pending earnings, or to payable when maturity is off or
+ * before it existed), latest first, after [last_at, job_id].
+ */
 export async function jobEarnings(
   db: Executor,
   hostAccountId: string,
@@ -305,11 +308,12 @@ export async function jobEarnings(
   fetch: number,
 ): Promise<JobEarningRow[]> {
   const payable = ledgerAccountKey(hostAccountId, 'payable');
+  const pending = ledgerAccountKey(hostAccountId, 'pending');
   const [lastAt, jobId] = (after ?? [null, null]) as [string | null, string | null];
   const rows = await sql<{ job_id: string; earned_micro: bigint; last_at: string }>`
     select reference as job_id, sum(amount_micro) as earned_micro, max(at) as last_at
     from ledger_postings
-    where to_key = ${payable} and kind = 'charge_host'
+    where to_key in (${pending}, ${payable}) and kind = 'charge_host'
     group by reference
     ${after ? sql`having max(at) < ${lastAt} or (max(at) = ${lastAt} and reference < ${jobId})` : sql``}
     order by max(at) desc, reference desc

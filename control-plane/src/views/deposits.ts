@@ -1,4 +1,5 @@
 import {
+  type JobCreditLine,
   type AdminDeposit,
   type BillingBalance,
   type Deposit,
@@ -13,7 +14,7 @@ import { getAddress } from 'viem';
 import type { DepositAddressRecord } from '../services/billing/deposit-address.js';
 import type { DepositResolutionResult } from '../services/billing/deposit-resolution.js';
 import type { NetworkStatus } from '../services/billing/deposits-index.js';
-import type { DepositRecord, OperatorDeposit, TopUpRecord } from '../services/billing/records.js';
+import type { DepositRecord, JobCreditRecord, OperatorDeposit, TopUpRecord } from '../services/billing/records.js';
 
 // Money in as the wire shows it (shared/src/http/deposits.ts, billing.ts): deposits, x402 top-ups, the balance, the
 // deposit address; the routes, `ark-cp` and the console (through the routes) alike.
@@ -94,6 +95,7 @@ export function billingBalanceView(
   balances: { availableMicro: bigint; heldMicro: bigint },
   deposits: BillingBalance['deposits'],
   topUps: BillingBalance['top_ups'],
+  credits: JobCreditRecord[] = [],
 ): BillingBalance {
   return {
     available_micro: toDecimal(balances.availableMicro),
@@ -101,6 +103,19 @@ export function billingBalanceView(
     currency: 'USDC' as const,
     deposits,
     top_ups: topUps,
+    credits: credits.map(jobCreditView),
+  };
+}
+
+/** An automatic credit (issue 24): a line in the renter's balance and in the host's earnings. */
+export function jobCreditView(c: JobCreditRecord): JobCreditLine {
+  return {
+    job_id: c.jobId,
+    reason: c.reason,
+    credit_micro: toDecimal(c.creditMicro),
+    from_host_micro: toDecimal(c.fromHostMicro),
+    healthy_at: c.healthyAt,
+    at: c.createdAt,
   };
 }
 

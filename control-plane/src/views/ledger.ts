@@ -14,6 +14,7 @@ export function ledgerSummaryView(summary: LedgerSummaryRecord): LedgerSummary {
     totals: {
       available_micro: t.availableMicro.toString(),
       held_micro: t.heldMicro.toString(),
+      pending_micro: t.pendingMicro.toString(),
       payable_micro: t.payableMicro.toString(),
       locked_micro: t.lockedMicro.toString(),
       fees_micro: t.feesMicro.toString(),
@@ -48,6 +49,7 @@ export interface BalanceOutput {
   account_id: string;
   available_micro: string;
   held_micro: string;
+  pending_micro: string;
   payable_micro: string;
 }
 
@@ -56,6 +58,7 @@ export const balanceView = (accountId: string, balances: OwnerBalances): Balance
   account_id: accountId,
   available_micro: balances.availableMicro.toString(),
   held_micro: balances.heldMicro.toString(),
+  pending_micro: balances.pendingMicro.toString(),
   payable_micro: balances.payableMicro.toString(),
 });
 

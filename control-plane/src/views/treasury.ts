@@ -28,6 +28,7 @@ export function reconciliationView(run: ReconciliationRun): TreasuryReconciliati
     liabilities: {
       available_micro: l.availableMicro.toString(),
       held_micro: l.heldMicro.toString(),
+      pending_micro: l.pendingMicro.toString(),
       payable_micro: l.payableMicro.toString(),
       locked_micro: l.lockedMicro.toString(),
       in_flight_micro: l.inFlightMicro.toString(),

@@ -1,3 +1,4 @@
+import { jobCreditView } from './deposits.js';
 import {
   type AdminWithdrawal,
   type EarningsItem,
@@ -67,10 +68,13 @@ export function earningsItemView(item: EarningsRecord): EarningsItem {
 /** A host's earnings around one page of its history (the page is paginated by the route). */
 export function hostEarningsView(earnings: HostEarningsRecord, page: Pick<HostEarnings, 'items' | 'next_cursor'>): HostEarnings {
   return {
+    pending_micro: toDecimal(earnings.pendingMicro),
+    next_matures_at: earnings.nextMaturesAt === null ? null : earnings.nextMaturesAt.toISOString(),
     payable_micro: toDecimal(earnings.payableMicro),
     locked_micro: toDecimal(earnings.lockedMicro),
     paid_out_micro: toDecimal(earnings.paidOutMicro),
     ...page,
+    credits: earnings.credits.map(jobCreditView),
   };
 }
 

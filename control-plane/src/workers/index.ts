@@ -5,6 +5,7 @@ import type { WebhookSender } from '../services/webhooks/index.js';
 import { purgeIdempotencyKeys } from '../store/idempotency.js';
 import { purgeStalePairings } from '../services/hosting/pairing.js';
 import type { Worker } from './runner.js';
+import { earningsMaturityWorker } from './earnings.js';
 import { jobWorkers } from './jobs.js';
 import { marketWorker } from './market.js';
 import { readinessWorker } from './readiness.js';
@@ -44,6 +45,7 @@ export function defaultWorkers(
     marketWorker(services.market),
     reliabilityWorker(services.reliability, config),
     selftestWorker(services.hosting, config),
+    earningsMaturityWorker(services.withdrawals, config),
     ...(reconcile ? [reconcile] : []),
   ];
 }

@@ -142,6 +142,8 @@ export const LedgerSummary = Type.Object(
       {
         available_micro: MicroTotal,
         held_micro: MicroTotal,
+        /** Host earnings not matured yet (issue 24). */
+        pending_micro: MicroTotal,
         payable_micro: MicroTotal,
         locked_micro: MicroTotal,
         fees_micro: MicroTotal,
@@ -220,6 +222,8 @@ export const TreasuryReconciliation = Type.Object(
       {
         available_micro: MicroTotal,
         held_micro: MicroTotal,
+        /** Host earnings not matured yet (issue 24). */
+        pending_micro: MicroTotal,
         payable_micro: MicroTotal,
         locked_micro: MicroTotal,
         /** Locks of withdrawals and payouts signed or broadcast: possibly already paid on chain. */

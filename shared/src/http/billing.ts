@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { MicroTotal } from '../formats.js';
+import { JobCreditLine } from './credits.js';
 import { DepositPage } from './deposits.js';
 import { TopUpPage } from './x402.js';
 
@@ -15,6 +16,8 @@ export const BillingBalance = Type.Object(
     deposits: DepositPage,
     /** The caller's x402 top-ups, newest first (state, network, tx hash); `top_ups_cursor` and `limit` page them. */
     top_ups: TopUpPage,
+    /** Automatic credits for the caller's jobs that failed through their host, newest first (at most `limit`). */
+    credits: Type.Array(JobCreditLine),
   },
   { additionalProperties: false },
 );

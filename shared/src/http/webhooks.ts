@@ -9,6 +9,10 @@ import { Nullable, Rfc3339Utc, Uuid } from '../formats.js';
  * Every event type an endpoint may subscribe to, and what its `data` holds:
  * - `job.state_changed`: a job of yours (as renter or host) moved: `{job_id, from, to, machine_id}` (`from` null at reservation).
  * - `job.budget_threshold`: a job's charges crossed 50, 80 or 100 % of its funded budget: `{job_id, percent, charged_micro, funded_budget_micro}`.
+ * - `job.credited`: a job failed through the host's side and its renter was credited automatically (issue 24), sent to
+ *   the renter and the host: `{job_id, reason, credit_micro, runtime_ms, healthy_at, from_host_pending_micro,
+ *   from_host_payable_micro, from_platform_micro}` (the host's share from its earnings, the fee and any shortfall from
+ *   the platform).
  * - `deposit.credited`: a deposit reached your balance: `{deposit_id, network, asset, tx_hash, credited_micro}`.
  * - `topup.credited`: an x402 top-up reached your balance once its settlement was final:
  *   `{intent_id, network, payer, tx_hash, credited_micro}`.
@@ -32,6 +36,7 @@ import { Nullable, Rfc3339Utc, Uuid } from '../formats.js';
 export const WebhookEventTypeSchema = Type.Union([
   Type.Literal('job.state_changed'),
   Type.Literal('job.budget_threshold'),
+  Type.Literal('job.credited'),
   Type.Literal('deposit.credited'),
   Type.Literal('topup.credited'),
   Type.Literal('withdrawal.state_changed'),

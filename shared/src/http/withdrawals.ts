@@ -1,5 +1,6 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { DecimalString, EvmAddress, MicroAmount, MicroTotal, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
+import { JobCreditLine } from './credits.js';
 import { PageQuery } from './common.js';
 
 // Money out (issue 12; contract parts 3 and 4): withdrawal and payout requests, the admin's review, a host's earnings.
@@ -114,7 +115,11 @@ export type EarningsItem = Static<typeof EarningsItem>;
 
 export const HostEarnings = Type.Object(
   {
-    /** Earned and not yet requested. */
+    /** Charged and not matured yet (issue 24): becomes payable ARK_EARNINGS_MATURITY_S after each charge. */
+    pending_micro: MicroTotal,
+    /** When the next pending amount becomes payable; null when nothing is pending. */
+    next_matures_at: Nullable(Rfc3339Utc),
+    /** Matured and not yet requested: what a payout may draw. */
     payable_micro: MicroTotal,
     /** In payouts not final yet. */
     locked_micro: MicroTotal,
@@ -122,6 +127,8 @@ export const HostEarnings = Type.Object(
     paid_out_micro: MicroTotal,
     items: Type.Array(EarningsItem),
     next_cursor: Nullable(Type.String()),
+    /** Automatic credits taken from these earnings for jobs that failed on the host's machines, newest first (at most `limit`). */
+    credits: Type.Array(JobCreditLine),
   },
   { additionalProperties: false },
 );

@@ -1,6 +1,6 @@
 // Ledger accounts are (owner, kind). Pure rules only: no store, no clock.
 
-export const LEDGER_ACCOUNT_KINDS = ['available', 'hold', 'payable', 'fees', 'external', 'adjustment', 'lock'] as const;
+export const LEDGER_ACCOUNT_KINDS = ['available', 'hold', 'pending', 'payable', 'fees', 'external', 'adjustment', 'lock'] as const;
 export type LedgerAccountKind = (typeof LEDGER_ACCOUNT_KINDS)[number];
 
 /** Owner of the platform-wide accounts (fees, admin adjustments). */
@@ -11,7 +11,7 @@ export const WORLD_OWNER = 'world';
 /** One side of a transfer. */
 export interface LedgerAccountRef {
   kind: LedgerAccountKind;
-  /** The renter account (available), the job (hold), the host account (payable), or a platform/world owner. */
+  /** The renter account (available), the job (hold), the host account (pending, payable), or a platform/world owner. */
   owner: string;
   /** The Ark account this ledger account belongs to, so a renter's job holds can be summed; null for platform and world. */
   accountId: string | null;
@@ -35,6 +35,8 @@ export function mayGoNegative(kind: LedgerAccountKind): boolean {
 export const ledgerAccounts = {
   available: (renterAccountId: string): LedgerAccountRef => ({ kind: 'available', owner: renterAccountId, accountId: renterAccountId }),
   hold: (jobId: string, renterAccountId: string): LedgerAccountRef => ({ kind: 'hold', owner: jobId, accountId: renterAccountId }),
+  /** A host's earnings not matured yet (issue 24): charges land here and move to payable after ARK_EARNINGS_MATURITY_S. */
+  pending: (hostAccountId: string): LedgerAccountRef => ({ kind: 'pending', owner: hostAccountId, accountId: hostAccountId }),
   payable: (hostAccountId: string): LedgerAccountRef => ({ kind: 'payable', owner: hostAccountId, accountId: hostAccountId }),
   fees: (): LedgerAccountRef => ({ kind: 'fees', owner: PLATFORM_OWNER, accountId: null }),
   /** `source` may name the rail (e.g. a chain id) when per-rail totals are wanted. */

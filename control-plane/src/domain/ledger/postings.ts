@@ -12,8 +12,18 @@ export const POSTING_RULES = {
   reservation: { from: ['available'], to: ['hold'] },
   /** A budget extension adds to the job's hold. */
   extension: { from: ['available'], to: ['hold'] },
-  /** The machine-rate share of a metered charge. */
-  charge_host: { from: ['hold'], to: ['payable'] },
+  /**
+   * The machine-rate share of a metered charge: to the host's pending earnings (issue 24), or straight to payable
+   * when maturity is off (ARK_EARNINGS_MATURITY_S=0) and for charges posted before maturity existed.
+   */
+  charge_host: { from: ['hold'], to: ['pending', 'payable'] },
+  /** Pending earnings that reached their maturity become payable (workers/earnings.ts), once per lot. */
+  earnings_matured: { from: ['pending'], to: ['payable'] },
+  /**
+   * An automatic credit to a renter whose job failed through the host (issue 24 item 3): from the host's pending
+   * earnings first, then its payable, the rest from the platform's adjustment account; the fee share from fees.
+   */
+  job_credit: { from: ['pending', 'payable', 'adjustment', 'fees'], to: ['available'] },
   /** The platform-fee share of a metered charge. */
   charge_fee: { from: ['hold'], to: ['fees'] },
   /** The unspent hold returns to the renter when the job closes. */

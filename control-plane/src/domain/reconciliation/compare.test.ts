@@ -11,6 +11,7 @@ const ETH_PRICE = { answer: 300_000_000_000n, feedDecimals: 8, updatedAtS: 1_700
 const liabilities = (over: Partial<Liabilities> = {}): Liabilities => ({
   availableMicro: 40_000_000n,
   heldMicro: 5_000_000n,
+  pendingMicro: 0n,
   payableMicro: 3_000_000n,
   lockedMicro: 2_000_000n,
   inFlightMicro: 0n,
@@ -56,6 +57,16 @@ describe('reconciliation of the chain with the ledger', () => {
     const [usdc, usdt] = report.networks[0]?.stablecoins ?? [];
     expect(usdc).toMatchObject({ totalRaw: 46_000_000n, valueMicro: 46_000_000n });
     expect(usdt).toMatchObject({ totalRaw: 4n * 10n ** 18n, valueMicro: 4_000_000n });
+  });
+
+  it('owes pending host earnings as much as payable ones (issue 24): moving pending to payable changes nothing owed', () => {
+    const pending = reconcile({ liabilities: liabilities({ pendingMicro: 1_000_000n, payableMicro: 2_000_000n }), networks: [base()] });
+    const matured = reconcile({ liabilities: liabilities({ pendingMicro: 0n, payableMicro: 3_000_000n }), networks: [base()] });
+    expect(pending.liabilities.owedMicro).toBe(50_000_000n);
+    expect(matured.liabilities.owedMicro).toBe(50_000_000n);
+    expect(pending.status).toBe('balanced');
+    const short = reconcile({ liabilities: liabilities({ pendingMicro: 1_000_000n }), networks: [base()] });
+    expect(short.deficitMicro).toBe(1_000_000n);
   });
 
   it('reports native coins apart, valued at the oracle price, never counted against what is owed', () => {

@@ -17,6 +17,8 @@ export type HoldingPlace = (typeof HOLDING_PLACES)[number];
 export interface Liabilities {
   availableMicro: bigint;
   heldMicro: bigint;
+  /** Host earnings not matured yet (issue 24): owed as much as payable, only later. */
+  pendingMicro: bigint;
   payableMicro: bigint;
   lockedMicro: bigint;
   /**
@@ -91,7 +93,7 @@ const sumPlaces = (a: AssetHoldings): bigint => HOLDING_PLACES.reduce((sum, plac
 /** Compares the chain's holdings with the ledger's liabilities. */
 export function reconcile(input: { liabilities: Liabilities; networks: NetworkHoldings[] }): Reconciliation {
   const l = input.liabilities;
-  const totalMicro = l.availableMicro + l.heldMicro + l.payableMicro + l.lockedMicro;
+  const totalMicro = l.availableMicro + l.heldMicro + l.pendingMicro + l.payableMicro + l.lockedMicro;
   // In flight is part of locked; it can never take the owed figure below the rest.
   let inFlight = l.inFlightMicro;
   if (inFlight > l.lockedMicro) inFlight = l.lockedMicro;

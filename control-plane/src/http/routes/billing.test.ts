@@ -26,6 +26,7 @@ describe.each(DIALECTS)('GET /api/v1/billing/balance on %s', (dialect) => {
       currency: 'USDC',
       deposits: { items: [], next_cursor: null },
       top_ups: { items: [], next_cursor: null },
+      credits: [],
     });
     expect(response.headers['cache-control']).toBe('private, no-store');
   });
@@ -80,6 +81,7 @@ describe.each(DIALECTS)('GET /api/v1/billing/balance on %s', (dialect) => {
       currency: 'USDC',
       deposits: { items: [], next_cursor: null },
       top_ups: { items: [], next_cursor: null },
+      credits: [],
     });
     expect((await get(other.apiKey)).json()).toEqual({
       available_micro: '7000000',
@@ -87,6 +89,7 @@ describe.each(DIALECTS)('GET /api/v1/billing/balance on %s', (dialect) => {
       currency: 'USDC',
       deposits: { items: [], next_cursor: null },
       top_ups: { items: [], next_cursor: null },
+      credits: [],
     });
   });
 

@@ -17,7 +17,7 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
       schema: {
         tags: ['billing'],
         summary:
-          "The caller's prepaid balance: available, held by its jobs, its deposits and its x402 top-ups (each cursor-paged, newest first)",
+          "The caller's prepaid balance: available, held by its jobs, its deposits and its x402 top-ups (each cursor-paged, newest first), and its automatic credits",
         querystring: BillingBalanceQuery,
         response: withErrors({ 200: BillingBalance }, 403),
       },
@@ -28,15 +28,17 @@ export function registerBillingRoutes(app: TypedApp, ctx: AppContext): void {
       const after = ctx.paginator.decode<DepositPosition>(scope, request.query.cursor);
       const topUpScope = `top-ups:${accountId}`;
       const topUpsAfter = ctx.paginator.decode<IntentPosition>(topUpScope, request.query.top_ups_cursor);
-      const [balances, deposits, topUps] = await Promise.all([
+      const [balances, deposits, topUps, credits] = await Promise.all([
         ctx.services.billing.balances(accountId),
         ctx.services.deposits.history(accountId, after, fetchSize(request.query.limit)),
         ctx.services.x402.history(accountId, topUpsAfter, fetchSize(request.query.limit)),
+        ctx.services.billing.jobCredits(accountId, fetchSize(request.query.limit) - 1),
       ]);
       return billingBalanceView(
         balances,
         ctx.paginator.page(scope, deposits, request.query.limit, depositPosition, depositView),
         ctx.paginator.page(topUpScope, topUps, request.query.limit, topUpPosition, topUpView),
+        credits,
       );
     },
   );

@@ -54,6 +54,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const {
       deposits: _deposits,
       top_ups: _topUps,
+      credits: _credits,
       ...money
     } = (await t.app.inject({ method: 'GET', url: '/api/v1/billing/balance', headers: bearer(account.apiKey) })).json();
     return money;
@@ -65,7 +66,10 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
   };
   const allEvents = async (account: SeededAccount, jobId: string) => (await events(account, jobId, '?limit=100')).items;
   const at = (start: Date, ms: number) => new Date(start.getTime() + ms);
-  const payable = (host: SeededAccount) => balanceOf(t.store.db, ledgerAccounts.payable(host.accountId));
+  // What the host earned: charges land as pending earnings (issue 24) and become payable after the maturity.
+  const payable = async (host: SeededAccount) =>
+    (await balanceOf(t.store.db, ledgerAccounts.pending(host.accountId))) +
+    (await balanceOf(t.store.db, ledgerAccounts.payable(host.accountId)));
   const fees = () => balanceOf(t.store.db, ledgerAccounts.fees());
 
   it('runs a whole rental: receipts charge the ledger exactly, repeats count once, stop, retrieval, clean, close', async () => {
@@ -105,6 +109,9 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
       last_meter_receipt_at: t.clock.now().toISOString(),
     });
     expect(await payable(machine.host)).toBe(4166n);
+    // All of it pending for now, none payable before the maturity (ARK_EARNINGS_MATURITY_S, 24 h by default).
+    expect(await balanceOf(t.store.db, ledgerAccounts.pending(machine.host.accountId))).toBe(4166n);
+    expect(await balanceOf(t.store.db, ledgerAccounts.payable(machine.host.accountId))).toBe(0n);
     expect((await fees()) - feesBefore).toBe(417n);
 
     // The same receipt again after an agent restart (a new message id): acknowledged, not counted.
@@ -389,12 +396,40 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     expect(await getJob(t.app, renter, jobId)).toMatchObject({ state: 'FAILED', close_reason: 'job_failed' });
   });
 
-  it('fails a job that stays RECONCILING past the timeout, releasing the unspent hold', async () => {
+  it('fails a job that stays RECONCILING past the timeout, releasing the unspent hold and crediting the renter once', async () => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000' });
+    // Both parties listen for job.credited (an endpoint row: its deliveries are not under test here, its outbox is).
+    for (const account of [renter, machine.host]) {
+      const now = t.clock.now().toISOString();
+      await t.store.db
+        .insertInto('webhook_endpoints')
+        .values({
+          id: randomUUID(),
+          account_id: account.accountId,
+          url: 'https://hooks.example.test/ark',
+          description: null,
+          event_types: JSON.stringify(['job.credited']),
+          secret_sealed: 'unused',
+          previous_secret_sealed: null,
+          previous_secret_expires_at: null,
+          state: 'enabled',
+          disabled_reason: null,
+          failing_since: null,
+          created_at: now,
+          updated_at: now,
+          removed_at: null,
+        })
+        .execute();
+    }
     const start = await runJob(t, machine.machineId, jobId);
-    await t.clock.advance(30_000);
+    // The last heartbeat that saw the job's container running, 20 s into the 30 s the receipt covers.
+    await t.clock.advance(20_000);
+    await agentHeartbeat(t.ctx, machine.machineId, [{ job_id: jobId, fence: '1', container_state: 'running' }]);
+    const healthyAt = t.clock.now();
+    await t.clock.advance(10_000);
     await deliver(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, at(start, 30_000)));
+    const pendingBefore = await balanceOf(t.store.db, ledgerAccounts.pending(machine.host.accountId));
     await t.clock.advance(46_000);
     await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('RECONCILING');
@@ -405,12 +440,51 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     await sweep();
     const failed = await getJob(t.app, renter, jobId);
     expect(failed).toMatchObject({ state: 'FAILED', close_reason: 'agent_lost', cumulative_charge_micro: '4583' });
+    // The automatic credit (issue 24 item 3): the 10 s charged after the last healthy heartbeat come back, the host's
+    // share from its pending earnings, the fee from the platform's fees.
+    const all = chargesFor(RATE, 550_000n, 30_000n);
+    const healthy = chargesFor(RATE, 550_000n, 20_000n);
+    const creditHost = all.hostMicro - healthy.hostMicro;
+    const creditTotal = all.cumulativeMicro - healthy.cumulativeMicro;
+    expect(creditTotal).toBeGreaterThan(0n);
     const balance = await moneyOf(renter);
-    expect(balance).toEqual({ available_micro: String(10_000_000 - 4583), held_micro: '0', currency: 'USDC' });
+    expect(balance).toEqual({ available_micro: String(10_000_000n - 4583n + creditTotal), held_micro: '0', currency: 'USDC' });
+    expect(await balanceOf(t.store.db, ledgerAccounts.pending(machine.host.accountId))).toBe(pendingBefore - creditHost);
+    const credited = (await allEvents(renter, jobId)).filter((e) => e.kind === 'job_credited');
+    expect(credited).toHaveLength(1);
+    expect(credited[0]?.data).toMatchObject({
+      reason: 'agent_lost',
+      credit_micro: creditTotal.toString(),
+      runtime_ms: '10000',
+      healthy_at: healthyAt.toISOString(),
+      from_host_pending_micro: creditHost.toString(),
+      from_host_payable_micro: '0',
+      from_platform_micro: (creditTotal - creditHost).toString(),
+    });
+    // A job.credited webhook for each party, written with the credit.
+    const hooks = await t.store.db
+      .selectFrom('webhook_events')
+      .select(['account_id', 'payload'])
+      .where('type', '=', 'job.credited')
+      .execute();
+    const mine = hooks.filter((h) => JSON.parse(h.payload).data.job_id === jobId);
+    expect(mine.map((h) => h.account_id).sort()).toEqual([renter.accountId, machine.host.accountId].sort());
+    expect(JSON.parse(mine[0]?.payload ?? '{}').data).toMatchObject({ credit_micro: creditTotal.toString(), reason: 'agent_lost' });
+    // A line in both parties' histories.
+    const line = { job_id: jobId, reason: 'agent_lost', credit_micro: creditTotal.toString(), from_host_micro: creditHost.toString() };
+    const renterView = await t.app.inject({ method: 'GET', url: '/api/v1/billing/balance', headers: bearer(renter.apiKey) });
+    expect(renterView.json().credits).toEqual([{ ...line, healthy_at: healthyAt.toISOString(), at: t.clock.now().toISOString() }]);
+    const hostView = await t.app.inject({ method: 'GET', url: '/api/v1/hosts/earnings', headers: bearer(machine.host.apiKey) });
+    expect(hostView.json().credits).toContainEqual(expect.objectContaining(line));
     expect((await queuedCommands(t.ctx, machine.machineId)).map((c) => c.kind)).toEqual(['launch_job', 'clean_job']);
-    // A late heartbeat listing the container changes nothing now.
+    // A late heartbeat listing the container changes nothing now, and more sweeps credit nothing more.
     await agentHeartbeat(t.ctx, machine.machineId, [{ job_id: jobId, fence: '1', container_state: 'running' }]);
+    await t.clock.advance(60_000);
+    await sweep();
     expect((await getJob(t.app, renter, jobId)).state).toBe('FAILED');
+    expect(await moneyOf(renter)).toEqual(balance);
+    expect((await allEvents(renter, jobId)).filter((e) => e.kind === 'job_credited')).toHaveLength(1);
+    expect(await verifyLedger(t.store)).toMatchObject({ ok: true, discrepancies: [] });
   });
 
   it('fails waiting jobs and closes stopping ones when their machine stays silent past grace + timeout', async () => {
@@ -470,6 +544,10 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
       cumulative_charge_micro: '4583',
     });
     expect(await balanceOf(t.store.db, ledgerAccounts.hold(jobId, renter.accountId))).toBe(0n);
-    expect(await payable(machine.host)).toBe(4166n);
+    // The whole metered period ended after the machine's last heartbeat (at the job's start): all of it comes back,
+    // the host's share out of its pending earnings (issue 24 item 3).
+    expect(await payable(machine.host)).toBe(0n);
+    expect(await moneyOf(renter)).toEqual({ available_micro: '10000000', held_micro: '0', currency: 'USDC' });
+    expect((await allEvents(renter, jobId)).filter((e) => e.kind === 'job_credited')).toHaveLength(1);
   });
 });

@@ -65,6 +65,7 @@ describe.each(DIALECTS)('jobs API on %s', (dialect) => {
     const {
       deposits: _deposits,
       top_ups: _topUps,
+      credits: _credits,
       ...money
     } = (await t.app.inject({ method: 'GET', url: '/api/v1/billing/balance', headers: bearer(account.apiKey) })).json();
     return money;

@@ -41,9 +41,15 @@ describe.each(DIALECTS)('withdrawals and payouts by balance on %s', (dialect) =>
   const withdraw = (token: string, body: Json) => post(token, '/api/v1/withdrawals', body);
   const available = (accountId: string) => balanceOf(t.store.db, ledgerAccounts.available(accountId));
   const payable = (accountId: string) => balanceOf(t.store.db, ledgerAccounts.payable(accountId));
+  const pending = (accountId: string) => balanceOf(t.store.db, ledgerAccounts.pending(accountId));
+  /** The maturity worker's step, run as it would run once ARK_EARNINGS_MATURITY_S (24 h here) has passed. */
+  const matureAll = () => t.ctx.services.withdrawals.matureEarnings(new Date(t.clock.now().getTime() + 86_400_000));
 
-  /** Hosting turned on by the account's own key, a live machine, another renter's job metered on it for a minute. */
-  async function earnOnAMachine(hostAccount: SeededAccount): Promise<bigint> {
+  /**
+   * Hosting turned on by the account's own key, a live machine, another renter's job metered on it for a minute: the
+   * host's share lands as pending earnings (issue 24). Answers how much.
+   */
+  async function earnPendingOnAMachine(hostAccount: SeededAccount): Promise<bigint> {
     const machineId = await enrollDirect(t.app, hostAccount);
     await agentHeartbeat(t.ctx, machineId);
     const offer = await t.store.db.selectFrom('offers').select('id').where('machine_id', '=', machineId).executeTakeFirstOrThrow();
@@ -53,7 +59,17 @@ describe.each(DIALECTS)('withdrawals and payouts by balance on %s', (dialect) =>
     const start = await runJob(t, machineId, jobId);
     await t.clock.advance(60_000);
     await deliver(t.ctx, machineId, meterReceipt(jobId, 1, 1, start, new Date(start.getTime() + 60_000)));
-    return payable(hostAccount.accountId);
+    return pending(hostAccount.accountId);
+  }
+
+  /** The same, matured: what was earned is payable. */
+  async function earnOnAMachine(hostAccount: SeededAccount): Promise<bigint> {
+    const payableBefore = await payable(hostAccount.accountId);
+    const earned = await earnPendingOnAMachine(hostAccount);
+    await matureAll();
+    expect(await pending(hostAccount.accountId)).toBe(0n);
+    expect((await payable(hostAccount.accountId)) - payableBefore).toBe(earned);
+    return earned;
   }
 
   it('pays a renter-role account that turned hosting on its payable earnings, as a payout', async () => {
@@ -99,6 +115,34 @@ describe.each(DIALECTS)('withdrawals and payouts by balance on %s', (dialect) =>
     const again = await withdraw(renterHost.sessionToken, { balance: 'payable', amount_micro: '1', withdrawal_address_id: addressId });
     expect(again.statusCode).toBe(409);
     expect(again.json().error.code).toBe('INSUFFICIENT_BALANCE');
+  });
+
+  it('pays out only matured earnings: pending ones are refused as INSUFFICIENT_BALANCE until their maturity (issue 24)', async () => {
+    const host = await seedAccount(t.ctx, { role: 'host', stepUp: true });
+    const addressId = await addressOf(host.sessionToken);
+    const earned = await earnPendingOnAMachine(host);
+    expect(earned).toBeGreaterThan(0n);
+    expect(await payable(host.accountId)).toBe(0n);
+    const body = { balance: 'payable', amount_micro: earned.toString(), withdrawal_address_id: addressId };
+    const early = await withdraw(host.sessionToken, body);
+    expect(early.statusCode, early.body).toBe(409);
+    expect(early.json().error.code).toBe('INSUFFICIENT_BALANCE');
+    // The earnings view shows the money pending, and when it becomes payable.
+    const shown = await t.app.inject({ method: 'GET', url: '/api/v1/hosts/earnings', headers: bearer(host.sessionToken) });
+    expect(shown.statusCode, shown.body).toBe(200);
+    expect(shown.json()).toMatchObject({ pending_micro: earned.toString(), payable_micro: '0' });
+    expect(Date.parse(shown.json().next_matures_at)).toBeGreaterThan(t.clock.now().getTime());
+    // Not a moment before its maturity; then once, whatever runs the step again.
+    await t.ctx.services.withdrawals.matureEarnings(t.clock.now());
+    expect((await withdraw(host.sessionToken, body)).statusCode).toBe(409);
+    await matureAll();
+    await matureAll();
+    expect(await pending(host.accountId)).toBe(0n);
+    expect(await payable(host.accountId)).toBe(earned);
+    const paid = await withdraw(host.sessionToken, body);
+    expect(paid.statusCode, paid.body).toBe(202);
+    expect(paid.json()).toMatchObject({ kind: 'payout', amount_micro: earned.toString() });
+    expect(await payable(host.accountId)).toBe(0n);
   });
 
   it('lets a host-role account withdraw what it deposited, and pays it out by default', async () => {

@@ -20,7 +20,8 @@ export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
     {
       config: { auth: { stepUp: 'any', scopeInBody: true }, idempotent: true },
       schema: {
-        summary: 'Withdraw the available balance or be paid out payable earnings, in USDC on the primary network; step-up required',
+        summary:
+          'Withdraw the available balance or be paid out payable (matured) earnings, in USDC on the primary network; step-up required',
         description:
           'Any account may hold both balances; `balance` names the one drawn: `available` is a withdrawal and needs the renter scope, ' +
           '`payable` a payout and needs the host scope (403 SCOPE_REQUIRED otherwise: a step-up never stands in for a scope). A request ' +
@@ -96,7 +97,8 @@ export function registerWithdrawalRoutes(app: TypedApp, ctx: AppContext): void {
     {
       config: { auth: { scope: 'host' } },
       schema: {
-        summary: 'The host’s earnings: payable, locked in payouts, paid out, and a history of earnings per job and payouts (newest first)',
+        summary:
+          'The host’s earnings: pending (not matured, with the next maturity), payable, locked in payouts, paid out, a history of earnings per job and payouts (newest first), and automatic credits taken from them',
         tags: ['hosts'],
         querystring: PageQuery,
         response: withErrors({ 200: HostEarnings }, 403),

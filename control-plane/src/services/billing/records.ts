@@ -1,6 +1,7 @@
 import type { DepositState, RefundRefusal } from '../../domain/payments/deposits.js';
 import type { X402IntentState } from '../../domain/payments/x402.js';
 import type { DepositRow, OperatorDepositRow } from '../../store/deposits.js';
+import type { JobCreditRow } from '../../store/job-credits.js';
 import type { X402IntentRow } from '../../store/x402.js';
 
 // The billing services' records: what routes, `ark-cp` and views see of money in, never its rows.
@@ -104,5 +105,27 @@ export function toTopUpRecord(row: X402IntentRow): TopUpRecord {
     logIndex: row.log_index,
     createdAt: row.created_at,
     creditedAt: row.credited_at,
+  };
+}
+
+/** An automatic credit of a job that failed through its host (issue 24 item 3). */
+export interface JobCreditRecord {
+  jobId: string;
+  reason: string;
+  creditMicro: bigint;
+  /** Taken from the host's pending and payable earnings; the rest (and the fee) came from the platform. */
+  fromHostMicro: bigint;
+  healthyAt: string | null;
+  createdAt: string;
+}
+
+export function toJobCreditRecord(row: JobCreditRow): JobCreditRecord {
+  return {
+    jobId: row.job_id,
+    reason: row.reason,
+    creditMicro: BigInt(row.credit_micro),
+    fromHostMicro: BigInt(row.from_pending_micro) + BigInt(row.from_payable_micro),
+    healthyAt: row.healthy_at,
+    createdAt: row.created_at,
   };
 }

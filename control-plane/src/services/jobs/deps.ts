@@ -1,6 +1,7 @@
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config/index.js';
 import type { ReadinessConfig } from '../../config/readiness.js';
+import type { Faults } from '../../faults.js';
 import type { JobSecrets } from '../../domain/jobs/secrets.js';
 import type { Store } from '../../store/db.js';
 import type { HeartbeatReader } from '../../store/heartbeats.js';
@@ -25,6 +26,8 @@ export interface JobSettings {
   spendRateCapMicroPerHour: bigint;
   /** Verified readiness: whether it runs (ARK_READINESS_VERIFY) and its bounds (config/readiness.ts). */
   readiness: ReadinessConfig;
+  /** ARK_EARNINGS_MATURITY_S: a host charge is pending this long before it is payable; 0: payable at once. */
+  earningsMaturityS: number;
 }
 
 export function jobSettingsOf(config: Config): JobSettings {
@@ -41,6 +44,7 @@ export function jobSettingsOf(config: Config): JobSettings {
     accessHost: config.jobAccessHost ?? hostOfUrl(config.publicBaseUrl),
     spendRateCapMicroPerHour: config.spendRateCapMicroPerHour,
     readiness: config.readiness,
+    earningsMaturityS: config.earnings.maturityS,
   };
 }
 
@@ -68,4 +72,6 @@ export interface JobDeps {
   readinessProbes: ReadinessProbes;
   /** Where failures of background work (a readiness pass) are reported. */
   logger?: { error(obj: object, msg: string): void };
+  /** The fault seam (faults.ts): a test kills the process at a named point of a use case; nothing otherwise. */
+  faults: Faults;
 }

@@ -12,6 +12,7 @@ import { balanceOf, transfer } from '../../store/ledger.js';
 import { lockMachineChannel } from '../../store/outbox.js';
 import { inTransactionWithRetry } from '../../store/transaction.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
+import { creditFailedJob } from './credit.js';
 import type { JobDeps } from './deps.js';
 
 // A job row held inside one transaction, and the writes the job use cases make to it: transitions with their events,
@@ -97,7 +98,10 @@ export class HeldJob {
     await this.#deps.outbox.enqueue(this.trx, { machineId: this.job.machineId, kind: 'stop_job', body, now });
   }
 
-  /** -> FAILED: the unspent hold goes back and the agent is told to clean up. */
+  /**
+   * -> FAILED: the unspent hold goes back and the agent is told to clean up. A failure on the host's side also credits
+   * the renter, in this same transaction (services/jobs/credit.ts, issue 24 item 3).
+   */
   async fail(reason: CloseReason, now: Date, data: Record<string, unknown> = {}): Promise<void> {
     await this.transition(
       'FAILED',
@@ -109,6 +113,7 @@ export class HeldJob {
     this.job.closedAt = now;
     await this.#releaseHold(now);
     await this.enqueueClean(now);
+    await creditFailedJob(this.#deps, this, reason, now);
   }
 
   /**

@@ -1,5 +1,6 @@
 import type { MeterReceiptMessage } from '@ark/shared';
 import { iso } from '../../clock.js';
+import { maturesAtOf } from '../../domain/earnings/maturity.js';
 import { stopAfterCharge } from '../../domain/jobs/ending.js';
 import { meterStateOf } from '../../domain/jobs/meter.js';
 import { chargeDelta, chargesFor } from '../../domain/metering/charges.js';
@@ -60,6 +61,7 @@ export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: strin
     feeMicro: delta.feeMicro,
     first: job.cumulativeChargeMicro === 0n,
     at: now,
+    maturesAt: maturesAtOf(now, deps.settings.earningsMaturityS),
   });
   await updateJob(trx, job.id, {
     accepted_runtime_ms: runtime,

@@ -17,6 +17,7 @@ export interface LedgerSummaryRecord {
   totals: {
     availableMicro: bigint;
     heldMicro: bigint;
+    pendingMicro: bigint;
     payableMicro: bigint;
     lockedMicro: bigint;
     feesMicro: bigint;
@@ -64,6 +65,7 @@ export async function ledgerSummary(
     totals: {
       availableMicro: of('available'),
       heldMicro: of('hold'),
+      pendingMicro: of('pending'),
       payableMicro: of('payable'),
       lockedMicro: of('lock'),
       feesMicro: of('fees'),

@@ -1,6 +1,7 @@
 import type { PayoutWallet } from '../../chain/payout-wallet.js';
 import type { WithdrawalState } from '../../domain/withdrawals/states.js';
 import type { KeysetPosition } from '../../store/keyset.js';
+import { matureDueLots } from '../../store/pending-earnings.js';
 import { pendingPayoutTotal } from '../../store/withdrawals.js';
 import type { CommitHook } from '../../store/transaction.js';
 import { commitMapped } from '../records.js';
@@ -33,6 +34,8 @@ export function buildWithdrawalServices(deps: WithdrawalDeps) {
       if (rail === null) return null;
       return { rail, ...(await pendingPayoutTotal(deps.store.db, rail.network.chainId)) };
     },
+    /** Pending host earnings whose time came become payable, each lot once (workers/earnings.ts). */
+    matureEarnings: (now: Date) => matureDueLots(deps.store, now),
     /** The payer over a wallet the composition root built (one per process; the lease picks who pays). */
     payer: (wallet: PayoutWallet, events?: PayerEvents) => new Payer(deps, wallet, { events }),
   };

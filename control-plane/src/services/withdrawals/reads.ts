@@ -2,6 +2,9 @@ import type { WithdrawalState } from '../../domain/withdrawals/states.js';
 import { DomainError } from '../../errors.js';
 import type { KeysetPosition } from '../../store/keyset.js';
 import { balanceOf } from '../../store/ledger.js';
+import { creditsOfAccount } from '../../store/job-credits.js';
+import { pendingSummaryOf } from '../../store/pending-earnings.js';
+import { type JobCreditRecord, toJobCreditRecord } from '../billing/records.js';
 import { ledgerAccounts } from '../../domain/ledger/accounts.js';
 import { findWithdrawal, jobEarnings, listAccountWithdrawals, listWithdrawalsByState, withdrawalTotals } from '../../store/withdrawals.js';
 import type { WithdrawalDeps } from './deps.js';
@@ -35,7 +38,13 @@ export async function withdrawalsInState(
 export type EarningsItem = { kind: 'job'; job: JobEarning } | { kind: 'payout'; payout: WithdrawalRecord };
 
 export interface HostEarnings {
+  /** Charged, not matured yet (issue 24): automatic credits take from it first; no payout draws it. */
+  pendingMicro: bigint;
+  /** When the next pending lot becomes payable; null when nothing is pending. */
+  nextMaturesAt: Date | null;
   payableMicro: bigint;
+  /** Automatic credits taken from these earnings (issue 24 item 3), newest first. */
+  credits: JobCreditRecord[];
   lockedMicro: bigint;
   paidOutMicro: bigint;
   /** Newest first, merged from the two histories; `fetch` rows at most. */
@@ -48,7 +57,7 @@ export function earningsPosition(item: EarningsItem): [string, string] {
 }
 
 /**
- * A host's money: payable now, locked in open payouts, paid out, and one history of metered earnings per job and
+ * A host's money: pending (not matured), payable now, locked in open payouts, paid out, and one history of metered earnings per job and
  * payouts, newest first. Both histories are read past the cursor in the same order and merged, so paging is exact.
  */
 export async function hostEarnings(
@@ -58,7 +67,9 @@ export async function hostEarnings(
   fetch: number,
 ): Promise<HostEarnings> {
   const db = deps.store.db;
-  const [payableMicro, totals, jobs, payouts] = await Promise.all([
+  const [pending, credits, payableMicro, totals, jobs, payouts] = await Promise.all([
+    pendingSummaryOf(db, hostAccountId),
+    creditsOfAccount(db, hostAccountId, 'host', Math.max(1, fetch - 1)),
     balanceOf(db, ledgerAccounts.payable(hostAccountId)),
     withdrawalTotals(db, hostAccountId, 'payout'),
     jobEarnings(db, hostAccountId, after, fetch),
@@ -73,5 +84,13 @@ export async function hostEarnings(
     const [atB, idB] = earningsPosition(b);
     return atA === atB ? (idA < idB ? 1 : idA > idB ? -1 : 0) : atA < atB ? 1 : -1;
   });
-  return { payableMicro, lockedMicro: totals.lockedMicro, paidOutMicro: totals.paidMicro, items: items.slice(0, fetch) };
+  return {
+    pendingMicro: pending.pendingMicro,
+    nextMaturesAt: pending.nextMaturesAt,
+    payableMicro,
+    credits: credits.map(toJobCreditRecord),
+    lockedMicro: totals.lockedMicro,
+    paidOutMicro: totals.paidMicro,
+    items: items.slice(0, fetch),
+  };
 }
