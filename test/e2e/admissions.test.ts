@@ -13,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { type Anvil, startAnvil } from '../harness/anvil.js';
 import { createTestDatabase, type TestDatabase } from '../harness/postgres.js';
 import { waitFor } from '../harness/processes.js';
+import { startSshEndpoint } from '../harness/ssh-endpoint.js';
 import { type DepositChain, randomDepositXpub, setupDepositChain } from './deposit-helpers.js';
 import { api, type ControlPlane, controlPlaneCli, hostSession, startControlPlane } from './host-side-helpers.js';
 import { adminSession, call, PASSWORD, USDC } from './payout-helpers.js';
@@ -216,9 +217,11 @@ describe.each(['sqlite', 'postgres'] as const)('admissions on %s', (dialect) => 
       });
     status('accepted');
     meterFrom = new Date();
+    // A real SSH endpoint with its own host key: the control plane verifies readiness there before the job runs.
+    const endpoint = await startSshEndpoint({ unref: true });
     status('ready', {
       evidence: { container_running: true },
-      access: { ssh_port: 2222, ssh_host_key_fingerprint: 'SHA256:2mjI0vU4aW7eMvZxEu2Zb8bNf7v7mTdPq5mJQfR2bS8', ports: [] },
+      access: { ssh_port: endpoint.port, ssh_host_key_fingerprint: endpoint.fingerprint, public_host: endpoint.host, ports: [] },
     });
     await waitFor(async () => (await job(runningJobId)).state === 'RUNNING', {
       timeoutMs: 15_000,

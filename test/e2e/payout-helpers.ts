@@ -13,6 +13,7 @@ import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { expect } from 'vitest';
 import type { Anvil } from '../harness/anvil.js';
 import { waitFor } from '../harness/processes.js';
+import { startSshEndpoint } from '../harness/ssh-endpoint.js';
 import { BASE_USDC, type DepositChain } from './deposit-helpers.js';
 import { api, type ControlPlane, controlPlaneCli } from './host-side-helpers.js';
 
@@ -188,9 +189,11 @@ export async function hostEarns(
   const status = (state: string, extra: Record<string, unknown> = {}) =>
     agent.send({ t: 'job_status', id: ++messageId, job_id: jobId, fence: '1', status: state, at: new Date().toISOString(), ...extra });
   status('accepted');
+  // A real SSH endpoint with its own host key: the control plane verifies readiness there before the job runs.
+  const endpoint = await startSshEndpoint({ unref: true });
   status('ready', {
     evidence: { container_running: true },
-    access: { ssh_port: 2222, ssh_host_key_fingerprint: 'SHA256:2mjI0vU4aW7eMvZxEu2Zb8bNf7v7mTdPq5mJQfR2bS8', ports: [] },
+    access: { ssh_port: endpoint.port, ssh_host_key_fingerprint: endpoint.fingerprint, public_host: endpoint.host, ports: [] },
   });
   const running = await waitFor(
     async () => {

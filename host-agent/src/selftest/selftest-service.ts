@@ -49,7 +49,9 @@ export class SelftestService implements AgentSelftest {
       trigger: body.trigger,
       timeoutMs: body.timeout_ms,
       commandId,
-      benchmark: true,
+      // The control plane asks for identity only when it has no benchmark image (ARK_SELFTEST_IMAGE unset): without
+      // one here either, the receipt says what the machine is, unmeasured, and is not a failed self-test.
+      benchmark: body.benchmark_image !== undefined || this.#options.parts.benchmarkImage !== undefined,
       ...(body.benchmark_image === undefined ? {} : { benchmarkImage: body.benchmark_image }),
     };
     if (this.#pending >= SELFTEST_PENDING_MAX + 1) {

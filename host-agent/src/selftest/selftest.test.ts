@@ -259,6 +259,19 @@ describe('SelftestService', () => {
     expect(svc.lastReceipt()?.receipt_seq).toBe(1);
   });
 
+  it('answers a run_selftest without a benchmark image (none configured either) with identity only, not a failure', async () => {
+    const clock = new ManualClock();
+    const { svc, queued } = service([], new FakeRuntime('finishes', clock), clock);
+    svc.submit(COMMAND, { trigger: 'enrollment', timeout_ms: 60_000 });
+    await svc.idle();
+    const [message] = queued;
+    const check = verifyHardwareReceipt({ receipt: message?.receipt, signature: message?.signature }, key.publicKey, MACHINE);
+    if (!check.ok) throw new Error(check.reason);
+    expect(check.body).toMatchObject({ trigger: 'enrollment', command_id: COMMAND, ok: true });
+    expect(check.body.benchmark).toBeUndefined();
+    expect(check.body.error).toBeUndefined();
+  });
+
   it('fails a job start whose assigned GPU nvidia-smi does not list, with a signed job_start receipt saying so', async () => {
     const clock = new ManualClock();
     const runtime = new FakeRuntime('finishes', clock);
