@@ -437,6 +437,50 @@ describe.each(['sqlite', 'postgres'] as const)('events emitted on %s', (dialect)
     }
   });
 
+  it('a job its machine failed is credited to its renter automatically: renter and host are told once each, signed', async () => {
+    const receiver = new Receiver();
+    await receiver.start();
+    const base = testConfig();
+    // The manual clock ends near the wall clock, where the deliveries are sent and verified.
+    const clock = new ManualClock(new Date(Date.now() - 200_000));
+    const t = await createTestApp(dialect, {
+      clock,
+      configOverrides: { jobReconcileTimeoutMs: 120_000, webhooks: { ...base.webhooks, allowPrivate: true } },
+    });
+    try {
+      const machine = await liveMachine(t.ctx, t.app);
+      const renter = await seedAccount(t.ctx, { role: 'renter' });
+      await fund(t.ctx, renter.accountId, 10_000_000n);
+      const renterHook = await subscribeWith(t, receiver, renter, ['job.credited']);
+      const hostHook = await subscribeWith(t, receiver, machine.host, ['job.credited']);
+      const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000' });
+      const start = await runJob(t, machine.machineId, jobId);
+      // The last heartbeat that saw the container running 20 s in; the receipt covers 30 s; then the agent is gone.
+      await t.clock.advance(20_000);
+      await agentHeartbeat(t.ctx, machine.machineId, [{ job_id: jobId, fence: '1', container_state: 'running' }]);
+      await t.clock.advance(10_000);
+      await deliverToAgent(t.ctx, machine.machineId, meterReceipt(jobId, 1, 1, start, t.clock.now()));
+      const sweep = () => t.ctx.services.jobs.sweeps.runOnce(t.clock.now());
+      await t.clock.advance(46_000);
+      await sweep();
+      await t.clock.advance(121_000);
+      await sweep();
+      const job = await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}`, headers: bearer(renter.apiKey) });
+      expect(job.json()).toMatchObject({ state: 'FAILED', close_reason: 'agent_lost' });
+
+      const renterEvents = await deliveredTo(t, receiver, renterHook, renter.accountId);
+      const hostEvents = await deliveredTo(t, receiver, hostHook, machine.host.accountId);
+      for (const events of [renterEvents, hostEvents]) {
+        expect(events.map((e) => e.type)).toEqual(['job.credited']);
+        expect(events[0]?.data).toMatchObject({ job_id: jobId, reason: 'agent_lost' });
+        expect(BigInt(events[0]?.data.credit_micro)).toBeGreaterThan(0n);
+      }
+    } finally {
+      await t.destroy();
+      await receiver.close();
+    }
+  });
+
   it('a machine delisted under the reliability floor and restored above it: its host is told each, signed', async () => {
     const receiver = new Receiver();
     await receiver.start();
@@ -579,6 +623,8 @@ describe.each(['sqlite', 'postgres'] as const)('money events on anvil on %s', (d
         ARK_WITHDRAWAL_REVIEW_ABOVE_MICRO: String(1_500_000n),
         ARK_WITHDRAWAL_NEW_ADDRESS_HOLD_S: '0',
         ARK_WITHDRAWAL_REVIEW_FIRST: '0',
+        // Earnings payable at once: maturity is test/e2e/payouts.test.ts's subject; here the payout's moves are.
+        ARK_EARNINGS_MATURITY_S: '0',
         ARK_HEARTBEAT_INTERVAL_S: '1',
         ARK_METER_INTERVAL_S: '1',
         // 3600 USDC an hour: one USDC a second of metered time.
