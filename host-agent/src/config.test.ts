@@ -54,7 +54,7 @@ describe('loadAgentConfig', () => {
         readFile: noFile,
       }).docker.socketPath,
     ).toBe('/srv/docker.sock');
-    const remote = errorOf(() => loadAgentConfig({ env: { DOCKER_HOST: 'tcp://10.0.0.5:2375' }, readFile: noFile }));
+    const remote = errorOf(() => loadAgentConfig({ env: { DOCKER_HOST: 'tcp://127.0.0.1:2375' }, readFile: noFile }));
     expect(remote.source).toBe('environment variable DOCKER_HOST');
     expect(remote.message).toContain('is not a unix:// socket');
   });
