@@ -172,13 +172,43 @@ async function releasedMicro(api: ApiClient, jobId: string): Promise<string | nu
   return typeof released?.data.released_micro === 'string' ? released.data.released_micro : null;
 }
 
-/** Follows the event list: answers the events after `seq`; the cursor scheme is opaque, so the seq is what we dedupe on. */
 /** An error a follower waits out: the server unreachable, or an answer that says to retry (503, 429). */
 function transient(error: unknown): boolean {
   if (error instanceof ApiError) return error.retryable || error.status === 502 || error.status === 503 || error.status === 504;
   return error instanceof CliError && error.exitCode === EXIT.unreachable;
 }
 
+/**
+ * How a follower (`jobs events -f`, `jobs logs -f`) rides out a lost connection or a 503: it waits 0.5 s, then twice
+ * as long each time up to 30 s, and gives up once the server has been failing for `retryForMs`. Says so on stderr.
+ */
+class Reconnect {
+  #failingSince: number | null = null;
+  #backoffMs = 0;
+  constructor(
+    private readonly ctx: CommandContext,
+    private readonly retryForMs: number,
+  ) {}
+
+  /** A request went through: the next failure starts over. */
+  succeeded(): void {
+    if (this.#failingSince !== null) this.ctx.out.warn(`reconnected to ${this.ctx.api.baseUrl}; following again`);
+    this.#failingSince = null;
+    this.#backoffMs = 0;
+  }
+
+  /** Waits before the next try, or throws `error` when it is not transient or the failing lasted too long. */
+  async failed(error: unknown): Promise<void> {
+    if (!transient(error)) throw error;
+    this.#failingSince ??= Date.now();
+    if (Date.now() - this.#failingSince > this.retryForMs) throw error;
+    this.#backoffMs = Math.min(30_000, this.#backoffMs === 0 ? 500 : this.#backoffMs * 2);
+    this.ctx.out.warn(`${(error as Error).message}; retrying in ${Math.round(this.#backoffMs / 100) / 10} s`);
+    await sleep(this.#backoffMs);
+  }
+}
+
+/** Follows the event list: answers the events after `seq`; the cursor scheme is opaque, so the seq is what we dedupe on. */
 export class EventFollower {
   private cursor: string | null = null;
   private lastSeq = 0;
@@ -223,8 +253,7 @@ async function followLogs(
   const interrupt = () => controller.abort();
   process.once('SIGINT', interrupt);
   let cursor: string | undefined;
-  let failingSince: number | null = null;
-  let backoffMs = 0;
+  const reconnect = new Reconnect(ctx, retryForMs);
   try {
     while (!controller.signal.aborted) {
       try {
@@ -235,9 +264,7 @@ async function followLogs(
           signal: controller.signal,
         });
         if (!response.ok || response.body === null) await parseAnswer(response);
-        if (failingSince !== null) ctx.out.warn(`reconnected to ${ctx.api.baseUrl}; following again`);
-        failingSince = null;
-        backoffMs = 0;
+        reconnect.succeeded();
         for await (const event of serverSentEvents(response.body as unknown as AsyncIterable<Uint8Array>)) {
           if (event.event === 'line') {
             const line = JSON.parse(event.data) as JobLogLine;
@@ -255,12 +282,7 @@ async function followLogs(
         throw new CliError(EXIT.unreachable, 'UNREACHABLE', `the log stream from ${ctx.api.baseUrl} was cut`);
       } catch (error) {
         if (controller.signal.aborted) break;
-        if (!transient(error)) throw error;
-        failingSince ??= Date.now();
-        if (Date.now() - failingSince > retryForMs) throw error;
-        backoffMs = Math.min(30_000, backoffMs === 0 ? 500 : backoffMs * 2);
-        ctx.out.warn(`${(error as Error).message}; retrying in ${Math.round(backoffMs / 100) / 10} s`);
-        await sleep(backoffMs);
+        await reconnect.failed(error);
       }
     }
     return EXIT.interrupted;
@@ -503,16 +525,13 @@ export function registerJobCommands(program: Command): void {
         process.once('SIGINT', interrupt);
         // A lost connection (a restarting server, a network blip) is retried with backoff; the follower keeps its
         // cursor and the last seq printed, so the stream resumes after the last event shown, none twice.
-        let failingSince: number | null = null;
-        let backoffMs = 0;
+        const reconnect = new Reconnect(ctx, retryForMs);
         try {
           while (!stopping) {
             try {
               for (const event of await follower.poll()) print(event);
               const job = await ctx.api.get<Job>(`/api/v1/jobs/${encodeURIComponent(jobId)}`);
-              if (failingSince !== null) ctx.out.warn(`reconnected to ${ctx.api.baseUrl}; following again`);
-              failingSince = null;
-              backoffMs = 0;
+              reconnect.succeeded();
               if (ENDED.has(job.state)) {
                 // One last read: the closing events land with the state.
                 for (const event of await follower.poll()) print(event);
@@ -520,12 +539,7 @@ export function registerJobCommands(program: Command): void {
               }
               await sleep(intervalMs);
             } catch (error) {
-              if (!transient(error)) throw error;
-              failingSince ??= Date.now();
-              if (Date.now() - failingSince > retryForMs) throw error;
-              backoffMs = Math.min(30_000, backoffMs === 0 ? 500 : backoffMs * 2);
-              ctx.out.warn(`${(error as Error).message}; retrying in ${Math.round(backoffMs / 100) / 10} s`);
-              await sleep(backoffMs);
+              await reconnect.failed(error);
             }
           }
           return EXIT.interrupted;
