@@ -2,7 +2,9 @@ import { LIVENESS_GRACE_HEARTBEATS } from '../../domain/machines/go-live.js';
 import type { Clock } from '../../clock.js';
 import type { Config } from '../../config/index.js';
 import type { SelftestConfig } from '../../config/selftest.js';
-import type { Store } from '../../store/db.js';
+import { DomainError } from '../../errors.js';
+import type { Executor, Store } from '../../store/db.js';
+import { findMachine, type MachineRow } from '../../store/machines.js';
 import type { HeartbeatBuffer } from '../../store/heartbeats.js';
 import type { OutboxWriter } from '../../store/outbox.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';
@@ -50,4 +52,11 @@ export interface HostingDeps {
 export interface MachineCaller {
   accountId: string;
   admin: boolean;
+}
+
+/** The machine, when the caller owns it or is an administrator; anyone else is told it does not exist (404). */
+export async function machineForCaller(db: Executor, caller: MachineCaller, machineId: string): Promise<MachineRow> {
+  const machine = await findMachine(db, machineId);
+  if (!machine || (machine.owner_account_id !== caller.accountId && !caller.admin)) throw new DomainError('NOT_FOUND');
+  return machine;
 }

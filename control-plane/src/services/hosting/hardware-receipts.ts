@@ -3,7 +3,6 @@ import { iso } from '../../clock.js';
 import { PLATFORM_OWNER } from '../../domain/ledger/accounts.js';
 import { type Contradiction, receiptContradictions } from '../../domain/machines/hardware-receipts.js';
 import { uuidV7 } from '../../domain/tickets/ticket.js';
-import { DomainError } from '../../errors.js';
 import type { Tx } from '../../store/db.js';
 import {
   claimSelftest,
@@ -22,7 +21,7 @@ import type { QueuedCommand } from '../../store/outbox.js';
 import { insertTicket, insertTicketMessage, lockTicket } from '../../store/tickets.js';
 import { type CommitHook, inTransactionWithRetry, transact } from '../../store/transaction.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
-import type { HostingDeps, MachineCaller } from './deps.js';
+import { type HostingDeps, type MachineCaller, machineForCaller } from './deps.js';
 import { toMachineRecord } from './records.js';
 
 /** Why a receipt was refused (the ark_hardware_receipts_refused_total label). */
@@ -191,8 +190,7 @@ export async function queueSelftest(
   return transact(
     deps.store,
     async (trx) => {
-      const machine = await findMachine(trx, machineId);
-      if (!machine || (machine.owner_account_id !== caller.accountId && !caller.admin)) throw new DomainError('NOT_FOUND');
+      const machine = await machineForCaller(trx, caller, machineId);
       const next = new Date(now.getTime() + deps.settings.selftest.intervalMs);
       await insertMachineVerification(trx, { machineId, ownerAccountId: machine.owner_account_id, nextSelftestAt: next, now });
       await postponeSelftest(trx, machineId, next);

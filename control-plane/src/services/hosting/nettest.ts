@@ -2,12 +2,11 @@ import type { NettestReceiptMessage } from '@ark/shared';
 import { nettestCommandBody } from '../../domain/machines/nettest.js';
 import { measuredNetworkOf } from '../../domain/machines/network.js';
 import { bandwidthMbpsOf } from '../../domain/offers/offer.js';
-import { DomainError } from '../../errors.js';
 import type { Tx } from '../../store/db.js';
-import { findMachine, writeNetworkFacts, writeOfferBandwidth } from '../../store/machines.js';
+import { writeNetworkFacts, writeOfferBandwidth } from '../../store/machines.js';
 import type { QueuedCommand } from '../../store/outbox.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
-import type { HostingDeps, MachineCaller } from './deps.js';
+import { type HostingDeps, type MachineCaller, machineForCaller } from './deps.js';
 
 /**
  * POST /api/v1/hosts/machines/{id}/nettest: queues a run_nettest command for the machine (owner or admin; anyone
@@ -23,8 +22,7 @@ export async function queueNettest(
   return transact(
     deps.store,
     async (trx) => {
-      const machine = await findMachine(trx, machineId);
-      if (!machine || (machine.owner_account_id !== caller.accountId && !caller.admin)) throw new DomainError('NOT_FOUND');
+      const machine = await machineForCaller(trx, caller, machineId);
       return deps.outbox.enqueue(trx, {
         machineId: machine.id,
         kind: 'run_nettest',
