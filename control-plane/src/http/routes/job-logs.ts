@@ -1,4 +1,4 @@
-import { PassThrough, Readable } from 'node:stream';
+import { PassThrough } from 'node:stream';
 import { IdParams, JOB_LOG_TAIL_DEFAULT_LINES, JobLogCursor, type JobLogLine, JobLogs, JobLogsQuery } from '@ark/shared';
 import { Value } from '@sinclair/typebox/value';
 import { DomainError } from '../../errors.js';
@@ -6,6 +6,7 @@ import { JobLogReader, logsError } from '../../logs/job-logs.js';
 import type { LogTunnel } from '../../logs/tunnel.js';
 import { principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
+import { forwardToHolder } from '../forward-to-holder.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -34,36 +35,6 @@ const DESCRIPTION =
 /** One line as an event. */
 function eventOf(line: JobLogLine): string {
   return `id: ${line.cursor}\nevent: line\ndata: ${JSON.stringify(line)}\n\n`;
-}
-
-/** Forwards the request to the replica holding the machine's channel and streams its answer back unbuffered. */
-async function viaReplica(replica: string, request: any, reply: any): Promise<unknown> {
-  const controller = new AbortController();
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
-  });
-  let upstream: Response;
-  try {
-    const lastEventId = request.headers['last-event-id'];
-    upstream = await fetch(`${replica}${request.url}`, {
-      headers: {
-        authorization: String(request.headers.authorization ?? ''),
-        accept: String(request.headers.accept ?? '*/*'),
-        ...(lastEventId === undefined ? {} : { 'last-event-id': String(lastEventId) }),
-        [LOGS_HOP_HEADER]: '1',
-      },
-      signal: controller.signal,
-    });
-  } catch (error) {
-    throw new DomainError(
-      'JOB_LOGS_UNREACHABLE',
-      `The replica holding the machine's channel could not be reached: ${(error as Error).message}.`,
-    );
-  }
-  const type = upstream.headers.get('content-type') ?? 'application/octet-stream';
-  reply.code(upstream.status).type(type).header('cache-control', 'no-store');
-  if (type.startsWith('text/event-stream')) reply.header('x-accel-buffering', 'no').header('content-encoding', 'identity');
-  return reply.send(upstream.body ? Readable.fromWeb(upstream.body as never) : '');
 }
 
 export function registerJobLogRoutes(
@@ -99,7 +70,12 @@ export function registerJobLogRoutes(
       JobLogReader.assertReadable(job, clock.now());
       if (!connectedHere(job.machineId) && request.headers[LOGS_HOP_HEADER] === undefined) {
         const holder = await replicas.elsewhere(job.machineId);
-        if (holder !== null) return viaReplica(holder, request, reply);
+        if (holder !== null)
+          return forwardToHolder(holder, request, reply, {
+            hopHeader: LOGS_HOP_HEADER,
+            unreachable: 'JOB_LOGS_UNREACHABLE',
+            cacheControl: 'no-store',
+          });
       }
       const limit: number = request.query.tail ?? JOB_LOG_TAIL_DEFAULT_LINES;
       const follow: boolean = request.query.follow === true;

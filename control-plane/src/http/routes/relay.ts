@@ -1,4 +1,3 @@
-import { Readable } from 'node:stream';
 import { IdParams } from '@ark/shared';
 import { Type } from '@sinclair/typebox';
 import { DomainError } from '../../errors.js';
@@ -6,6 +5,7 @@ import { JobRelay, type RelayPath } from '../../relay/relay.js';
 import type { RelayTunnel } from '../../relay/tunnel.js';
 import { assertOwnerOrAdmin, principalOf } from '../auth.js';
 import type { AppContext } from '../context.js';
+import { forwardToHolder } from '../forward-to-holder.js';
 import { withErrors } from '../schemas.js';
 import type { TypedApp } from '../typed-app.js';
 
@@ -37,42 +37,6 @@ const STREAM_NOTE =
 /** Marks a request one replica forwarded to the one holding the machine's channel: it is never forwarded again. */
 export const RELAY_HOP_HEADER = 'x-ark-relay-hop';
 
-/**
- * Forwards a relay request, as the client sent it (its own credential included: the holder authenticates and
- * authorizes it again), to the replica that holds the machine's channel, and streams the answer back unbuffered.
- */
-async function viaReplica(replica: string, request: any, reply: any): Promise<unknown> {
-  const controller = new AbortController();
-  // The client left: the holder's request ends too, and with it the engine's.
-  reply.raw.once('close', () => {
-    if (!reply.raw.writableFinished) controller.abort();
-  });
-  const post = request.method === 'POST';
-  let upstream: Response;
-  try {
-    upstream = await fetch(`${replica}${request.url}`, {
-      method: request.method,
-      headers: {
-        authorization: String(request.headers.authorization ?? ''),
-        accept: String(request.headers.accept ?? '*/*'),
-        [RELAY_HOP_HEADER]: '1',
-        ...(post ? { 'content-type': 'application/json' } : {}),
-      },
-      ...(post ? { body: JSON.stringify(request.body) } : {}),
-      signal: controller.signal,
-    });
-  } catch (error) {
-    throw new DomainError(
-      'RELAY_ENGINE_UNREACHABLE',
-      `The replica holding the machine's channel could not be reached: ${(error as Error).message}.`,
-    );
-  }
-  const type = upstream.headers.get('content-type') ?? 'application/octet-stream';
-  reply.code(upstream.status).type(type);
-  if (type.startsWith('text/event-stream')) reply.header('x-accel-buffering', 'no').header('content-encoding', 'identity');
-  return reply.send(upstream.body ? Readable.fromWeb(upstream.body as never) : '');
-}
-
 export function registerRelayRoutes(
   app: TypedApp,
   ctx: AppContext,
@@ -93,7 +57,8 @@ export function registerRelayRoutes(
     // Several replicas: the machine's channel may be held by another one, which answers it.
     if (!connectedHere(job.machineId) && request.headers[RELAY_HOP_HEADER] === undefined) {
       const holder = await replicas.elsewhere(job.machineId);
-      if (holder !== null) return viaReplica(holder, request, reply);
+      if (holder !== null)
+        return forwardToHolder(holder, request, reply, { hopHeader: RELAY_HOP_HEADER, unreachable: 'RELAY_ENGINE_UNREACHABLE' });
     }
     const body = request.method === 'POST' ? Buffer.from(JSON.stringify(request.body)) : null;
     const answer = await relay.call({ job, method: request.method, path, body });
