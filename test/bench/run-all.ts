@@ -3,7 +3,8 @@
 // name contains one of the words. Exits 1 when a bench fails or runs out of time; a figure outside its budget is
 // flagged in the table but does not fail the run (budgets are ratios meant for a quiet machine).
 //
-// Options: --timeout-s N  bound for each bench (default 600); --json  print the figures as JSON as well.
+// Options: --timeout-s N  bound for each bench (default 600); --json  print the figures as JSON as well;
+// --rounds N  handed to each bench's run() as `rounds` (those that repeat a measurement, e.g. readiness, take it).
 import { readdirSync } from 'node:fs';
 import { cpus, loadavg } from 'node:os';
 import { basename, dirname, join } from 'node:path';
@@ -48,7 +49,7 @@ function table(rows: string[][]): string {
   return [line(rows[0] ?? []), widths.map((w) => '-'.repeat(w)).join('  '), ...rows.slice(1).map(line)].join('\n');
 }
 
-async function runOne(file: string, timeoutS: number): Promise<Outcome> {
+async function runOne(file: string, timeoutS: number, options: Record<string, unknown>): Promise<Outcome> {
   const name = basename(file, '.bench.ts');
   const started = performance.now();
   const seconds = () => Math.round((performance.now() - started) / 100) / 10;
@@ -59,7 +60,7 @@ async function runOne(file: string, timeoutS: number): Promise<Outcome> {
     timer = setTimeout(() => resolve('timeout'), timeoutS * 1000);
   });
   try {
-    const result = await Promise.race([module.run(), timeout]);
+    const result = await Promise.race([module.run(options), timeout]);
     if (result === 'timeout') return { name, status: 'timed out', seconds: seconds(), error: `no result within ${timeoutS} s` };
     return { name, status: 'ok', seconds: seconds(), figures: result };
   } catch (error) {
@@ -69,11 +70,16 @@ async function runOne(file: string, timeoutS: number): Promise<Outcome> {
   }
 }
 
-export async function runAll(filters: string[], timeoutS: number, log: (line: string) => void): Promise<Outcome[]> {
+export async function runAll(
+  filters: string[],
+  timeoutS: number,
+  log: (line: string) => void,
+  options: Record<string, unknown> = {},
+): Promise<Outcome[]> {
   const outcomes: Outcome[] = [];
   for (const file of benchFiles(filters)) {
     log(`bench: ${basename(file)} (load average ${loadavg()[0]?.toFixed(2)} on ${cpus().length} cores)`);
-    const outcome = await runOne(file, timeoutS);
+    const outcome = await runOne(file, timeoutS, options);
     log(`bench: ${outcome.name}: ${outcome.status} in ${outcome.seconds} s${outcome.error ? ` (${outcome.error})` : ''}`);
     outcomes.push(outcome);
   }
@@ -100,7 +106,7 @@ export function summary(outcomes: Outcome[]): string {
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { 'timeout-s': { type: 'string' }, json: { type: 'boolean' } },
+    options: { 'timeout-s': { type: 'string' }, json: { type: 'boolean' }, rounds: { type: 'string' } },
   });
   const timeoutS = Math.max(10, Math.min(Number(values['timeout-s'] ?? 600) || 600, 3600));
   const log = (line: string) => process.stderr.write(`${line}\n`);
@@ -113,7 +119,7 @@ if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) 
     );
     process.exit(2);
   }
-  const outcomes = await runAll(positionals, timeoutS, log);
+  const outcomes = await runAll(positionals, timeoutS, log, values.rounds === undefined ? {} : { rounds: Number(values.rounds) });
   process.stdout.write(`\n${summary(outcomes)}\n`);
   if (values.json) process.stdout.write(`${JSON.stringify(outcomes, null, 2)}\n`);
   // A bench that timed out may still hold children or timers: leave without waiting for them.

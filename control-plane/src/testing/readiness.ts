@@ -18,6 +18,8 @@ export interface FakeReadinessProbes extends ReadinessProbes {
   readonly sshCalls: string[];
   /** Machines whose channel this process does not hold (their jobs are left to another replica). */
   readonly elsewhere: Set<string>;
+  /** An endpoint (`host:port`) whose handshake waits for this promise before it answers (a slow rig). */
+  readonly holds: Map<string, Promise<unknown>>;
 }
 
 export function fakeReadinessProbes(clock: Pick<Clock, 'now'>): FakeReadinessProbes {
@@ -25,15 +27,18 @@ export function fakeReadinessProbes(clock: Pick<Clock, 'now'>): FakeReadinessPro
   const engines = new Map<string, string[] | Error>();
   const sshCalls: string[] = [];
   const elsewhere = new Set<string>();
+  const holds = new Map<string, Promise<unknown>>();
   return {
     hostKeys,
     engines,
     sshCalls,
     elsewhere,
+    holds,
     ssh: {
       async hostKeyAt(endpoint) {
         const where = endpointText(endpoint);
         sshCalls.push(where);
+        await holds.get(where);
         const answer = hostKeys.get(where) ?? TEST_HOST_KEY_FINGERPRINT;
         if (answer instanceof Error) throw new ReadinessProbeError(answer.message);
         return { fingerprint: answer, seenAt: clock.now() };

@@ -44,7 +44,10 @@ import { ReadinessProbeError } from './readiness-probes.js';
 export interface ReadinessVerifier {
   /** Runs an attempt for every due row this process may take, up to the free slots; resolves when they are done. */
   verifyDue(now: Date): Promise<number>;
-  /** A readiness report committed: a pass runs on the next turn (the worker's interval is only the safety net). */
+  /**
+   * A readiness report committed (gateway/handlers-table.ts), or a slot freed while due rows waited: a pass runs on the
+   * next turn of the event loop, not on the worker's next tick (its interval is only the safety net).
+   */
   wake(): void;
   /** Attempts in flight here (tests, metrics). */
   readonly inFlight: number;
@@ -63,6 +66,9 @@ export function readinessVerifier(deps: JobDeps): ReadinessVerifier {
   const inFlight = new Map<string, Promise<void>>();
   let wakeTimer: ClockTimer | null = null;
   let closed = false;
+  // A pass left due rows behind for want of a free slot: the first attempt to end wakes a pass for them, so they do
+  // not wait for the worker's next tick (the worker stays the safety net for claims that ran out and restarts).
+  let passedOver = false;
 
   const attempt = async (row: JobReadinessRow): Promise<void> => {
     const job = await findJob(deps.store.db, row.job_id);
@@ -87,11 +93,20 @@ export function readinessVerifier(deps: JobDeps): ReadinessVerifier {
       const rows = await dueReadiness(deps.store.db, now, CANDIDATES_PER_PASS);
       const started: Promise<void>[] = [];
       for (const row of rows) {
-        if (inFlight.size >= settings.concurrency) break;
+        if (inFlight.size >= settings.concurrency) {
+          passedOver = true;
+          break;
+        }
         if (inFlight.has(row.job_id) || !deps.readinessProbes.engine.reaches(row.machine_id)) continue;
         const until = new Date(now.getTime() + claimMs);
         if (!(await claimReadiness(deps.store.db, row.job_id, claimant, now, until))) continue;
-        const run = attempt(row).finally(() => inFlight.delete(row.job_id));
+        const run = attempt(row).finally(() => {
+          inFlight.delete(row.job_id);
+          if (passedOver) {
+            passedOver = false;
+            verifier.wake();
+          }
+        });
         inFlight.set(row.job_id, run);
         started.push(run);
       }
