@@ -1,18 +1,24 @@
-// Hardware receipts end to end on each store (issue 24 item 2): the real control plane (`ark-cp serve`), machines
-// paired by the real `ark-agent pair` (so each has a real enrolled identity: its key pair in identity.json), and the
-// agent's real ChannelClient speaking the signed channel with that identity. The agent's own self-test is another
-// part of this item; until it is wired in, this test signs the receipts with the machine's real private key and sends
-// them as the agent will (a hardware_receipt answering the run_selftest the control plane queued). The figures are
-// the named fixtures of control-plane/src/testing/receipts.ts. The renter checks them with the real `ark` CLI, the
-// refusals are read from /metrics, the unlisting's webhook is verified by a real receiver with standardwebhooks, and an
-// operator's `ark-cp machines selftest` leads to an agreeing receipt that lists the machine again.
+// Hardware receipts end to end on each store (issue 24 item 2): the real control plane (`ark-cp serve`) and machines
+// paired by the real `ark-agent pair` (so each has a real enrolled identity: its key pair in identity.json).
+// First, the agent's real ChannelClient speaking the signed channel with that identity, the test signing receipts with
+// the machine's real private key (the named fixtures of control-plane/src/testing/receipts.ts): stored, public,
+// checked by the renter with the real `ark` CLI, refusals read from /metrics. Then a real `ark-agent run` whose
+// nvidia-smi answers with a recorded real output showing less than the manifest declared: its enrollment self-test
+// unlists the machine, opens the host's ticket and sends `machine.unlisted`, verified by a real receiver with
+// standardwebhooks; an operator's `ark-cp machines selftest` answered on agreeing hardware lists it again.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
-import { BENCHMARK_IMAGE, FIXTURE_CPU_BENCHMARK, RECORDED_L4_GPUS, receiptBody } from '@ark/control-plane/testing/receipts';
+import { FIXTURE_CPU_BENCHMARK, receiptBody } from '@ark/control-plane/testing/receipts';
 import { ChannelClient } from '@ark/host-agent/channel/index';
-import { type CommandMessage, type HardwareReceiptBody, hardwareReceiptScore, signHardwareReceipt } from '@ark/shared';
+import {
+  type CommandMessage,
+  type HardwareReceiptBody,
+  hardwareReceiptScore,
+  signHardwareReceipt,
+  verifyHardwareReceipt,
+} from '@ark/shared';
 import { Webhook } from 'standardwebhooks';
 import nacl from 'tweetnacl';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -28,10 +34,15 @@ import {
   hostSession,
   nvidiaSmiFixture,
   pairAgent,
+  repoRoot,
+  startAgent,
   startControlPlane,
 } from './host-side-helpers.js';
+import type { SpawnedProcess } from '../harness/processes.js';
 
 const DIALECTS = ['sqlite', 'postgres'] as const;
+/** A recorded real `nvidia-smi -q -x` of a machine with one RTX 4090. */
+const RTX_4090_FIXTURE = join(repoRoot, 'test', 'fixtures', 'nvidia-smi', 'rtx-4090-driver-535.xml');
 const quietLogger = { info() {}, warn() {}, error() {}, debug() {} };
 
 /** A paired machine speaking the channel with its real enrolled identity. */
@@ -89,7 +100,19 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
   let renterEnv: NodeJS.ProcessEnv;
   let renterToken: string;
   const machines: ChannelMachine[] = [];
+  const agents: SpawnedProcess[] = [];
   const receiver = new Receiver();
+
+  /** `ark-agent run` of a paired machine, its nvidia-smi answering with the recorded output `fixture`. */
+  function runAgent(setup: AgentSetup, fixture: string): SpawnedProcess {
+    const run = startAgent({ ...setup, env: { ...setup.env, ARK_AGENT_NVIDIA_SMI_FIXTURE: fixture } }, ['run']);
+    agents.push(run);
+    return run;
+  }
+  const listed = async (): Promise<string[]> =>
+    (await api(cp.base, 'GET', '/api/v1/offers?limit=100', { token: renterToken })).body.items.map(
+      (o: { machine_id: string }) => o.machine_id,
+    );
 
   /** Pairs a machine with `ark-agent pair` and connects its channel with the identity the agent stored. */
   async function channelMachine(env: NodeJS.ProcessEnv): Promise<ChannelMachine> {
@@ -165,7 +188,6 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
       databaseUrl: database?.url ?? null,
       env: {
         ARK_HEARTBEAT_INTERVAL_S: '1',
-        ARK_SELFTEST_IMAGE: BENCHMARK_IMAGE,
         ARK_SELFTEST_WORKER_INTERVAL_MS: '200',
         ARK_WEBHOOK_ALLOW_PRIVATE: 'true',
         ARK_WEBHOOK_POLL_INTERVAL_MS: '100',
@@ -178,6 +200,7 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
   }, 120_000);
 
   afterAll(async () => {
+    for (const run of agents) await run.stop('SIGKILL');
     for (const m of machines) {
       await m.client.stop();
       rmSync(dirname(m.setup.stateDir), { recursive: true, force: true });
@@ -194,7 +217,9 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
     // No nvidia-smi: a CPU-only machine, as on these CI machines.
     const m = await channelMachine({ ARK_AGENT_NVIDIA_SMI_PATH: '/nonexistent/nvidia-smi' });
     const command = await selftestCommand(m);
-    expect(command.body).toEqual({ trigger: 'enrollment', timeout_ms: 600_000, benchmark_image: BENCHMARK_IMAGE });
+    // This marketplace names no benchmark image (ARK_SELFTEST_IMAGE unset): the agents here have no container engine,
+    // and a real one answers an identity-only self-test (the benchmark's own end to end is agent-selftest.test.ts).
+    expect(command.body).toEqual({ trigger: 'enrollment', timeout_ms: 600_000 });
     await goLive(m);
 
     const body = receiptBody(m.machineId, 1, new Date(), { command_id: command.command_id });
@@ -269,12 +294,17 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
     expect((await verification(m.machineId)).receipts.map((r: { receipt_seq: number }) => r.receipt_seq)).toEqual([1]);
   });
 
-  it('unlists a machine whose manifest overstates its hardware, with the ticket and a verified webhook, and relists it', {
-    timeout: 60_000,
+  it("unlists a machine whose manifest overstates its hardware after its own agent's self-test, with the ticket and a verified webhook, and relists it", {
+    timeout: 90_000,
   }, async () => {
-    // The manifest declares the two L4 of the recorded nvidia-smi; the self-test finds one of them.
-    const m = await channelMachine({ ARK_AGENT_NVIDIA_SMI_FIXTURE: nvidiaSmiFixture });
-    const declared = await api(cp.base, 'GET', `/api/v1/hosts/machines/${m.machineId}`, { token: hostToken });
+    // Paired where nvidia-smi shows two L4 (a recorded real `nvidia-smi -q -x`): the manifest declares both.
+    const setup = agentSetup(
+      { heartbeat_interval_s: 1, require_docker: false, min_disk_free_bytes: 0 },
+      { ARK_AGENT_NVIDIA_SMI_FIXTURE: nvidiaSmiFixture },
+    );
+    const { machineId } = await pairAgent(cp, hostToken, setup);
+    const publicKey = JSON.parse(readFileSync(join(setup.stateDir, 'identity.json'), 'utf8')).public_key as string;
+    const declared = await api(cp.base, 'GET', `/api/v1/hosts/machines/${machineId}`, { token: hostToken });
     expect(declared.body.manifest.gpus.map((g: { model: string }) => g.model)).toEqual(['NVIDIA L4', 'NVIDIA L4']);
     const hook = await api(cp.base, 'POST', '/api/v1/webhooks', {
       token: hostToken,
@@ -282,67 +312,73 @@ describe.concurrent.each(DIALECTS)('hardware receipts over real processes on %s'
       body: { url: receiver.url, event_types: ['machine.unlisted', 'machine.relisted'] },
     });
     expect(hook.status, JSON.stringify(hook.body)).toBe(201);
-    const command = await selftestCommand(m);
-    await goLive(m);
-    const listed = async () =>
-      (await api(cp.base, 'GET', '/api/v1/offers?limit=100', { token: renterToken })).body.items.map(
-        (o: { machine_id: string }) => o.machine_id,
-      );
-    expect(await listed()).toContain(m.machineId);
 
-    await sendReceipt(
-      m,
-      receiptBody(m.machineId, 1, new Date(), {
-        command_id: command.command_id,
-        gpus: [RECORDED_L4_GPUS[0]!],
-        driver_version: '555.42.06',
-        cuda_version: '12.5',
-        benchmark: undefined,
-      }),
-    );
+    // `ark-agent run` on a machine whose nvidia-smi shows one RTX 4090 (another recorded real output): its enrollment
+    // self-test reads that, signs the receipt with the enrolled key and sends it; the control plane unlists the machine.
+    const overstated = runAgent(setup, RTX_4090_FIXTURE);
     const view = await waitFor(async () => {
-      const v = await verification(m.machineId);
+      const v = await verification(machineId);
       return v.unlisted ? v : undefined;
-    }, 'the machine unlisted');
-    expect(view.contradictions).toEqual([{ code: 'fewer_gpus', message: 'The machine declares 2 GPU(s) but the self-test found 1.' }]);
-    expect(await listed()).not.toContain(m.machineId);
-
-    // The host's support case says why.
-    const tickets = await api(cp.base, 'GET', '/api/v1/tickets', { token: hostToken });
-    const ticket = tickets.body.items.find((x: { category: string }) => x.category === 'hardware');
-    expect(ticket).toBeDefined();
-    const detail = await api(cp.base, 'GET', `/api/v1/tickets/${ticket.ticket_id}`, { token: hostToken });
-    expect(detail.body.messages[0].text).toContain('The machine declares 2 GPU(s) but the self-test found 1.');
+    }, `the machine unlisted\n${overstated.output()}`);
+    expect(view.contradictions).toEqual([
+      { code: 'fewer_gpus', message: 'The machine declares 2 GPU(s) but the self-test found 1.' },
+      { code: 'other_model', message: 'Another GPU model: NVIDIA L4 declared, NVIDIA GeForce RTX 4090 found.' },
+    ]);
+    // The agent's own receipt: the enrollment self-test, what nvidia-smi showed, signed by the machine's key.
+    expect(view.receipts).toHaveLength(1);
+    const receipt = view.receipts[0];
+    const body = JSON.parse(receipt.receipt) as HardwareReceiptBody;
+    expect(body).toMatchObject({ machine_id: machineId, trigger: 'enrollment', ok: true });
+    expect(body.gpus.map((g) => g.name)).toEqual(['NVIDIA GeForce RTX 4090']);
+    expect(verifyHardwareReceipt({ receipt: receipt.receipt, signature: receipt.signature }, publicKey, machineId).ok).toBe(true);
+    // Live and heartbeating, yet not offered.
+    await waitFor(async () => {
+      const machine = await api(cp.base, 'GET', `/api/v1/hosts/machines/${machineId}`, { token: hostToken });
+      return machine.body.live === 'live' && machine.body.liveness === 'online' ? true : undefined;
+    }, 'the machine live and online');
+    expect(await listed()).not.toContain(machineId);
 
     // The webhook, verified with the endpoint's secret.
-    const delivery = await waitFor(async () => receiver.requests.find((r) => r.body.includes(m.machineId)), 'the machine.unlisted webhook');
+    const delivery = await waitFor(
+      async () => receiver.requests.find((r) => r.body.includes(machineId) && r.body.includes('machine.unlisted')),
+      'the machine.unlisted webhook',
+    );
     const event = new Webhook(hook.body.secret).verify(delivery.body, {
       'webhook-id': String(delivery.headers['webhook-id']),
       'webhook-timestamp': String(delivery.headers['webhook-timestamp']),
       'webhook-signature': String(delivery.headers['webhook-signature']),
     }) as { type: string; data: Record<string, unknown> };
     expect(event.type).toBe('machine.unlisted');
-    expect(event.data).toMatchObject({ machine_id: m.machineId, receipt_seq: 1, ticket_id: ticket.ticket_id });
+    expect(event.data).toMatchObject({ machine_id: machineId, receipt_seq: body.receipt_seq });
 
-    // An operator asks for a self-test (`ark-cp machines selftest`); both GPUs answer this time: listed again.
-    const queued = JSON.parse(await controlPlaneCli(cp, ['machines', 'selftest', '--id', m.machineId]));
-    const asked = await waitFor(async () => m.commands.find((c) => c.command_id === queued.command_id), 'the operator’s run_selftest');
-    expect(asked).toMatchObject({ kind: 'run_selftest', body: { trigger: 'command', benchmark_image: BENCHMARK_IMAGE } });
-    await sendReceipt(
-      m,
-      receiptBody(m.machineId, 2, new Date(), {
-        trigger: 'command',
-        command_id: asked.command_id,
-        gpus: RECORDED_L4_GPUS,
-        benchmark: undefined,
-      }),
-    );
-    await waitFor(async () => ((await verification(m.machineId)).unlisted === false ? true : undefined), 'the machine relisted');
-    expect(await listed()).toContain(m.machineId);
+    // The host's support case (the one the webhook names) says why.
+    const detail = await api(cp.base, 'GET', `/api/v1/tickets/${event.data.ticket_id}`, { token: hostToken });
+    expect(detail.status).toBe(200);
+    expect(detail.body).toMatchObject({ category: 'hardware' });
+    expect(detail.body.messages[0].text).toContain('The machine declares 2 GPU(s) but the self-test found 1.');
+    expect(detail.body.messages[0].text).toContain('NVIDIA GeForce RTX 4090 found');
+
+    // The host puts the two L4 back; an operator asks for a self-test (`ark-cp machines selftest`): the agent's receipt
+    // agrees with the manifest, and the machine is listed again.
+    await overstated.stop('SIGTERM', { timeoutMs: 20_000 });
+    const agreeing = runAgent(setup, nvidiaSmiFixture);
+    const queued = JSON.parse(await controlPlaneCli(cp, ['machines', 'selftest', '--id', machineId]));
+    const asked = await waitFor(async () => {
+      const v = await verification(machineId);
+      const answer = v.receipts.find((r: { receipt: string }) => JSON.parse(r.receipt).command_id === queued.command_id);
+      return answer === undefined ? undefined : { view: v, answer };
+    }, `the receipt answering the operator's self-test\n${agreeing.output()}`);
+    expect(asked.view.unlisted).toBe(false);
+    const last = JSON.parse(asked.answer.receipt) as HardwareReceiptBody;
+    expect(last).toMatchObject({ trigger: 'command', ok: true });
+    expect(last.gpus.map((g) => g.name)).toEqual(['NVIDIA L4', 'NVIDIA L4']);
+    await waitFor(async () => ((await listed()).includes(machineId) ? true : undefined), 'the machine offered again');
     const relisted = await waitFor(
-      async () => receiver.requests.find((r) => r.body.includes(m.machineId) && r.body.includes('machine.relisted')),
+      async () => receiver.requests.find((r) => r.body.includes(machineId) && r.body.includes('machine.relisted')),
       'the machine.relisted webhook',
     );
-    expect(JSON.parse(relisted.body).data).toMatchObject({ machine_id: m.machineId, receipt_seq: 2, score: null });
+    expect(JSON.parse(relisted.body).data).toMatchObject({ machine_id: machineId, receipt_seq: last.receipt_seq });
+    // Newest first: the operator's receipt, then the enrollment's.
+    expect(asked.view.receipts.map((r: { receipt_seq: number }) => r.receipt_seq)).toEqual([last.receipt_seq, body.receipt_seq]);
   });
 });
