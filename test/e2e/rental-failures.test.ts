@@ -206,21 +206,29 @@ describe.skipIf(!isDockerAvailable())('rentals when parts fail', () => {
       const { available: availableBefore } = await site.renterBalance();
       // The control plane kills itself (SIGKILL) the first time it posts an automatic credit, inside the transaction that
       // fails the job (faults.ts, `job.credit`): nothing of that transaction may survive, and the next one credits once.
+      // The credit gives back what was charged after the machine's last heartbeat (domain/earnings/credits.ts): with
+      // the agent heartbeating every 2 s (ARK_AGENT_HEARTBEAT_INTERVAL_S; the control plane expects as much) and
+      // receipts every second, the agent can be killed when a receipt was accepted after the last heartbeat and the next
+      // heartbeat is still far off, so the credited period is never empty.
       await site.killControlPlane();
-      await site.startControlPlaneAgain({ ARK_FAULT_EXIT_AT: 'job.credit' });
-      await site.waitMachineOnline();
+      await site.stopAgent();
+      await site.startControlPlaneAgain({ ARK_FAULT_EXIT_AT: 'job.credit', ARK_HEARTBEAT_INTERVAL_S: '2' });
+      site.agentSetup.env.ARK_AGENT_HEARTBEAT_INTERVAL_S = '2';
+      await site.startAgent();
       const budget = 3_000_000n;
       const { jobId, quote } = await site.reserve({ budgetMicro: budget });
       await site.waitState(jobId, 'RUNNING');
-      const metering = await site.waitJob(jobId, (job) => BigInt(job.accepted_runtime_ms) >= 2_000n, 'receipts before the agent dies');
-      // The agent dies just after a receipt is accepted, before its next heartbeat most often: then the period that receipt
-      // closed ended after the machine was last seen healthy, and its charge comes back (when a heartbeat came between
-      // them, nothing was charged after it and the credit is zero: the relations below hold either way).
-      await waitFor(async () => BigInt((await site.job(jobId)).accepted_runtime_ms) > BigInt(metering.accepted_runtime_ms), {
-        timeoutMs: 10_000,
-        intervalMs: 20,
-        description: 'one more receipt',
-      });
+      await site.waitJob(jobId, (job) => BigInt(job.accepted_runtime_ms) >= 2_000n, 'receipts before the agent dies');
+      // Both instants are the control plane's own (receipt and heartbeat received): a receipt at least 200 ms after the
+      // last heartbeat, and at most 1.2 s since that heartbeat (the next one is 2 s after it).
+      await waitFor(
+        async () => {
+          const [job, machine] = await Promise.all([site.job(jobId), site.machine()]);
+          const heartbeatAt = Date.parse(machine.body.last_heartbeat_at);
+          return Date.parse(job.last_meter_receipt_at) >= heartbeatAt + 200 && Date.now() - heartbeatAt <= 1_200;
+        },
+        { timeoutMs: 20_000, intervalMs: 10, description: 'a receipt accepted after the last heartbeat, the next heartbeat not due' },
+      );
       const crashed = site.controlPlaneExited();
       await site.killAgent();
       await site.waitState(jobId, 'RECONCILING', 30_000);
@@ -228,7 +236,7 @@ describe.skipIf(!isDockerAvailable())('rentals when parts fail', () => {
       const { pending: pendingBefore } = await site.hostBalances();
       // Past the reconcile timeout the sweep fails the job, reaches the credit, and the process dies before its commit.
       expect(await crashed).toEqual({ code: null, signal: 'SIGKILL' });
-      await site.startControlPlaneAgain({ ARK_FAULT_EXIT_AT: '' });
+      await site.startControlPlaneAgain({ ARK_FAULT_EXIT_AT: '', ARK_HEARTBEAT_INTERVAL_S: '1' });
       const failed = await site.waitState(jobId, 'FAILED', 40_000);
       expect(failed.close_reason).toBe('agent_lost');
       const events = await site.events(jobId);
@@ -246,15 +254,31 @@ describe.skipIf(!isDockerAvailable())('rentals when parts fail', () => {
         from_host_pending_micro: string;
         from_platform_micro: string;
         healthy_at: string;
+        runtime_ms: string;
       };
       const creditMicro = BigInt(credit.credit_micro);
       const fromHost = BigInt(credit.from_host_pending_micro);
       expect(credit).toMatchObject({ reason: 'agent_lost', from_host_payable_micro: '0' });
-      expect(creditMicro).toBeGreaterThanOrEqual(0n);
-      console.info(`automatic credit on ${dialect}: ${credit.credit_micro} micro of ${charges.cumulativeMicro} charged`);
-      expect(creditMicro).toBeLessThanOrEqual(charges.cumulativeMicro);
-      expect(fromHost + BigInt(credit.from_platform_micro)).toBe(creditMicro);
-      expect(Date.parse(credit.healthy_at)).toBeLessThanOrEqual(Date.now());
+      // The last verified-healthy point is the machine's last heartbeat (the agent is dead: nothing moves it since), the
+      // credited runtime is what was metered after it, never empty here, and the credit is exactly what that runtime
+      // was charged: the charges on all the accepted runtime less those on the part before the point.
+      const lastHeartbeatAt = (await site.machine()).body.last_heartbeat_at as string;
+      expect(credit.healthy_at).toBe(lastHeartbeatAt);
+      const { metered_until: meteredUntil } = await site.cli(['jobs', 'show', '--id', jobId]);
+      const accepted = BigInt(failed.accepted_runtime_ms);
+      const runtimeMs = BigInt(Date.parse(meteredUntil) - Date.parse(lastHeartbeatAt));
+      expect(runtimeMs).toBeGreaterThan(0n);
+      expect(runtimeMs).toBeLessThan(accepted);
+      expect(credit.runtime_ms).toBe(runtimeMs.toString());
+      const beforePoint = expectedCharges(quote, { ...failed, accepted_runtime_ms: (accepted - runtimeMs).toString() });
+      expect(creditMicro).toBe(charges.cumulativeMicro - beforePoint.cumulativeMicro);
+      expect(creditMicro).toBeGreaterThan(0n);
+      // The host's share from its pending earnings (nothing has matured), the fee's from the platform.
+      expect(fromHost).toBe(charges.hostMicro - beforePoint.hostMicro);
+      expect(BigInt(credit.from_platform_micro)).toBe(charges.feeMicro - beforePoint.feeMicro);
+      console.info(
+        `automatic credit on ${dialect}: ${credit.credit_micro} micro for ${runtimeMs} ms of ${charges.cumulativeMicro} charged`,
+      );
       // The renter: charged less the credit, the rest of the hold back. The host: its pending earnings shrank by the
       // host's part of the credit, nothing of it became payable yet (24 h maturity).
       expect(await site.renterBalance()).toEqual({ available: availableBefore - charges.cumulativeMicro + creditMicro, held: 0n });
@@ -263,10 +287,11 @@ describe.skipIf(!isDockerAvailable())('rentals when parts fail', () => {
       expect(host.pending + host.payable - payableBefore).toBe(charges.hostMicro - fromHost);
       const renterView = await site.renter('GET', '/api/v1/billing/balance');
       const lines = (renterView.body.credits as Array<{ job_id: string; credit_micro: string }>).filter((line) => line.job_id === jobId);
-      expect(lines).toEqual(creditMicro > 0n ? [expect.objectContaining({ credit_micro: credit.credit_micro })] : []);
+      expect(lines).toEqual([expect.objectContaining({ credit_micro: credit.credit_micro })]);
       expect(await site.verifyLedger()).toMatchObject({ ok: true, sum_micro: '0', discrepancies: [] });
       payable = host.pending + host.payable;
-      // The agent's next run finds the job failed and removes the container it left running.
+      // The agent's next run (heartbeating every second again) finds the job failed and removes the container it left running.
+      delete site.agentSetup.env.ARK_AGENT_HEARTBEAT_INTERVAL_S;
       await site.startAgent();
       await waitFor(async () => (await jobContainers(world)).length === 0, {
         timeoutMs: 30_000,

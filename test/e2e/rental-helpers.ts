@@ -200,12 +200,17 @@ export class RentalSite {
     await this.waitMachineOnline();
   }
 
+  /** The host's view of the machine (GET /api/v1/hosts/machines/:id): liveness, last heartbeat, problems. */
+  machine() {
+    return api(this.cp.base, 'GET', `/api/v1/hosts/machines/${this.machineId}`, { token: this.hostToken });
+  }
+
   async waitMachineOnline(): Promise<void> {
     const agent = this.agent as SpawnedProcess;
     await waitFor(
       async () => {
         if (!agent.isRunning()) throw new Error(`ark-agent run exited:\n${agent.output()}`);
-        const answer = await api(this.cp.base, 'GET', `/api/v1/hosts/machines/${this.machineId}`, { token: this.hostToken });
+        const answer = await this.machine();
         return answer.status === 200 && answer.body.live === 'live' && answer.body.liveness === 'online' && answer.body.healthy === true;
       },
       { timeoutMs: 60_000, intervalMs: 200, description: 'the machine to be live, online and healthy' },

@@ -61,11 +61,15 @@ export function jobView(job: JobRecord, now: Date): Job {
   return view;
 }
 
-/** `ark-cp jobs show`: the renter's view of the job, and whose it is on both sides. */
+/**
+ * `ark-cp jobs show`: the renter's view of the job, whose it is on both sides, and where its meter stands (the end of
+ * the last accepted period: an automatic credit gives back what was charged after the machine's last heartbeat).
+ */
 export const operatorJobView = (job: JobRecord, now: Date) => ({
   ...jobView(job, now),
   renter_account_id: job.accountId,
   host_account_id: job.hostAccountId,
+  metered_until: job.meteredUntil?.toISOString() ?? null,
 });
 
 /**
