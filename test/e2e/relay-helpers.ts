@@ -17,6 +17,12 @@ export function engineImageIn(world: DockerWorld): Promise<TestImage> {
   return buildEngineImage(world.daemon, world.image.registry);
 }
 
+/** What the test engine answers for a prompt: each word in turn, numbered (test/engine/server.mjs). */
+export function expectedText(prompt: string, tokens: number): string {
+  const words = prompt.split(/\s+/).filter((w) => w !== '');
+  return Array.from({ length: tokens }, (_, i) => `${i === 0 ? '' : ' '}${words[i % words.length]}-${i}`).join('');
+}
+
 export interface ModelJob {
   jobId: string;
   templateId: string;

@@ -8,18 +8,12 @@ import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDockerAvailable } from '../harness/dockerd.js';
 import type { TestImage } from '../harness/images.js';
-import { ENGINE_MODEL, engineImageIn, type ModelJob, startModelJob } from './relay-helpers.js';
+import { ENGINE_MODEL, engineImageIn, expectedText, type ModelJob, startModelJob } from './relay-helpers.js';
 import { freePort } from '../harness/processes.js';
 import { api, startControlPlane } from './host-side-helpers.js';
 import { DIALECTS, type DockerWorld, RentalSite, startDockerWorld } from './rental-helpers.js';
 
 const TOKEN_DELAY_MS = 60;
-
-/** What the test engine answers for a prompt: each word in turn, numbered (test/engine/server.mjs). */
-function expectedText(prompt: string, tokens: number): string {
-  const words = prompt.split(/\s+/).filter((w) => w !== '');
-  return Array.from({ length: tokens }, (_, i) => `${i === 0 ? '' : ' '}${words[i % words.length]}-${i}`).join('');
-}
 
 describe.skipIf(!isDockerAvailable())('the OpenAI-compatible relay on real parts', () => {
   let world: DockerWorld;

@@ -90,7 +90,32 @@ async function rentThroughTools(client: Client, rig: Rig): Promise<void> {
   expect((listed.items as Json[]).map((j) => j.job_id)).toContain(jobId);
 
   const events = await tool(client, 'job_events', { job_id: jobId });
-  expect((events.items as Json[]).length).toBeGreaterThan(0);
+  expect((events.items as Json[]).length).toBeGreaterThan(1);
+  // Paged with the cursor: the first event, then from its next_cursor the rest, as the whole list has them.
+  const first = await tool(client, 'job_events', { job_id: jobId, limit: 1 });
+  expect(first.items).toEqual([events.items[0]]);
+  expect(first.next_cursor).toEqual(expect.any(String));
+  const rest = await tool(client, 'job_events', { job_id: jobId, cursor: first.next_cursor });
+  expect(rest.items).toEqual((events.items as Json[]).slice(1));
+
+  // Access as the API answers it: the ssh endpoint, the pinned host key and the command that uses both.
+  const access = await tool(client, 'job_access', { job_id: jobId });
+  const direct = await fetch(`${rig.baseUrl}/api/v1/jobs/${jobId}/access`, { headers: { authorization: `Bearer ${rig.renter.apiKey}` } });
+  expect(access).toEqual(await direct.json());
+  expect(access.mode).toBe('execution');
+  const ssh = (access.endpoints as Json[]).find((e) => e.kind === 'ssh');
+  expect(ssh).toBeDefined();
+  expect(access.ssh_host_key_fingerprint).toMatch(/^SHA256:/);
+  expect(access.ssh_command).toContain(String(ssh?.external_port));
+  expect(access.api_key).toBeUndefined();
+
+  // A chat completion needs a job on a model template (test/e2e/mcp-model-job.test.ts chats with a real engine).
+  const chat = (await client.callTool({
+    name: 'chat_completion',
+    arguments: { job_id: jobId, model: 'any', messages: [{ role: 'user', content: 'hello' }] },
+  })) as CallToolResult;
+  expect(chat.isError).toBe(true);
+  expect(JSON.stringify(chat.content)).toContain('RELAY_NOT_MODEL_JOB');
 
   // The job's logs are kept on its machine, whose agent is simulated here (no channel): the tool passes the API's
   // answer back, which says the machine cannot be reached for them (test/e2e/job-logs.test.ts reads real lines).
