@@ -268,6 +268,8 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
     // Nor is a machine whose latest hardware receipt contradicts what it declared.
     .where((eb) => eb.or([eb('machine_verification.unlisted', 'is', null), eb('machine_verification.unlisted', '=', 0n)]))
     .where('machines.live_state', '=', 'live')
+    // A machine that reports no GPU is offered only as a CPU machine, when its host lists it so.
+    .where((eb) => eb.or([eb('machines.gpu_count', '>=', 1n), eb('machines.cpu_listed', '=', 1n)]))
     .where('offer_versions.available_until', '>', iso(filter.now));
   if (filter.gpuModel !== undefined) query = query.where('machines.gpu_model', '=', filter.gpuModel);
   if (filter.minVramBytes !== undefined) query = query.where('machines.vram_bytes', '>=', filter.minVramBytes);

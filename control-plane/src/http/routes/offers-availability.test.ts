@@ -1,6 +1,8 @@
-// What offer search says about a machine's availability now (issue 25, item 4): a machine rented out right now is
-// listed `unavailable` (contract part 3's readiness values: ready, provisioning, unavailable), never `ready`, by the
-// API and so by `ark offers search`, the console and MCP alike; quoting it is refused, as search said.
+// What offer search says about a machine (issue 25, items 4 and 7): one rented out right now is listed `unavailable`
+// (contract part 3's readiness values: ready, provisioning, unavailable), never `ready`, by the API and so by `ark
+// offers search`, the console and MCP alike, and quoting it is refused as search said. One that reports no GPU is not
+// offered unless its host lists it as a CPU machine, and then it shows as one: the contract's OfferSummary without
+// gpu_count and model, `CPU` in the CLI's table.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
 import { bearer, createTestApp, type SeededAccount, seedAccount, type TestApp } from '../../testing/app.js';
@@ -92,5 +94,61 @@ describe.each(DIALECTS)('offer availability on %s', (dialect) => {
     await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'stopped', t.clock.now()));
     expect((await getJob(t.app, renter, jobId)).state).toMatch(/^(STOPPED|CLEANING|CLOSED)$/);
     expect(await readinessOf(machine.offerId)).toBe('ready');
+  });
+
+  it('a machine reporting no GPU is offered only once its host lists it as a CPU machine, and shows as one', async () => {
+    const machine = await liveMachine(t.ctx, t.app, { manifest: sampleManifest({ gpus: [] }), cpuListed: false });
+    expect(await readinessOf(machine.offerId)).toBeUndefined();
+    expect((await cliSearch(machine.offerId)).item).toBeUndefined();
+    const unlisted = await quote(machine.offerId);
+    expect(unlisted.statusCode, unlisted.body).toBe(409);
+    expect(unlisted.json().error).toMatchObject({ code: 'MACHINE_NOT_AVAILABLE', message: expect.stringMatching(/CPU machine/) });
+
+    const cpuListing = (listed: boolean, token = machine.host.apiKey) =>
+      t.app.inject({
+        method: 'POST',
+        url: `/api/v1/hosts/machines/${machine.machineId}/cpu-listing`,
+        headers: { ...bearer(token), 'idempotency-key': randomUUID() },
+        payload: { cpu_listing: listed },
+      });
+    // Only its host: anyone else gets 404 (another host, a renter alike), and nothing changes.
+    const stranger = await seedAccount(t.ctx, { role: 'host' });
+    expect((await cpuListing(true, stranger.apiKey)).statusCode).toBe(404);
+    expect((await cpuListing(true, renter.apiKey)).statusCode).toBe(404);
+    expect(await readinessOf(machine.offerId)).toBeUndefined();
+    const on = await cpuListing(true);
+    expect(on.statusCode, on.body).toBe(200);
+    expect(on.json()).toEqual({ machine_id: machine.machineId, cpu_listing: true, gpu_count: 0 });
+    const shown = await t.app.inject({
+      method: 'GET',
+      url: `/api/v1/hosts/machines/${machine.machineId}`,
+      headers: bearer(machine.host.apiKey),
+    });
+    expect(shown.json().cpu_listing).toBe(true);
+
+    // Listed as a CPU offer: ready, no gpu_count and no model (the contract's OfferSummary carries them only for GPUs).
+    const listed = await t.app.inject({ method: 'GET', url: '/api/v1/offers?limit=100', headers: bearer(renter.apiKey) });
+    const offer = (listed.json().items as Json[]).find((o) => o.offer_id === machine.offerId);
+    expect(offer).toMatchObject({ readiness: 'ready', ram_bytes: sampleManifest().ram_bytes });
+    expect(offer).not.toHaveProperty('gpu_count');
+    expect(offer).not.toHaveProperty('model');
+    expect(offer).not.toHaveProperty('vram_bytes');
+    const cli = await cliSearch(machine.offerId);
+    expect(cli.item?.gpu_count).toBeUndefined();
+    expect(cli.row?.split('│').map((cell) => cell.trim()).slice(1, 4)).toEqual([machine.offerId, 'CPU', '-']);
+
+    // Rented whole, it is rented out: unavailable, and a second quote is refused with MACHINE_NOT_AVAILABLE.
+    const { jobId, quote: quoted } = await reserveJob(t.app, renter, machine);
+    expect(quoted.gpu_count).toBe(1);
+    await runJob(t, machine.machineId, jobId);
+    expect(await readinessOf(machine.offerId)).toBe('unavailable');
+    expect((await cliSearch(machine.offerId)).row).toMatch(/\bunavailable\b/);
+    const taken = await quote(machine.offerId);
+    expect(taken.statusCode, taken.body).toBe(409);
+    expect(taken.json().error.code).toBe('MACHINE_NOT_AVAILABLE');
+
+    // Off: it leaves the search at once.
+    expect((await cpuListing(false)).json()).toMatchObject({ cpu_listing: false });
+    expect(await readinessOf(machine.offerId)).toBeUndefined();
   });
 });
