@@ -1,5 +1,6 @@
 import { HDKey } from '@scure/bip32';
 import { bytesToHex, getAddress, keccak256 } from 'viem';
+import { DepositXpubError } from './xpub.js';
 
 // Deposit addresses from the account-level extended public key (m/44'/60'/0'): child 0/i is an account's
 // address. Only the public key is ever here; the private keys stay with whoever holds the seed.
@@ -7,9 +8,7 @@ import { bytesToHex, getAddress, keccak256 } from 'viem';
 /** The largest non-hardened BIP32 child index. */
 export const MAX_DERIVATION_INDEX = 2n ** 31n - 1n;
 
-export class DepositXpubError extends Error {
-  override name = 'DepositXpubError';
-}
+export { DepositXpubError };
 
 const P = 2n ** 256n - 2n ** 32n - 977n;
 
