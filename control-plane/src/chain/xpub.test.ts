@@ -11,7 +11,8 @@ import { checkAccountXpub, DepositXpubError } from './xpub.js';
 
 // The configuration's light xpub check (issue 25, item 5) refuses exactly what the deriver refuses, with the same
 // words, so `ark-cp serve` still stops at start on a bad ARK_DEPOSIT_XPUB; and `ark-cp --help` no longer loads viem
-// or @scure/bip32 to make that check.
+// or @scure/bip32 to make that check (nor @sinclair/typebox: its configuration and commands import plain constants
+// from '@ark/shared/limits' and load views when a command runs).
 
 const seed = pbkdf2Sync('test test test test test test test test test test test junk', 'mnemonic', 2048, 64, 'sha512');
 const root = HDKey.fromMasterSeed(seed);
@@ -100,7 +101,7 @@ describe('ark-cp and the deposit xpub', () => {
     }
   });
 
-  it('`ark-cp --help` with a good xpub set loads neither viem nor @scure/bip32', () => {
+  it('`ark-cp --help` with a good xpub set loads neither viem nor @scure/bip32, nor the schema library', () => {
     const dir = mkdtempSync(join(tmpdir(), 'ark-loads-'));
     try {
       // A module hook that names every npm package the process loads, on stderr.
@@ -122,7 +123,7 @@ describe('ark-cp and the deposit xpub', () => {
       const loaded = result.stderr.split('\n').filter((line) => line.startsWith('LOADED '));
       // The hook sees what loads: pino at least, so an empty list cannot pass by accident.
       expect(loaded.some((line) => line.includes('/pino/'))).toBe(true);
-      expect(loaded.filter((line) => /\/(viem|ox|abitype|@scure\/bip32|@noble\/curves)\//.test(line))).toEqual([]);
+      expect(loaded.filter((line) => /\/(viem|ox|abitype|@scure\/bip32|@noble\/curves|@sinclair\/typebox)\//.test(line))).toEqual([]);
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
