@@ -73,7 +73,9 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
         'must cover, minimum reliability, and template_id (adds a `fit` telling whether the template fits the GPUs). Each offer also carries its ' +
         'machine’s `reliability` ({score: "0.9876", new}) once scored, and its `verification` ({score, verified_at}): the hardware score of ' +
         'its latest signed self-test receipt (null before one; min_score filters on it; anyone can check the receipts at ' +
-        'GET /api/v1/machines/{machine_id}/verification). Pass an offer_id to quote.',
+        'GET /api/v1/machines/{machine_id}/verification). `readiness` is ready, provisioning or unavailable (offline, or rented out ' +
+        'right now: quote another). An offer without gpu_count and model is a CPU machine, rented whole (gpu_count 1). Pass an ' +
+        'offer_id to quote.',
       inputSchema: {
         gpu_model: z.string().min(1).max(200).optional().describe('Exact GPU model, e.g. "NVIDIA GeForce RTX 4090".'),
         min_vram_bytes: decimal.optional().describe('Every GPU has at least this much VRAM (bytes, decimal string).'),
