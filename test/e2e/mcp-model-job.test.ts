@@ -10,9 +10,8 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDockerAvailable } from '../harness/dockerd.js';
-import type { TestImage } from '../harness/images.js';
-import { ENGINE_MODEL, engineImageIn, expectedText, type ModelJob, startModelJob } from './relay-helpers.js';
-import { DIALECTS, type DockerWorld, RentalSite, startDockerWorld } from './rental-helpers.js';
+import { ENGINE_MODEL, expectedText, type ModelJob, startModelJob, withEngineWorld } from './relay-helpers.js';
+import { DIALECTS, RentalSite } from './rental-helpers.js';
 
 type Json = Record<string, any>;
 
@@ -35,17 +34,7 @@ async function refusal(client: Client, name: string, args: Json): Promise<string
 }
 
 describe.skipIf(!isDockerAvailable())('MCP tools on a rented model job, on real parts', () => {
-  let world: DockerWorld;
-  let engine: TestImage;
-
-  beforeAll(async () => {
-    world = await startDockerWorld();
-    engine = await engineImageIn(world);
-  }, 240_000);
-
-  afterAll(async () => {
-    await world?.stop();
-  }, 60_000);
+  const rig = withEngineWorld();
 
   describe.each(DIALECTS)('on %s', (dialect) => {
     let site: RentalSite;
@@ -53,8 +42,8 @@ describe.skipIf(!isDockerAvailable())('MCP tools on a rented model job, on real 
     const clients: Array<[string, Client]> = [];
 
     beforeAll(async () => {
-      site = await RentalSite.start(dialect, world);
-      job = await startModelJob(site, engine, { tokenDelayMs: 1 });
+      site = await RentalSite.start(dialect, rig.world);
+      job = await startModelJob(site, rig.engine, { tokenDelayMs: 1 });
       const stdio = new Client({ name: 'ark-e2e-stdio', version: '1.0.0' });
       await stdio.connect(
         new StdioClientTransport({

@@ -14,7 +14,9 @@ const BASE58 = '123456789ABCDEFGHJKLMNPQRSTUVWXYZabcdefghijkmnopqrstuvwxyz';
 /** BIP32 mainnet versions, as @scure/bip32 reads them by default. */
 const XPUB_VERSION = 0x0488b21e;
 const XPRV_VERSION = 0x0488ade4;
-const P = 2n ** 256n - 2n ** 32n - 977n;
+/** secp256k1's field prime. */
+export const SECP256K1_P = 2n ** 256n - 2n ** 32n - 977n;
+const P = SECP256K1_P;
 
 function base58Decode(text: string): Buffer {
   let n = 0n;
@@ -30,7 +32,7 @@ function base58Decode(text: string): Buffer {
   return Buffer.concat([Buffer.alloc(zeros), body]);
 }
 
-function modPow(base: bigint, exponent: bigint, modulus: bigint): bigint {
+export function modPow(base: bigint, exponent: bigint, modulus: bigint): bigint {
   let result = 1n;
   let b = base % modulus;
   let e = exponent;

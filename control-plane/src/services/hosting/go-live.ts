@@ -6,7 +6,7 @@ import { isHostingBlocked } from '../../store/hosts.js';
 import { findMachine, type MachineRow, setCpuListed, setGoLive as writeGoLive } from '../../store/machines.js';
 import { currentOfferOf, seedOffer } from '../../store/offers.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
-import type { HostingDeps } from './deps.js';
+import { type HostingDeps, machineForCaller } from './deps.js';
 
 /** A machine's go-live as set: the choice, and its live state now. */
 export interface GoLiveRecord {
@@ -31,8 +31,7 @@ export async function setGoLive(
   return transact(
     deps.store,
     async (trx) => {
-      const machine = await findMachine(trx, machineId);
-      if (!machine || machine.owner_account_id !== accountId) throw new DomainError('NOT_FOUND');
+      const machine = await machineForCaller(trx, { accountId, admin: false }, machineId);
       if (goLive && (await isHostingBlocked(trx, accountId))) throw new DomainError('HOSTING_BLOCKED');
       if (toBool(machine.go_live) === goLive) return { machineId: machine.id, goLive, live: machine.live_state };
       await writeGoLive(trx, machine.id, goLive, now);
@@ -76,8 +75,7 @@ export async function setCpuListing(
   return transact(
     deps.store,
     async (trx) => {
-      const machine = await findMachine(trx, machineId);
-      if (!machine || machine.owner_account_id !== accountId) throw new DomainError('NOT_FOUND');
+      const machine = await machineForCaller(trx, { accountId, admin: false }, machineId);
       const record = { machineId: machine.id, cpuListed: listed, gpuCount: Number(machine.gpu_count) };
       if (toBool(machine.cpu_listed) === listed) return record;
       await setCpuListed(trx, machine.id, listed, now);
