@@ -1,4 +1,4 @@
-import { ERROR_CATALOG, type ErrorCode, type ErrorSpec, UNAVAILABLE_STATE_STATUS } from '@ark/shared';
+import { ERROR_CATALOG, type ErrorCode, type ErrorSpec, UNAVAILABLE_STATE_STATUS } from '@ark/shared/errors';
 
 /** A failure the caller can act on. Mapped onto the contract's envelope by the one error handler. */
 export class DomainError extends Error {

@@ -29,6 +29,13 @@ function answer(result: ArkAnswer, ok: (status: number) => boolean = (status) =>
 const call = async (api: ArkApi, request: ArkRequest) => answer(await api(request));
 const jobPath = (jobId: string, tail = '') => `/api/v1/jobs/${encodeURIComponent(jobId)}${tail}`;
 
+/** The id of the first model in an OpenAI model list ({data: [{id}]}). */
+function firstModelId(body: unknown): string | undefined {
+  const data = (body as { data?: unknown } | null)?.data;
+  const id = Array.isArray(data) ? (data[0] as { id?: unknown } | undefined)?.id : undefined;
+  return typeof id === 'string' && id !== '' ? id : undefined;
+}
+
 /** The tool names, in the order they are registered (README and tests list them). */
 export const ARK_TOOL_NAMES = [
   'search_offers',
@@ -37,8 +44,10 @@ export const ARK_TOOL_NAMES = [
   'reserve_job',
   'list_jobs',
   'job_status',
+  'job_access',
   'job_events',
   'job_logs',
+  'chat_completion',
   'stop_job',
   'extend_job',
   'balance',
@@ -64,7 +73,9 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
         'must cover, minimum reliability, and template_id (adds a `fit` telling whether the template fits the GPUs). Each offer also carries its ' +
         'machine’s `reliability` ({score: "0.9876", new}) once scored, and its `verification` ({score, verified_at}): the hardware score of ' +
         'its latest signed self-test receipt (null before one; min_score filters on it; anyone can check the receipts at ' +
-        'GET /api/v1/machines/{machine_id}/verification). Pass an offer_id to quote.',
+        'GET /api/v1/machines/{machine_id}/verification). `readiness` is ready, provisioning or unavailable (offline, or rented out ' +
+        'right now: quote another). An offer without gpu_count and model is a CPU machine, rented whole (gpu_count 1). Pass an ' +
+        'offer_id to quote.',
       inputSchema: {
         gpu_model: z.string().min(1).max(200).optional().describe('Exact GPU model, e.g. "NVIDIA GeForce RTX 4090".'),
         min_vram_bytes: decimal.optional().describe('Every GPU has at least this much VRAM (bytes, decimal string).'),
@@ -198,10 +209,28 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
   );
 
   server.registerTool(
+    'job_access',
+    {
+      title: 'Job access',
+      description:
+        'How to reach a job (GET /api/v1/jobs/{id}/access), as the API answers it: `mode` (execution while it runs, retrieval-read-only ' +
+        'after a stop), its `endpoints` ({endpoint_id, kind: ssh, https, http or sftp-retrieval, external_host, external_port}), the ' +
+        'machine’s `ssh_host_key_fingerprint` to pin, the ready-to-run `ssh_command`, `expires_at`, and for a model job running, the ' +
+        'engine’s `api_key`. Refused (403) before the job is verified ready and after its retrieval window.',
+      inputSchema: { job_id: uuid },
+      annotations: readOnly,
+    },
+    ({ job_id }) => call(api, { method: 'GET', path: jobPath(job_id, '/access') }),
+  );
+
+  server.registerTool(
     'job_events',
     {
       title: 'Job events',
-      description: 'The job’s sequenced events, oldest first (GET /api/v1/jobs/{id}/events): image pull, start, readiness, stop, charges.',
+      description:
+        'The job’s sequenced events, oldest first (GET /api/v1/jobs/{id}/events): image pull, start, readiness, stop, charges. A page ' +
+        'is {items, next_cursor}; pass next_cursor as `cursor` to read the events after that page (null: nothing more yet; poll later ' +
+        'with the last non-null one to follow the job).',
       inputSchema: { job_id: uuid, limit, cursor },
       annotations: readOnly,
     },
@@ -230,6 +259,48 @@ export function registerArkTools(server: McpServer, api: ArkApi): void {
       annotations: readOnly,
     },
     ({ job_id, ...query }) => call(api, { method: 'GET', path: jobPath(job_id, '/logs'), query }),
+  );
+
+  server.registerTool(
+    'chat_completion',
+    {
+      title: 'Chat with a model job',
+      description:
+        'A chat completion from a RUNNING job on a model template, through Ark’s OpenAI-compatible relay (POST ' +
+        '/api/v1/jobs/{id}/openai/v1/chat/completions) with your own credential: the answer is the engine’s OpenAI chat.completion ' +
+        'object (choices[0].message.content is the reply). Without `model`, the engine’s first listed model is used. Not streamed. ' +
+        'Jobs on model templates are community inference: do not send sensitive data. A job of another kind is refused ' +
+        '(RELAY_NOT_MODEL_JOB), one not running too (RELAY_JOB_NOT_RUNNING).',
+      inputSchema: {
+        job_id: uuid,
+        messages: z
+          .array(z.object({ role: z.enum(['system', 'user', 'assistant']), content: z.string().max(200_000) }))
+          .min(1)
+          .max(256)
+          .describe('The conversation, e.g. [{"role":"user","content":"Hello"}].'),
+        model: z.string().min(1).max(256).optional().describe('The engine’s model id (see its model list); default the first one.'),
+        max_tokens: z.number().int().min(1).max(1_000_000).optional(),
+        temperature: z.number().min(0).max(2).optional(),
+        top_p: z.number().min(0).max(1).optional(),
+        stop: z.array(z.string().min(1).max(256)).max(4).optional(),
+      },
+      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
+    },
+    async ({ job_id, model, ...rest }) => {
+      let chosen = model;
+      if (chosen === undefined) {
+        const models = await api({ method: 'GET', path: jobPath(job_id, '/openai/v1/models') });
+        if (models.status >= 300) return answer(models);
+        chosen = firstModelId(models.body);
+        if (chosen === undefined)
+          return answer({ status: 502, body: { error: { code: 'NO_MODEL', message: 'The engine lists no model.' } } });
+      }
+      return call(api, {
+        method: 'POST',
+        path: jobPath(job_id, '/openai/v1/chat/completions'),
+        body: { ...rest, model: chosen, stream: false },
+      });
+    },
   );
 
   server.registerTool(

@@ -1,9 +1,9 @@
 import { type Static, type TSchema, Type } from '@sinclair/typebox';
+import { MICRO_AMOUNT_MAX, UUID_PATTERN } from './limits.js';
 
 // Scalar formats of contract part 2. Each schema and its type share one name.
 
-/** The 8-4-4-4-12 hex form; also exported for code that checks ids outside a schema (headers, CLI flags). */
-export const UUID_PATTERN = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
+export { MICRO_AMOUNT_MAX, UUID_PATTERN };
 
 export const Uuid = Type.String({ format: 'uuid', pattern: UUID_PATTERN.source });
 export type Uuid = Static<typeof Uuid>;
@@ -26,12 +26,6 @@ export type DecimalString = Static<typeof DecimalString>;
 
 /** Largest signed 64-bit integer (2^63 - 1): what Postgres bigint and SQLite INTEGER columns hold. */
 export const INT64_MAX = 9_223_372_036_854_775_807n;
-
-/**
- * Largest MicroAmount: 10^15 micro-USDC, one billion USDC. One budget, extension, rate, charge or ledger posting is
- * at most this (the ledger's MAX_TRANSFER_MICRO), so sums and products of a few stay far inside int64.
- */
-export const MICRO_AMOUNT_MAX = 1_000_000_000_000_000n;
 
 /** Largest ByteCount: 2^63 - 1 bytes (8 EiB), what a 64-bit integer column holds. */
 export const BYTE_COUNT_MAX = INT64_MAX;

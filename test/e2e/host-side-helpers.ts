@@ -140,7 +140,7 @@ export function startAgent(setup: AgentSetup, args: string[]): SpawnedProcess {
 
 /**
  * `ark-agent pair`: reads the user code from its output, approves it as the host (over HTTP, or with `approve`, e.g.
- * `ark machines approve`), waits for enrollment.
+ * `ark machines approve`), waits for enrollment, then lists the machine as a CPU machine (test rigs report no GPU).
  */
 export async function pairAgent(
   cp: ControlPlane,
@@ -170,6 +170,13 @@ export async function pairAgent(
     if (exit === 'timeout' || exit.code !== 0) throw new Error(`ark-agent pair did not finish: ${JSON.stringify(exit)}\n${pair.output()}`);
     const machineId = /Paired: this machine is ([0-9a-f-]{36})/.exec(pair.output())?.[1];
     if (machineId === undefined) throw new Error(`no machine id on ark-agent pair output:\n${pair.output()}`);
+    // The test rigs report no GPU: offered only once their host lists them as CPU machines.
+    const listed = await api(cp.base, 'POST', `/api/v1/hosts/machines/${machineId}/cpu-listing`, {
+      token,
+      idempotent: true,
+      body: { cpu_listing: true },
+    });
+    if (listed.status !== 200) throw new Error(`cpu-listing failed: ${listed.status} ${JSON.stringify(listed.body)}`);
     return { machineId, userCode, output: pair.output() };
   } finally {
     await pair.stop('SIGKILL');

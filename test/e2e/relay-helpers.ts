@@ -8,13 +8,36 @@ import { join } from 'node:path';
 import { buildEngineImage, engineTemplate } from '../engine/image.js';
 import type { TestImage } from '../harness/images.js';
 import { freePort } from '../harness/processes.js';
-import type { DockerWorld, RentalSite } from './rental-helpers.js';
+import { afterAll, beforeAll } from 'vitest';
+import { type DockerWorld, type RentalSite, startDockerWorld } from './rental-helpers.js';
 
 export { ENGINE_MODEL } from '../engine/image.js';
 
 /** The engine image, pushed to the world's registry. */
 export function engineImageIn(world: DockerWorld): Promise<TestImage> {
   return buildEngineImage(world.daemon, world.image.registry);
+}
+
+/**
+ * For a describe block: the private dockerd with its registry and the engine image in it, started before its tests
+ * and stopped after them. Read `world` and `engine` inside hooks and tests (they are set once started).
+ */
+export function withEngineWorld(): { readonly world: DockerWorld; readonly engine: TestImage } {
+  const held = {} as { world: DockerWorld; engine: TestImage };
+  beforeAll(async () => {
+    held.world = await startDockerWorld();
+    held.engine = await engineImageIn(held.world);
+  }, 240_000);
+  afterAll(async () => {
+    await held.world?.stop();
+  }, 60_000);
+  return held;
+}
+
+/** What the test engine answers for a prompt: each word in turn, numbered (test/engine/server.mjs). */
+export function expectedText(prompt: string, tokens: number): string {
+  const words = prompt.split(/\s+/).filter((w) => w !== '');
+  return Array.from({ length: tokens }, (_, i) => `${i === 0 ? '' : ' '}${words[i % words.length]}-${i}`).join('');
 }
 
 export interface ModelJob {

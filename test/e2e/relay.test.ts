@@ -7,32 +7,15 @@
 import OpenAI from 'openai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isDockerAvailable } from '../harness/dockerd.js';
-import type { TestImage } from '../harness/images.js';
-import { ENGINE_MODEL, engineImageIn, type ModelJob, startModelJob } from './relay-helpers.js';
+import { ENGINE_MODEL, expectedText, type ModelJob, startModelJob, withEngineWorld } from './relay-helpers.js';
 import { freePort } from '../harness/processes.js';
 import { api, startControlPlane } from './host-side-helpers.js';
-import { DIALECTS, type DockerWorld, RentalSite, startDockerWorld } from './rental-helpers.js';
+import { DIALECTS, RentalSite } from './rental-helpers.js';
 
 const TOKEN_DELAY_MS = 60;
 
-/** What the test engine answers for a prompt: each word in turn, numbered (test/engine/server.mjs). */
-function expectedText(prompt: string, tokens: number): string {
-  const words = prompt.split(/\s+/).filter((w) => w !== '');
-  return Array.from({ length: tokens }, (_, i) => `${i === 0 ? '' : ' '}${words[i % words.length]}-${i}`).join('');
-}
-
 describe.skipIf(!isDockerAvailable())('the OpenAI-compatible relay on real parts', () => {
-  let world: DockerWorld;
-  let engine: TestImage;
-
-  beforeAll(async () => {
-    world = await startDockerWorld();
-    engine = await engineImageIn(world);
-  }, 240_000);
-
-  afterAll(async () => {
-    await world?.stop();
-  }, 60_000);
+  const rig = withEngineWorld();
 
   describe.each(DIALECTS)('on %s', (dialect) => {
     let site: RentalSite;
@@ -42,11 +25,11 @@ describe.skipIf(!isDockerAvailable())('the OpenAI-compatible relay on real parts
     beforeAll(async () => {
       // One open request per job: the limit is seen with two clients, and a left stream frees its slot.
       // On Postgres the site is one replica of two (ARK_REPLICA_URL): a second one joins in its own test.
-      site = await RentalSite.start(dialect, world, {
+      site = await RentalSite.start(dialect, rig.world, {
         cpEnv: { ARK_RELAY_MAX_STREAMS_PER_JOB: '1', ARK_RELAY_MAX_BODY_BYTES: '4096' },
         replica: dialect === 'postgres',
       });
-      job = await startModelJob(site, engine, { tokenDelayMs: TOKEN_DELAY_MS });
+      job = await startModelJob(site, rig.engine, { tokenDelayMs: TOKEN_DELAY_MS });
       client = new OpenAI({ apiKey: site.renterKey, baseURL: job.relayBase, maxRetries: 0, timeout: 30_000 });
     }, 240_000);
 

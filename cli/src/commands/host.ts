@@ -3,6 +3,7 @@ import { action } from '../action.js';
 import type { CommandContext } from '../context.js';
 import { CliError, EXIT, usageError } from '../exit-codes.js';
 import { durationToSeconds, formatGib, formatUsdc, usdcToMicro } from '../money.js';
+import { registerCpuListingCommand } from './cpu-listing.js';
 import { registerMachineVerifyCommands } from './machine-verify.js';
 import { positiveInteger } from './offers.js';
 
@@ -31,6 +32,7 @@ interface Machine {
   machine_id: string;
   hostname: string;
   manifest: { gpus?: Array<{ model?: string; vram_bytes?: string }> } & Record<string, unknown>;
+  cpu_listing?: boolean;
   live: string;
   liveness: string;
   healthy: boolean | null;
@@ -58,7 +60,7 @@ interface Summary {
 
 function gpuText(machine: Machine): string {
   const gpus = machine.manifest.gpus ?? [];
-  if (gpus.length === 0) return '(no GPU)';
+  if (gpus.length === 0) return machine.cpu_listing ? 'CPU machine (listed)' : '(no GPU: not offered; ark machines cpu-listing ID)';
   return `${gpus.length} x ${gpus[0]?.model ?? '?'}`;
 }
 
@@ -133,6 +135,7 @@ const HOST_METRICS: Array<[string, string, (n: number) => string]> = [
 export function registerHostCommands(program: Command): void {
   const machines = program.command('machines').description('Your machines (hosts), and any machine’s signed hardware receipts');
   registerMachineVerifyCommands(machines);
+  registerCpuListingCommand(machines);
   machines
     .command('list', { isDefault: true })
     .description('Your machines with their state, reliability and offer')

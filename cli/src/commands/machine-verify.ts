@@ -1,4 +1,4 @@
-import { hardwareReceiptScore, type MachineVerificationView, verifyHardwareReceipt } from '@ark/shared';
+import type { MachineVerificationView } from '@ark/shared';
 import type { Command } from 'commander';
 import { action } from '../action.js';
 import { CliError, EXIT, usageError } from '../exit-codes.js';
@@ -6,44 +6,6 @@ import { CliError, EXIT, usageError } from '../exit-codes.js';
 // Hardware receipts from the renter's side (issue 24 item 2): `ark machines verify ID` checks a machine's signed
 // self-test receipts itself, trusting nothing the control plane says about them but the bytes it serves; `ark machines
 // selftest ID` is the host asking for a new one.
-
-interface ReceiptVerdict {
-  receipt_seq: number;
-  ok: boolean;
-  /** What failed (the signature, the machine, the canonical text, the served score), or null. */
-  problem: string | null;
-  measured_at: string | null;
-  score: number | null;
-}
-
-/** Checks one served receipt against the key: the signature over the exact text, the machine, and the served score. */
-export function checkServedReceipt(
-  served: MachineVerificationView['receipts'][number],
-  publicKey: string,
-  machineId: string,
-): ReceiptVerdict {
-  const check = verifyHardwareReceipt({ receipt: served.receipt, signature: served.signature }, publicKey, machineId);
-  if (!check.ok) {
-    const problem = {
-      bad_signature: 'the signature does not verify under the public key',
-      wrong_machine: 'it names another machine',
-      not_canonical: 'its text is not the canonical encoding it was signed as',
-      malformed: `malformed${check.detail ? `: ${check.detail}` : ''}`,
-    }[check.reason];
-    return { receipt_seq: served.receipt_seq, ok: false, problem, measured_at: null, score: null };
-  }
-  const score = hardwareReceiptScore(check.body);
-  if (check.body.receipt_seq !== served.receipt_seq || score !== served.score) {
-    return {
-      receipt_seq: served.receipt_seq,
-      ok: false,
-      problem: `served as receipt ${served.receipt_seq} with score ${served.score}, but it says receipt ${check.body.receipt_seq} and scores ${score}`,
-      measured_at: check.body.measured_at,
-      score,
-    };
-  }
-  return { receipt_seq: served.receipt_seq, ok: true, problem: null, measured_at: check.body.measured_at, score };
-}
 
 export function registerMachineVerifyCommands(machines: Command): void {
   machines
@@ -62,6 +24,7 @@ export function registerMachineVerifyCommands(machines: Command): void {
           anonymous: true,
         });
         const key = options.publicKey ?? view.public_key;
+        const { checkServedReceipt } = await import('./receipt-check.js');
         const verdicts = view.receipts.map((served) => checkServedReceipt(served, key, machineId));
         const failed = verdicts.filter((v) => !v.ok);
         // The latest ok receipt with a benchmark is what the served score claims to come from.

@@ -114,8 +114,9 @@ export function registerOfferCommands(program: Command): void {
             ],
             items.map((o) => [
               o.offer_id,
-              o.model ?? '(none)',
-              o.gpu_count,
+              // The contract's CPU offer: no gpu_count and no model (the machine is rented whole).
+              o.gpu_count === undefined ? 'CPU' : (o.model ?? '(none)'),
+              o.gpu_count ?? '-',
               formatGib(o.vram_bytes),
               formatUsdc(o.total_rate_micro_per_hour),
               o.region,

@@ -1,5 +1,6 @@
 import { HDKey } from '@scure/bip32';
 import { bytesToHex, getAddress, keccak256 } from 'viem';
+import { DepositXpubError, modPow, SECP256K1_P } from './xpub.js';
 
 // Deposit addresses from the account-level extended public key (m/44'/60'/0'): child 0/i is an account's
 // address. Only the public key is ever here; the private keys stay with whoever holds the seed.
@@ -7,23 +8,9 @@ import { bytesToHex, getAddress, keccak256 } from 'viem';
 /** The largest non-hardened BIP32 child index. */
 export const MAX_DERIVATION_INDEX = 2n ** 31n - 1n;
 
-export class DepositXpubError extends Error {
-  override name = 'DepositXpubError';
-}
+export { DepositXpubError };
 
-const P = 2n ** 256n - 2n ** 32n - 977n;
-
-function modPow(base: bigint, exponent: bigint, modulus: bigint): bigint {
-  let result = 1n;
-  let b = base % modulus;
-  let e = exponent;
-  while (e > 0n) {
-    if (e & 1n) result = (result * b) % modulus;
-    b = (b * b) % modulus;
-    e >>= 1n;
-  }
-  return result;
-}
+const P = SECP256K1_P;
 
 /** secp256k1 point decompression: y^2 = x^3 + 7 over p (p = 3 mod 4, so y = (x^3 + 7)^((p + 1) / 4)). */
 export function uncompressPublicKey(compressed: Uint8Array): Uint8Array {

@@ -1,4 +1,5 @@
-import { type AccountRole, MICRO_AMOUNT_MAX } from '@ark/shared';
+import type { AccountRole } from '@ark/shared';
+import { MICRO_AMOUNT_MAX } from '@ark/shared/limits';
 import type { SpendCapStanding } from '../domain/jobs/spend-cap.js';
 import { normalizeEmail, parseScopeList } from '../domain/accounts/account.js';
 import { generatePassword, passwordPolicyViolation } from '../domain/accounts/password.js';

@@ -1,5 +1,4 @@
 import { hostingBlockView } from '../views/accounts.js';
-import { selftestQueuedView } from '../views/verification.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson } from './context.js';
 
 // Operator commands for hosting: the admin block (no new machines, no offer commits), and a machine's self-test.
@@ -49,6 +48,8 @@ const selftestCommand: CliCommand = {
       return 2;
     }
     const queued = await ctx.services.hosting.queueSelftest({ accountId: 'operator', admin: true }, id);
+    // The view reaches the contract's schemas: loaded when the command runs, not at `ark-cp --help`.
+    const { selftestQueuedView } = await import('../views/verification.js');
     printJson(ctx, selftestQueuedView(id, queued));
     return 0;
   },

@@ -1,4 +1,4 @@
-import { UUID_PATTERN } from '@ark/shared';
+import { UUID_PATTERN } from '@ark/shared/limits';
 import type { JobSweeps } from '../services/jobs/index.js';
 import { operatorJobView } from '../views/jobs.js';
 import { type CliCommand, printJson } from './context.js';

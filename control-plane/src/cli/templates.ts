@@ -1,6 +1,6 @@
 import { readFileSync, statSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { UUID_PATTERN } from '@ark/shared';
+import { UUID_PATTERN } from '@ark/shared/limits';
 import { importSummaryView, qualificationView } from '../views/templates.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 

@@ -1,9 +1,11 @@
 import { WITHDRAWAL_STATES, type WithdrawalState } from '../domain/withdrawals/states.js';
-import { adminWithdrawalView, payoutWalletView, withdrawalReviewView } from '../views/withdrawals.js';
 import { limitOf } from './chain.js';
 import { type CliCommand, type CliContext, CliRefusal, printJson, required, text } from './context.js';
 
 // Operator commands for money out: the review queue, a review, and the payout wallet.
+
+/** The withdrawal views reach the deposit views, which load viem: imported when a command runs, not at `--help`. */
+const withdrawalViews = () => import('../views/withdrawals.js');
 
 /** `withdrawals list [--state S]`: every account's requests, oldest first (UNSIGNED: the review queue). */
 export async function withdrawalsListCommand(ctx: Pick<CliContext, 'services'>, input: { state: string | undefined; limit: number }) {
@@ -14,6 +16,7 @@ export async function withdrawalsListCommand(ctx: Pick<CliContext, 'services'>, 
     state = input.state as WithdrawalState;
   }
   const found = await ctx.services.withdrawals.listByState(state, null, input.limit);
+  const { adminWithdrawalView } = await withdrawalViews();
   return { withdrawals: found.map(adminWithdrawalView) };
 }
 
@@ -28,6 +31,7 @@ export async function withdrawalsReviewCommand(
   if (!/^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i.test(input.id)) throw new CliRefusal('--id must be a UUID');
   const admin = await ctx.services.accounts.accountWithEmail(input.adminEmail);
   if (admin?.role !== 'admin') throw new CliRefusal(`no admin account with email "${input.adminEmail}"`);
+  const { withdrawalReviewView } = await withdrawalViews();
   return withdrawalReviewView(
     await ctx.services.withdrawals.review({ id: input.id, adminAccountId: admin.id, decision: input.decision, reason }),
   );
@@ -41,6 +45,7 @@ export async function payoutsWalletCommand(ctx: Pick<CliContext, 'services' | 'p
   if (wallet === null) throw new CliRefusal('no payout wallet is configured (ARK_PAYOUT_KEY_FILE)');
   const [usdc, native] = await Promise.all([wallet.tokenBalance(owed.rail.usdc.address), wallet.nativeBalance()]);
   const network = owed.rail.network;
+  const { payoutWalletView } = await withdrawalViews();
   return payoutWalletView(
     { network: network.name, chainId: network.chainId, address: wallet.address, usdcMicro: usdc, nativeWei: native },
     owed,

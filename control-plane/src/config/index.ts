@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { MICRO_AMOUNT_MAX } from '@ark/shared';
+import { MICRO_AMOUNT_MAX } from '@ark/shared/limits';
 import { type PaymentsConfig, paymentsConfigFrom } from './payments.js';
 import { type OAuthConfig, oauthConfigFrom } from './oauth.js';
 import { type OperationsConfig, operationsConfigFrom } from './operations.js';

@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { DepositAddressDeriver, DepositXpubError } from '../chain/hd-addresses.js';
+import { checkAccountXpub, DepositXpubError } from '../chain/xpub.js';
 import { type ChainsConfig, ChainsDocumentError, parseChainsDocument } from '../domain/payments/chains.js';
 
 // The money-in part of the configuration (deposits; issue 8). Read once by loadConfig; a bad value stops the
@@ -74,7 +74,8 @@ export function paymentsConfigFrom(env: Env, fail: (message: string) => Error): 
   const depositXpub = env.ARK_DEPOSIT_XPUB?.trim() || null;
   if (depositXpub) {
     try {
-      new DepositAddressDeriver(depositXpub);
+      // A light check (no viem, no bip32 loaded): every command loads the configuration, `--help` included.
+      checkAccountXpub(depositXpub);
     } catch (error) {
       if (error instanceof DepositXpubError) throw fail(`ARK_DEPOSIT_XPUB ${error.message}`);
       throw error;

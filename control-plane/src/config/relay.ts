@@ -1,4 +1,4 @@
-import { RELAY_BODY_MAX_BYTES } from '@ark/shared';
+import { RELAY_BODY_MAX_BYTES } from '@ark/shared/limits';
 
 // The OpenAI-compatible relay's limits (issue 9). Read once by loadConfig; a bad value stops the server with exit
 // code 2 and a message naming the variable.

@@ -217,17 +217,35 @@ export async function listJobsOfAccount(
   return rows.map(toJobRecord);
 }
 
+export interface Occupancy {
+  /** How many jobs hold the machine's devices now. */
+  jobs: number;
+  /** The PCI addresses of the GPUs they hold. */
+  pciAddresses: Set<string>;
+}
+
 /** The jobs holding a machine's devices now: their PCI addresses and how many there are. */
-export async function occupancyOf(db: Executor, machineId: string): Promise<{ jobs: number; pciAddresses: Set<string> }> {
+export async function occupancyOf(db: Executor, machineId: string): Promise<Occupancy> {
+  return (await occupancyOfMachines(db, [machineId])).get(machineId) ?? { jobs: 0, pciAddresses: new Set() };
+}
+
+/** occupancyOf for several machines in one read (a page of offers); a machine no job occupies is absent. */
+export async function occupancyOfMachines(db: Executor, machineIds: readonly string[]): Promise<Map<string, Occupancy>> {
+  const result = new Map<string, Occupancy>();
+  if (machineIds.length === 0) return result;
   const rows = await db
     .selectFrom('jobs')
-    .select('gpu_pci_addresses')
-    .where('machine_id', '=', machineId)
+    .select(['machine_id', 'gpu_pci_addresses'])
+    .where('machine_id', 'in', [...machineIds])
     .where('state', 'in', [...OCCUPYING_STATES])
     .execute();
-  const pciAddresses = new Set<string>();
-  for (const row of rows) for (const pci of fromJson<string[]>(row.gpu_pci_addresses) ?? []) pciAddresses.add(pci);
-  return { jobs: rows.length, pciAddresses };
+  for (const row of rows) {
+    const occupancy = result.get(row.machine_id) ?? { jobs: 0, pciAddresses: new Set<string>() };
+    occupancy.jobs += 1;
+    for (const pci of fromJson<string[]>(row.gpu_pci_addresses) ?? []) occupancy.pciAddresses.add(pci);
+    result.set(row.machine_id, occupancy);
+  }
+  return result;
 }
 
 /** Ids of jobs in `states`, oldest state change first, for the sweeps. */

@@ -45,6 +45,7 @@ export async function insertMachine(db: Executor, machine: NewMachine): Promise<
     disk_bytes: facts.diskBytes,
     region: facts.region,
     go_live: fromBool(machine.goLive),
+    cpu_listed: 0n,
     live_state: initialLiveState(machine.goLive),
     live_error: null,
     last_heartbeat_at: null,
@@ -179,6 +180,11 @@ export async function setGoLive(db: Executor, machineId: string, goLive: boolean
     .set({ go_live: fromBool(goLive), live_state: initialLiveState(goLive), live_error: null, updated_at: iso(now) })
     .where('id', '=', machineId)
     .execute();
+}
+
+/** The host lists the machine as a CPU machine, or stops listing it so. */
+export async function setCpuListed(db: Executor, machineId: string, listed: boolean, now: Date): Promise<void> {
+  await db.updateTable('machines').set({ cpu_listed: fromBool(listed), updated_at: iso(now) }).where('id', '=', machineId).execute();
 }
 
 /** Replaces the machine's network facts unless a later measurement is stored already (false then). */

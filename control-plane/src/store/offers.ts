@@ -2,8 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { MachineManifest, MaintenanceWindow } from '@ark/shared';
 import { iso } from '../clock.js';
 import type { ListedOffer, OfferTerms, OfferVersionRecord } from '../domain/offers/offer.js';
+import { freeUnitsOf } from '../domain/quotes/quote.js';
 import { DomainError } from '../errors.js';
 import { type Executor, fromJson, isUniqueViolation, toBool } from './db.js';
+import { occupancyOfMachines } from './jobs.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import { openListing } from './market.js';
 
@@ -266,6 +268,8 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
     // Nor is a machine whose latest hardware receipt contradicts what it declared.
     .where((eb) => eb.or([eb('machine_verification.unlisted', 'is', null), eb('machine_verification.unlisted', '=', 0n)]))
     .where('machines.live_state', '=', 'live')
+    // A machine that reports no GPU is offered only as a CPU machine, when its host lists it so.
+    .where((eb) => eb.or([eb('machines.gpu_count', '>=', 1n), eb('machines.cpu_listed', '=', 1n)]))
     .where('offer_versions.available_until', '>', iso(filter.now));
   if (filter.gpuModel !== undefined) query = query.where('machines.gpu_model', '=', filter.gpuModel);
   if (filter.minVramBytes !== undefined) query = query.where('machines.vram_bytes', '>=', filter.minVramBytes);
@@ -301,6 +305,10 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
     db,
     rows.map((r) => ({ offerId: r.offer_id, version: r.current_version })),
   );
+  const occupancy = await occupancyOfMachines(
+    db,
+    rows.map((r) => r.machine_id),
+  );
   return rows.map((row) => ({
     ...toView(row, windows.get(row.offer_id) ?? []),
     machine: {
@@ -315,6 +323,11 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
       lastHeartbeatAt: row.last_heartbeat_at,
       healthy: row.healthy === null ? null : toBool(row.healthy),
       jobLimits: fromJson<MachineManifest>(row.manifest)?.job_limits ?? null,
+      freeUnits: freeUnitsOf(
+        fromJson<MachineManifest>(row.manifest)?.gpus ?? [],
+        occupancy.get(row.machine_id)?.pciAddresses ?? new Set(),
+        occupancy.get(row.machine_id)?.jobs ?? 0,
+      ),
     },
     reliability: row.score_e4 === null ? null : { scoreE4: Number(row.score_e4), isNew: toBool(row.is_new) },
     verification: { score: row.hardware_score === null ? null : Number(row.hardware_score), verifiedAt: row.verified_at },

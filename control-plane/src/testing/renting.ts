@@ -7,6 +7,7 @@ import { validateTemplateImport } from '../domain/templates/import.js';
 import type { TypedApp } from '../http/typed-app.js';
 import { commandsAfter, type OutboxCommand } from '../store/outbox.js';
 import { runTransfer } from '../store/ledger.js';
+import { setCpuListed } from '../store/machines.js';
 import { importTemplates } from '../store/templates.js';
 import { bearer, type SeededAccount, seedAccount } from './app.js';
 import { enrollDirect, sampleManifest } from './hosting.js';
@@ -31,17 +32,22 @@ export interface LiveMachine {
   offerId: string;
 }
 
-/** A machine enrolled by a fresh host, live (one healthy heartbeat) with its seeded offer listed. */
+/**
+ * A machine enrolled by a fresh host, live (one healthy heartbeat) with its seeded offer listed. One without GPUs is
+ * listed as a CPU machine (what its host does for it to be offered) unless `cpuListed` is false.
+ */
 export async function liveMachine(
   ctx: AppContext,
   app: TypedApp,
-  options: { manifest?: MachineManifest; publicKey?: string } = {},
+  options: { manifest?: MachineManifest; publicKey?: string; cpuListed?: boolean } = {},
 ): Promise<LiveMachine> {
   const host = await seedAccount(ctx, { role: 'host' });
+  const manifest = options.manifest ?? sampleManifest();
   const machineId = await enrollDirect(app, host, {
-    manifest: options.manifest ?? sampleManifest(),
+    manifest,
     ...(options.publicKey !== undefined ? { publicKey: options.publicKey } : {}),
   });
+  if (options.cpuListed ?? manifest.gpus.length === 0) await setCpuListed(ctx.store.db, machineId, true, ctx.clock.now());
   await agentHeartbeat(ctx, machineId);
   const offer = await ctx.store.db.selectFrom('offers').select('id').where('machine_id', '=', machineId).executeTakeFirstOrThrow();
   return { host, machineId, offerId: offer.id };

@@ -1,5 +1,6 @@
 import {
   type Machine,
+  type MachineCpuListing,
   type MachineGoLive,
   type MachineOffer,
   type NettestQueued,
@@ -18,6 +19,7 @@ import type { OfferVersionRecord } from '../domain/offers/offer.js';
 import { totalRateMicroPerHour } from '../domain/pricing.js';
 import { type BucketContribution, type FieldStats, GPU_FIELDS, HOST_DEVICE, HOST_FIELDS } from '../domain/telemetry/rollup.js';
 import type {
+  CpuListingRecord,
   GoLiveRecord,
   MachineHardwareRecord,
   MachineRecord,
@@ -69,6 +71,7 @@ export function machineView(
     manifest: machine.manifest,
     manifest_hash: machine.manifestHash,
     go_live: machine.goLive,
+    cpu_listing: machine.cpuListed,
     live: machine.liveState,
     live_error: machine.liveError,
     liveness,
@@ -139,6 +142,12 @@ function reliabilityView(r: MachineReliabilityRecord, floorE4: number): Pick<Mac
 }
 
 export const machineGoLiveView = (r: GoLiveRecord): MachineGoLive => ({ machine_id: r.machineId, go_live: r.goLive, live: r.live });
+
+export const machineCpuListingView = (r: CpuListingRecord): MachineCpuListing => ({
+  machine_id: r.machineId,
+  cpu_listing: r.cpuListed,
+  gpu_count: r.gpuCount,
+});
 
 export const nettestQueuedView = (machineId: string, queued: QueuedCommand): NettestQueued => ({
   machine_id: machineId,

@@ -32,7 +32,8 @@ export function offerSummaryView(
     observed_at: now.toISOString(),
     offer_version: version,
     expected_version: version,
-    readiness: readinessOf(m.liveState, liveness, m.healthy),
+    // A machine rented out right now cannot be quoted (MACHINE_NOT_AVAILABLE, GPUS_NOT_AVAILABLE): not ready.
+    readiness: m.freeUnits === 0 ? 'unavailable' : readinessOf(m.liveState, liveness, m.healthy),
     total_rate_micro_per_hour: totalRateMicroPerHour(offer.rateMicroPerHour, config.platformFeeBps).toString(),
     included_quotas: { included_disk_gib: offer.includedDiskGib, included_egress_gib: offer.includedEgressGib },
     available_from: offer.availableFrom,

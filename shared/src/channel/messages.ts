@@ -2,6 +2,7 @@ import { type Static, type TSchema, Type } from '@sinclair/typebox';
 import { ByteCount, COUNTER_MAX, ImageDigest, Int64String, Rfc3339Utc, Uuid } from '../formats.js';
 import { JobLimits } from './manifest.js';
 import { HARDWARE_RECEIPT_MAX_BYTES } from './receipts.js';
+import { RELAY_BODY_MAX_BYTES } from '../limits.js';
 
 /**
  * The agent channel, protocol version 1 (DESIGN.md "The agent channel").
@@ -183,8 +184,7 @@ export type CommandKind = CommandMessage['kind'];
 
 /** Largest engine body piece per relay_data frame (bytes, before base64): well under CHANNEL_MAX_FRAME_BYTES. */
 export const RELAY_CHUNK_MAX_BYTES = 64 * 1024;
-/** Largest request body the relay carries in one relay_open frame (bytes). */
-export const RELAY_BODY_MAX_BYTES = 160 * 1024;
+export { RELAY_BODY_MAX_BYTES };
 /** The engine paths the relay may ask for. */
 export const RELAY_ENGINE_PATHS = ['/v1/chat/completions', '/v1/completions', '/v1/models'] as const;
 

@@ -1,10 +1,10 @@
 import { type Static, Type } from '@sinclair/typebox';
 import { EvmAddress, Int64String, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '../limits.js';
 
 // Accounts, sessions, step-up, API keys, integrations, deletion requests and withdrawal addresses.
 
-export const PASSWORD_MIN_LENGTH = 12;
-export const PASSWORD_MAX_LENGTH = 256;
+export { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH };
 
 export const AccountEmail = Type.String({ format: 'email', minLength: 3, maxLength: 254 });
 export type AccountEmail = Static<typeof AccountEmail>;

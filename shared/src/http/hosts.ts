@@ -385,6 +385,8 @@ export const Machine = Type.Object(
     manifest: MachineManifest,
     manifest_hash: Sha256Hash,
     go_live: Type.Boolean(),
+    /** The host lists it as a CPU machine: a machine reporting no GPU is offered only then, shown as one (no gpu_count, no model). */
+    cpu_listing: Type.Optional(Type.Boolean()),
     live: MachineLiveState,
     live_error: Nullable(Type.String()),
     liveness: MachineLiveness,
@@ -417,6 +419,16 @@ export const MachineGoLive = Type.Object(
   { additionalProperties: false },
 );
 export type MachineGoLive = Static<typeof MachineGoLive>;
+
+/** The host lists a machine as a CPU machine, or stops (POST /api/v1/hosts/machines/{id}/cpu-listing). */
+export const CpuListingRequest = Type.Object({ cpu_listing: Type.Boolean() }, { additionalProperties: false });
+export type CpuListingRequest = Static<typeof CpuListingRequest>;
+
+export const MachineCpuListing = Type.Object(
+  { machine_id: Uuid, cpu_listing: Type.Boolean(), gpu_count: Type.Integer({ minimum: 0 }) },
+  { additionalProperties: false },
+);
+export type MachineCpuListing = Static<typeof MachineCpuListing>;
 
 // ---- telemetry ----
 

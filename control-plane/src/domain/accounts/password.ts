@@ -1,5 +1,5 @@
 import { randomBytes, type ScryptOptions, scrypt, timingSafeEqual } from 'node:crypto';
-import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@ark/shared';
+import { PASSWORD_MAX_LENGTH, PASSWORD_MIN_LENGTH } from '@ark/shared/limits';
 
 // scrypt with N=2^15, r=8, p=1 needs 128*N*r = 32 MiB; Node's default maxmem is exactly 32 MiB, so allow more.
 const COST = { N: 2 ** 15, r: 8, p: 1 } as const;

@@ -1,4 +1,4 @@
-import { MICRO_AMOUNT_MAX } from '@ark/shared';
+import { MICRO_AMOUNT_MAX } from '@ark/shared/limits';
 import { iso } from '../../clock.js';
 import { DomainError } from '../../errors.js';
 import { fundedThrough } from '../metering/charges.js';

@@ -1,4 +1,4 @@
-import { MICRO_AMOUNT_MAX } from '@ark/shared';
+import { MICRO_AMOUNT_MAX } from '@ark/shared/limits';
 import { type LedgerAccountKind, type LedgerAccountRef, mayGoNegative } from './accounts.js';
 
 /**

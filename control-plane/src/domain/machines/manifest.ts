@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, type MachineManifest } from '@ark/shared';
+import type { MachineManifest } from '@ark/shared';
+import { canonicalJson } from '@ark/shared/canonical-json';
 
 // Facts the marketplace filters on, derived once from the agent's manifest at enrollment.
 

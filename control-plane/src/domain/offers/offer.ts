@@ -51,6 +51,8 @@ export interface ListedOffer extends OfferVersionRecord {
     healthy: boolean | null;
     /** What each job may use, as the agent's manifest announced it; null for an agent older than confinement. */
     jobLimits: JobLimits | null;
+    /** What a new job could take now (domain/quotes/quote.ts freeUnitsOf): 0 while the machine is rented out. */
+    freeUnits: number;
   };
   /** The reliability worker's last score; null before it scored the machine. */
   reliability: { scoreE4: number; isNew: boolean } | null;

@@ -55,6 +55,16 @@ export function hostCeilingOf(offer: Availability, now: Date): Date {
 }
 
 /**
+ * How many units of the machine a new job could take now: its GPUs no occupying job holds, or for a machine without
+ * GPUs (rented whole) 1 while no job occupies it. 0 means it is rented out: its offer is listed as unavailable and a
+ * quote on it is refused (assignGpus), the same rule.
+ */
+export function freeUnitsOf(gpus: readonly GpuManifest[], occupied: ReadonlySet<string>, occupyingJobs: number): number {
+  if (gpus.length === 0) return occupyingJobs > 0 ? 0 : 1;
+  return gpus.filter((g) => !occupied.has(g.pci_address)).length;
+}
+
+/**
  * Picks `count` GPUs of the machine that no occupying job holds, in manifest order. A machine without GPUs is
  * rented whole: gpu_count 1, no device assigned, and only while no other job occupies it.
  */

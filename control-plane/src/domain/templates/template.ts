@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { canonicalJson, type TemplateKind, type TemplateRuntime, type TemplateSpec } from '@ark/shared';
+import type { TemplateKind, TemplateRuntime, TemplateSpec } from '@ark/shared';
+import { canonicalJson } from '@ark/shared/canonical-json';
 
 /** A catalog template as the domain sees it: VRAM in bigint bytes, runtimes ordered by backend. */
 export interface TemplateDefinition {

@@ -1,9 +1,20 @@
-import { GoLiveRequest, IdempotencyHeaders, IdParams, Machine, MachineGoLive, PAGE_LIMIT_DEFAULT, Page, PageQuery } from '@ark/shared';
+import {
+  CpuListingRequest,
+  GoLiveRequest,
+  IdempotencyHeaders,
+  IdParams,
+  Machine,
+  MachineCpuListing,
+  MachineGoLive,
+  PAGE_LIMIT_DEFAULT,
+  Page,
+  PageQuery,
+} from '@ark/shared';
 import type { AppContext } from '../context.js';
 import type { OfferVersionRecord } from '../../domain/offers/offer.js';
 import { DomainError } from '../../errors.js';
 import type { MachineHardwareRecord, MachineReliabilityRecord } from '../../services/hosting/index.js';
-import { machineGoLiveView, machineView } from '../../views/machines.js';
+import { machineCpuListingView, machineGoLiveView, machineView } from '../../views/machines.js';
 import { assertOwnerOrAdmin, principalOf } from '../auth.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
@@ -104,6 +115,33 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
         answerInTransaction(request, reply, 200, machineGoLiveView),
       );
       return reply.code(200).send(machineGoLiveView(result));
+    },
+  );
+
+  app.post(
+    '/api/v1/hosts/machines/:id/cpu-listing',
+    {
+      config: { auth: { scope: 'host', owner: 'machine' }, idempotent: true },
+      schema: {
+        summary: 'List a machine as a CPU machine, or stop',
+        description:
+          'Host owner. A machine that reports no GPU is offered only while its host lists it as a CPU machine: offer search then shows it ' +
+          'as one (no gpu_count, no model; rented whole with gpu_count 1), and quotes take it. Off takes such a machine out of the search ' +
+          'at once. On a machine with GPUs it changes nothing renters see. The answer says how many GPUs the machine reports. Audited.',
+        params: IdParams,
+        headers: IdempotencyHeaders,
+        body: CpuListingRequest,
+        response: withErrors({ 200: MachineCpuListing }, 403, 404, 409),
+      },
+    },
+    async (request, reply) => {
+      const result = await hosting.setCpuListing(
+        principalOf(request).accountId,
+        request.params.id,
+        request.body.cpu_listing,
+        answerInTransaction(request, reply, 200, machineCpuListingView),
+      );
+      return reply.code(200).send(machineCpuListingView(result));
     },
   );
 }

@@ -3,7 +3,6 @@
 // tool call flow reserves a job end to end: search offers, quote, reserve (the balance holds the budget), the job
 // runs (the agent's messages delivered as the gateway delivers them), its status and events, stop. Calls without a
 // credential, or with a key lacking the renter scope, are refused.
-import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -18,6 +17,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../../clock.js';
 import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
 import { paymentsConfigFrom } from '../../config/payments.js';
+import { ARK_CLI_BIN, runArk } from '../../testing/cli.js';
 import { createTestApp, type SeededAccount, seedAccount, seedAgent, type TestApp, testConfig } from '../../testing/app.js';
 import { writeChainsFile } from '../../testing/deposits.js';
 import { customImage, fund, type LiveMachine, liveMachine, runJob, sshPublicKey } from '../../testing/renting.js';
@@ -26,7 +26,6 @@ import { DIALECTS } from '../../testing/stores.js';
 type Json = Record<string, any>;
 
 const ARK_MCP_BIN = fileURLToPath(new URL('../../../../mcp/bin/ark-mcp.mjs', import.meta.url));
-const ARK_CLI_BIN = fileURLToPath(new URL('../../../../cli/bin/ark.mjs', import.meta.url));
 
 /** A tool's JSON answer; fails the test when the tool reported an error. */
 async function tool(client: Client, name: string, args: Json = {}): Promise<Json> {
@@ -90,7 +89,32 @@ async function rentThroughTools(client: Client, rig: Rig): Promise<void> {
   expect((listed.items as Json[]).map((j) => j.job_id)).toContain(jobId);
 
   const events = await tool(client, 'job_events', { job_id: jobId });
-  expect((events.items as Json[]).length).toBeGreaterThan(0);
+  expect((events.items as Json[]).length).toBeGreaterThan(1);
+  // Paged with the cursor: the first event, then from its next_cursor the rest, as the whole list has them.
+  const first = await tool(client, 'job_events', { job_id: jobId, limit: 1 });
+  expect(first.items).toEqual([events.items[0]]);
+  expect(first.next_cursor).toEqual(expect.any(String));
+  const rest = await tool(client, 'job_events', { job_id: jobId, cursor: first.next_cursor });
+  expect(rest.items).toEqual((events.items as Json[]).slice(1));
+
+  // Access as the API answers it: the ssh endpoint, the pinned host key and the command that uses both.
+  const access = await tool(client, 'job_access', { job_id: jobId });
+  const direct = await fetch(`${rig.baseUrl}/api/v1/jobs/${jobId}/access`, { headers: { authorization: `Bearer ${rig.renter.apiKey}` } });
+  expect(access).toEqual(await direct.json());
+  expect(access.mode).toBe('execution');
+  const ssh = (access.endpoints as Json[]).find((e) => e.kind === 'ssh');
+  expect(ssh).toBeDefined();
+  expect(access.ssh_host_key_fingerprint).toMatch(/^SHA256:/);
+  expect(access.ssh_command).toContain(String(ssh?.external_port));
+  expect(access.api_key).toBeUndefined();
+
+  // A chat completion needs a job on a model template (test/e2e/mcp-model-job.test.ts chats with a real engine).
+  const chat = (await client.callTool({
+    name: 'chat_completion',
+    arguments: { job_id: jobId, model: 'any', messages: [{ role: 'user', content: 'hello' }] },
+  })) as CallToolResult;
+  expect(chat.isError).toBe(true);
+  expect(JSON.stringify(chat.content)).toContain('RELAY_NOT_MODEL_JOB');
 
   // The job's logs are kept on its machine, whose agent is simulated here (no channel): the tool passes the API's
   // answer back, which says the machine cannot be reached for them (test/e2e/job-logs.test.ts reads real lines).
@@ -289,20 +313,10 @@ describe('MCP over stdio (ark-mcp)', () => {
 
   it('`ark offers search` shows each offer’s reliability, which it asks the API for (issue 22)', async () => {
     await rig.t.ctx.services.reliability.refresh();
-    // Spawned without blocking: the control plane answers from this same process.
-    const configDir = mkdtempSync(join(tmpdir(), 'ark-'));
-    const stdout = await new Promise<string>((resolve, reject) =>
-      execFile(
-        process.execPath,
-        [ARK_CLI_BIN, 'offers', 'search', '--sort', 'reliability', '--json'],
-        {
-          env: { PATH: process.env.PATH ?? '', ARK_URL: rig.baseUrl, ARK_API_KEY: rig.renter.apiKey, ARK_CONFIG_DIR: configDir },
-          timeout: 60_000,
-        },
-        (error, out, err) => (error ? reject(new Error(`${error.message}: ${err}`)) : resolve(out)),
-      ),
-    );
-    rmSync(configDir, { recursive: true, force: true });
+    const stdout = await runArk(['offers', 'search', '--sort', 'reliability', '--json'], {
+      baseUrl: rig.baseUrl,
+      apiKey: rig.renter.apiKey,
+    });
     const offer = (JSON.parse(stdout).items as Json[]).find((o) => o.offer_id === rig.machine.offerId);
     expect(offer?.reliability, stdout).toMatchObject({ score: expect.stringMatching(/^(0\.\d{4}|1\.0000)$/) });
   });

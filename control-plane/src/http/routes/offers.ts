@@ -68,7 +68,8 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
           'min_reliability (0 to 1 with at most 4 decimals: machines scored at least this and no longer new; 422 VALIDATION_FAILED otherwise), ' +
           'min_score (a decimal with at most 3 decimals: machines whose verified hardware score is at least this; 422 VALIDATION_FAILED ' +
           'otherwise). A machine held under the reliability floor, or unlisted by a hardware receipt that contradicts its declared hardware, ' +
-          'is not listed. Each item is exactly an OfferSummary; include=reliability adds its machine’s reliability once scored, ' +
+          'is not listed. A machine rented out right now (every GPU held by a job, or a machine without GPUs occupied) is listed with ' +
+          'readiness unavailable: quoting it is refused until a job frees it. Each item is exactly an OfferSummary; include=reliability adds its machine’s reliability once scored, ' +
           'include=verification its hardware score and verified_at (GET /api/v1/machines/{id}/verification shows the signed receipts), ' +
           'include=reliability,verification both.',
         querystring: OfferListQuery,

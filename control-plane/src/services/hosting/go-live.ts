@@ -3,10 +3,10 @@ import { DomainError } from '../../errors.js';
 import { appendAudit } from '../../store/audit.js';
 import { toBool } from '../../store/db.js';
 import { isHostingBlocked } from '../../store/hosts.js';
-import { findMachine, type MachineRow, setGoLive as writeGoLive } from '../../store/machines.js';
+import { findMachine, type MachineRow, setCpuListed, setGoLive as writeGoLive } from '../../store/machines.js';
 import { currentOfferOf, seedOffer } from '../../store/offers.js';
 import { type CommitHook, transact } from '../../store/transaction.js';
-import type { HostingDeps } from './deps.js';
+import { type HostingDeps, machineForCaller } from './deps.js';
 
 /** A machine's go-live as set: the choice, and its live state now. */
 export interface GoLiveRecord {
@@ -31,8 +31,7 @@ export async function setGoLive(
   return transact(
     deps.store,
     async (trx) => {
-      const machine = await findMachine(trx, machineId);
-      if (!machine || machine.owner_account_id !== accountId) throw new DomainError('NOT_FOUND');
+      const machine = await machineForCaller(trx, { accountId, admin: false }, machineId);
       if (goLive && (await isHostingBlocked(trx, accountId))) throw new DomainError('HOSTING_BLOCKED');
       if (toBool(machine.go_live) === goLive) return { machineId: machine.id, goLive, live: machine.live_state };
       await writeGoLive(trx, machine.id, goLive, now);
@@ -48,6 +47,45 @@ export async function setGoLive(
       });
       const updated = await findMachine(trx, machine.id);
       return { machineId: machine.id, goLive, live: (updated as NonNullable<typeof updated>).live_state };
+    },
+    commit,
+  );
+}
+
+/** A machine's CPU listing as set, and how many GPUs it reports. */
+export interface CpuListingRecord {
+  machineId: string;
+  cpuListed: boolean;
+  gpuCount: number;
+}
+
+/**
+ * POST /api/v1/hosts/machines/{id}/cpu-listing (owner only). A machine that reports no GPU is offered only while its
+ * host lists it as a CPU machine (rented whole, shown without gpu_count and model); on a machine with GPUs it changes
+ * nothing renters see. Repeating the current choice changes nothing. Audited.
+ */
+export async function setCpuListing(
+  deps: HostingDeps,
+  accountId: string,
+  machineId: string,
+  listed: boolean,
+  commit?: CommitHook<CpuListingRecord>,
+): Promise<CpuListingRecord> {
+  const now = deps.clock.now();
+  return transact(
+    deps.store,
+    async (trx) => {
+      const machine = await machineForCaller(trx, { accountId, admin: false }, machineId);
+      const record = { machineId: machine.id, cpuListed: listed, gpuCount: Number(machine.gpu_count) };
+      if (toBool(machine.cpu_listed) === listed) return record;
+      await setCpuListed(trx, machine.id, listed, now);
+      await appendAudit(trx, {
+        at: now,
+        actorAccountId: accountId,
+        action: listed ? 'hosting.cpu_listing.on' : 'hosting.cpu_listing.off',
+        subject: machine.id,
+      });
+      return record;
     },
     commit,
   );

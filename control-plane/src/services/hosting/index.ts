@@ -6,7 +6,7 @@ import type { HeartbeatBuffer } from '../../store/heartbeats.js';
 import type { QueuedCommand } from '../../store/outbox.js';
 import type { CommitHook } from '../../store/transaction.js';
 import type { HostingDeps, MachineCaller } from './deps.js';
-import { type GoLiveRecord, setGoLive } from './go-live.js';
+import { type CpuListingRecord, type GoLiveRecord, setCpuListing, setGoLive } from './go-live.js';
 import { applyHeartbeat, recordHeartbeat } from './heartbeats.js';
 import { applyNettestReceipt, queueNettest } from './nettest.js';
 import {
@@ -25,7 +25,7 @@ import { ingestTelemetry, machineTelemetry } from './telemetry.js';
 export { type HostingDeps, type HostingSettings, hostingSettingsOf, type MachineCaller } from './deps.js';
 export type { MachineReads } from './reads.js';
 export type { MachineHardwareRecord, MachineRecord, MachineReliabilityRecord } from './records.js';
-export type { GoLiveRecord } from './go-live.js';
+export type { CpuListingRecord, GoLiveRecord } from './go-live.js';
 export { ReceiptRefusalCounts, type MachineVerificationRecord, type ReceiptRefusal } from './hardware-receipts.js';
 /** A command queued for the machine's agent (the network test). */
 export type { QueuedCommand };
@@ -57,6 +57,7 @@ export interface HostingServices {
   /** Refused receipts by reason (ark_hardware_receipts_refused_total). */
   readonly receiptRefusals: ReceiptRefusalCounts;
   setGoLive(accountId: string, machineId: string, goLive: boolean, commit?: CommitHook<GoLiveRecord>): Promise<GoLiveRecord>;
+  setCpuListing(accountId: string, machineId: string, listed: boolean, commit?: CommitHook<CpuListingRecord>): Promise<CpuListingRecord>;
   telemetry(machineId: string, windowS: number): Promise<BucketContribution[]>;
   readonly machines: MachineReads;
   /**
@@ -85,6 +86,7 @@ export function buildHostingServices(deps: HostingDeps): HostingServices {
     verification: (machineId) => machineVerification(deps, machineId),
     receiptRefusals: deps.receiptRefusals,
     setGoLive: (accountId, machineId, goLive, commit) => setGoLive(deps, accountId, machineId, goLive, commit),
+    setCpuListing: (accountId, machineId, listed, commit) => setCpuListing(deps, accountId, machineId, listed, commit),
     telemetry: (machineId, windowS) => machineTelemetry(deps, machineId, windowS),
     machines: machineReads(deps),
     heartbeats: deps.heartbeats,

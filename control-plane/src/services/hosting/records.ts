@@ -14,6 +14,8 @@ export interface MachineRecord {
   manifest: MachineManifest;
   manifestHash: string;
   goLive: boolean;
+  /** The host lists it as a CPU machine: without GPUs it is offered only then. */
+  cpuListed: boolean;
   liveState: MachineRow['live_state'];
   liveError: string | null;
   /** The newest heartbeat, a buffered one of this process included. */
@@ -40,6 +42,7 @@ export function toMachineRecord(row: MachineRow): MachineRecord {
     manifest: fromJson<MachineManifest>(row.manifest)!,
     manifestHash: row.manifest_hash,
     goLive: toBool(row.go_live),
+    cpuListed: toBool(row.cpu_listed),
     liveState: row.live_state,
     liveError: row.live_error,
     lastHeartbeatAt: row.last_heartbeat_at,

@@ -70,6 +70,8 @@ export interface MachinesTable {
   disk_bytes: bigint;
   region: string | null;
   go_live: bigint;
+  /** 1: the host lists this machine as a CPU machine; one without GPUs is offered only then. */
+  cpu_listed: bigint;
   live_state: 'waiting' | 'live' | 'failed' | 'off';
   live_error: string | null;
   last_heartbeat_at: string | null;
