@@ -374,7 +374,7 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     expect(detail.statusCode).toBe(200);
     expect(detail.body).toContain('id="job-state">RESERVED');
     // Live while the job lives: the part refreshes itself.
-    expect(detail.body).toContain(`hx-get="/console/jobs/${jobId}?part=job"`);
+    expect(detail.body).toContain(`hx-get="/console/jobs/${jobId}?part=job&amp;shown=RESERVED"`);
     const events = await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events`, headers: bearer(spender.apiKey) });
     for (const event of events.json().items) expect(detail.body).toContain(`<td class="mono">${event.kind}</td>`);
     // The refresh answers only the live part.
@@ -561,7 +561,8 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     await deliver(t.ctx, scored.machineId, hardwareReceiptMessage(signHardwareReceipt(body, keys.sign)));
     const browser = new Browser(t);
     await browser.signIn(renter);
-    const rowOf = (html: string, machineId: string) => new RegExp(`<tr data-machine-id="${machineId}">[\\s\\S]*?</tr>`).exec(html)?.[0];
+    const rowOf = (html: string, machineId: string) =>
+      new RegExp(`<tr data-machine-id="${machineId}"[^>]*>[\\s\\S]*?</tr>`).exec(html)?.[0];
     const market = await browser.get('/console/offers');
     expect(market.statusCode).toBe(200);
     expect(market.body).toContain('<h1>Marketplace</h1>');
