@@ -179,6 +179,9 @@ describe.skipIf(!isDockerAvailable())('renting from the web console in Chromium'
       expect(await rental.count()).toBe(1);
       expect(await rental.locator('.state').textContent()).toBe('RUNNING');
       expect(await rental.locator('.earning-rate').textContent()).toBe(`$${(MACHINE_RATE_MICRO_PER_HOUR / 1_000_000n).toString()}.00/h`);
+      // A machine without GPUs is charted by its CPU, load and memory instead.
+      expect(await host.locator('#no-gpus').count()).toBe(1);
+      expect(await host.locator('.chart[data-gpu="-1"]').count()).toBe(3);
       await shootBoth(host, 'host-machine');
 
       // Stop: once the machine confirms it, the page shows the unspent budget back in the balance.
@@ -199,6 +202,16 @@ describe.skipIf(!isDockerAvailable())('renting from the web console in Chromium'
         `$${(Number((CREDIT_MICRO - charged + 5_000n) / 10_000n) / 100).toFixed(2)}`,
       );
       await shootBoth(renter, 'job-stopped');
+
+      // The host's daily earnings chart holds what the job earned it.
+      await web.visit(host, '/console/earnings', 'host-earnings');
+      const bars = await host
+        .locator('#earnings-chart rect')
+        .evaluateAll((rects) => rects.map((r) => BigInt(r.getAttribute('data-micro') ?? '0')));
+      expect(bars).toHaveLength(30);
+      expect(bars.reduce((a, b) => a + b, 0n)).toBe(await site.hostEarned());
+      expect(await site.hostEarned()).toBeGreaterThan(0n);
+      await shootBoth(host, 'host-earnings');
 
       // Nothing the pages did failed or broke their policy.
       expect(web.pageProblems).toEqual([]);
