@@ -30,16 +30,11 @@ const DAY_MS = 86_400_000;
 /** The host's job earnings since `sinceMs`, walking the earnings pages (newest first, bounded). */
 async function jobEarningsSince(who: Signed, sinceMs: number): Promise<Array<{ at: string; micro: string }>> {
   const out: Array<{ at: string; micro: string }> = [];
-  let cursor: string | null = null;
-  for (let pages = 0; pages < 20; pages++) {
-    const page: { items: any[]; next_cursor: string | null } = await who.api.get(
-      `/api/v1/hosts/earnings?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-    );
-    for (const item of page.items) if (item.kind === 'job') out.push({ at: item.at, micro: item.earned_micro });
-    const oldest = page.items.at(-1);
-    cursor = page.next_cursor;
-    if (!cursor || (oldest && Date.parse(oldest.at) < sinceMs)) break;
-  }
+  await who.api.walk('/api/v1/hosts/earnings?limit=100', (items: any[]) => {
+    for (const item of items) if (item.kind === 'job') out.push({ at: item.at, micro: item.earned_micro });
+    const oldest = items.at(-1);
+    return !(oldest && Date.parse(oldest.at) < sinceMs);
+  });
   return out;
 }
 

@@ -74,17 +74,12 @@ function filterOf(query: Record<string, string>): MarketFilter {
 
 /** One listed offer by id, through the API's search (every page, bounded): null when it is not listed now. */
 async function findOffer(api: ConsoleApi, offerId: string): Promise<any | null> {
-  let cursor: string | null = null;
-  for (let pages = 0; pages < 20; pages++) {
-    const got: { items: any[]; next_cursor: string | null } = await api.get(
-      `/api/v1/offers?limit=100&include=reliability,verification${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-    );
-    const found = got.items.find((o) => o.offer_id === offerId);
-    if (found) return found;
-    cursor = got.next_cursor;
-    if (!cursor) return null;
-  }
-  return null;
+  let found: any = null;
+  await api.walk('/api/v1/offers?limit=100&include=reliability,verification', (items: any[]) => {
+    found = items.find((o) => o.offer_id === offerId) ?? null;
+    return found === null;
+  });
+  return found;
 }
 
 /** The rent form as typed, kept to show it again. */
@@ -236,10 +231,14 @@ export function registerRentPages(c: ConsoleScope): void {
     const form = rentFormOf(request.body, offer);
     let quote: unknown = null;
     let problem: string | null = null;
-    try {
-      quote = await who.api.post('/api/v1/quotes', quoteBody(offer, form));
-    } catch (error) {
-      problem = problemOf(error);
+    // Nothing chosen to run yet: no quote to ask for, and nothing wrong either.
+    const chosen = form.source === 'template' ? form.template_id !== '' : form.image_digest !== '';
+    if (chosen) {
+      try {
+        quote = await who.api.post('/api/v1/quotes', quoteBody(offer, form));
+      } catch (error) {
+        problem = problemOf(error);
+      }
     }
     if (fragment) return render(request, reply, 'quote', { title: 'Quote', account: who.account, quote, quoteProblem: problem });
     return offerPage(request, reply, who, offer, { form, quote, quoteProblem: problem });

@@ -32,15 +32,10 @@ export function registerRenterPages(c: ConsoleScope): void {
     const job = await who.api.get(`/api/v1/jobs/${id}`);
     // The newest events: walk the pages to the end (a job has a bounded number of them).
     const events: unknown[] = [];
-    let cursor: string | null = null;
-    for (let pages = 0; pages < 20; pages++) {
-      const got: { items: unknown[]; next_cursor: string | null } = await who.api.get(
-        `/api/v1/jobs/${id}/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-      );
-      events.push(...got.items);
-      cursor = got.next_cursor;
-      if (!cursor) break;
-    }
+    await who.api.walk(`/api/v1/jobs/${id}/events?limit=100`, (items) => {
+      events.push(...items);
+      return true;
+    });
     const partial = request.headers['hx-request'] === 'true' && request.query.part === 'job';
     // The page's forms and logs depend on the state: when it changed since the page was drawn, htmx reloads the page.
     if (partial && typeof request.query.shown === 'string' && request.query.shown !== job.state) reply.header('hx-refresh', 'true');
