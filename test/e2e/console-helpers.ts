@@ -86,17 +86,16 @@ export class ConsoleBrowser {
 
   /** The page lays out at its viewport's width: nothing wider than the window (no horizontal scrolling). */
   async expectNoHorizontalOverflow(page: Page, what: string): Promise<void> {
-    const { scrollWidth, innerWidth, wide } = await page.evaluate(() => ({
+    // Run in the page (a string: this package compiles without the DOM's types).
+    const { scrollWidth, innerWidth, wide } = (await page.evaluate(`(() => ({
       scrollWidth: document.documentElement.scrollWidth,
       innerWidth: window.innerWidth,
       // What sticks out, for the message: the first few elements whose right edge passes the window.
       wide: [...document.querySelectorAll('body *')]
         .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
         .slice(0, 4)
-        .map(
-          (e) => `${e.tagName.toLowerCase()}${e.id ? `#${e.id}` : ''}${e.className ? `.${String(e.className).split(' ').join('.')}` : ''}`,
-        ),
-    }));
+        .map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (typeof e.className === 'string' && e.className ? '.' + e.className.split(' ').join('.') : '')),
+    }))()`)) as { scrollWidth: number; innerWidth: number; wide: string[] };
     expect(scrollWidth, `${what}: document ${scrollWidth} px wide in a ${innerWidth} px window (${wide.join(', ')})`).toBeLessThanOrEqual(
       innerWidth,
     );

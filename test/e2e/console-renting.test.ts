@@ -143,7 +143,7 @@ describe.skipIf(!isDockerAvailable())('renting from the web console in Chromium'
       await web.screenshot(renter, 'job-reserved');
 
       // The page follows the job to RUNNING by itself and shows how to connect, as the API says.
-      await expect.poll(() => renter.locator('#job-state').textContent(), { timeout: 90_000, intervals: [500] }).toBe('RUNNING');
+      await expect.poll(() => renter.locator('#job-state').textContent(), { timeout: 90_000, interval: 500 }).toBe('RUNNING');
       await expect.poll(() => renter.locator('#ssh-command').count(), { timeout: 15_000 }).toBe(1);
       const access = await asRenter('GET', `/api/v1/jobs/${jobId}/access`);
       expect(access.status).toBe(200);
@@ -187,7 +187,7 @@ describe.skipIf(!isDockerAvailable())('renting from the web console in Chromium'
       // Stop: once the machine confirms it, the page shows the unspent budget back in the balance.
       const stopped = await web.submit(renter, '#stop', { shot: 'job-stopping' });
       expect(stopped.kind, stopped.text).toBe('ok');
-      await expect.poll(() => renter.locator('#unspent').count(), { timeout: 60_000, intervals: [500] }).toBe(1);
+      await expect.poll(() => renter.locator('#unspent').count(), { timeout: 60_000, interval: 500 }).toBe(1);
       const after = (await asRenter('GET', `/api/v1/jobs/${jobId}`)).body;
       expect(['STOPPED', 'CLEANING', 'CLOSED']).toContain(after.state);
       const charged = BigInt(after.cumulative_charge_micro);
