@@ -182,6 +182,7 @@ describe.skipIf(!isDockerAvailable())('renting from the web console in Chromium'
       // A machine without GPUs is charted by its CPU, load and memory instead.
       expect(await host.locator('#no-gpus').count()).toBe(1);
       expect(await host.locator('.chart[data-gpu="-1"]').count()).toBe(3);
+      expect(await host.locator('#utilisation figcaption').textContent()).toContain('CPU utilisation');
       await shootBoth(host, 'host-machine');
 
       // Stop: once the machine confirms it, the page shows the unspent budget back in the balance.

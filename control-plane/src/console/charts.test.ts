@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { dailyBars } from './charts.js';
+import { dailyBars, timelineBars, utilisationPoints } from './charts.js';
 import { telemetryCharts } from './telemetry.js';
 
 describe('console charts', () => {
@@ -51,5 +51,30 @@ describe('console charts', () => {
     // A machine with GPUs keeps its GPU charts only.
     const gpu = telemetryCharts({ manifest: { gpus: [{ pci_address: '0000:01:00.0', model: 'L4' }] } }, buckets);
     expect(gpu.every((s) => s.gpu === 0)).toBe(true);
+  });
+
+  it('draws a utilisation timeline: the mean of the GPUs per bucket, placed in time, as tall as its percentage', () => {
+    const points = utilisationPoints([
+      { gpu: 0, metric: 'utilization', t: [600, 900], avg: [100, 50] },
+      { gpu: 1, metric: 'utilization', t: [600, 900], avg: [0, 50] },
+      { gpu: 0, metric: 'power', t: [600], avg: [300] },
+    ]);
+    expect(points).toEqual([
+      { t: 600, pct: 50 },
+      { t: 900, pct: 50 },
+    ]);
+    expect(utilisationPoints([{ gpu: -1, metric: 'cpu', t: [600], avg: [25] }])).toEqual([{ t: 600, pct: 25 }]);
+    const timeline = timelineBars(
+      [
+        { t: 600, pct: 100 },
+        { t: 1050, pct: 0 },
+      ],
+      0,
+      1200,
+    );
+    expect(timeline.bars.map((b) => [b.x, b.height])).toEqual([
+      [350, timeline.height - 20],
+      [613, 0],
+    ]);
   });
 });

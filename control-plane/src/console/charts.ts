@@ -52,3 +52,46 @@ export function dailyBars(items: Array<{ at: string; micro: string | bigint }>, 
   });
   return { bars, maxMicro, totalMicro, width: WIDTH, height: HEIGHT };
 }
+
+export interface TimelineBar {
+  /** Bucket start, Unix seconds. */
+  t: number;
+  pct: number;
+  x: number;
+  y: number;
+  width: number;
+  height: number;
+}
+
+/**
+ * A utilisation timeline over [fromS, toS]: one bar per 5-minute bucket at its place in time, as tall as its average
+ * utilisation (0..100 %). Buckets without data leave a gap.
+ */
+export function timelineBars(points: Array<{ t: number; pct: number }>, fromS: number, toS: number, bucketS = 300) {
+  const span = Math.max(1, toS - fromS);
+  const width = Math.max(1, Math.round((bucketS / span) * WIDTH) - 1);
+  const bars: TimelineBar[] = points
+    .filter((p) => p.t >= fromS - bucketS && p.t <= toS)
+    .map((p) => {
+      const pct = Math.min(100, Math.max(0, p.pct));
+      const height = Math.round((pct / 100) * (HEIGHT - 20));
+      return { t: p.t, pct, x: Math.max(0, Math.round(((p.t - fromS) / span) * WIDTH)), y: HEIGHT - 14 - height, width, height };
+    });
+  return { bars, width: WIDTH, height: HEIGHT };
+}
+
+/** The machine's utilisation per bucket: the mean of its GPUs' average utilisation, or its CPU's when it has none. */
+export function utilisationPoints(
+  series: Array<{ gpu: number; metric: string; t: number[]; avg: number[] }>,
+): Array<{ t: number; pct: number }> {
+  const picked = series.filter((s) => s.metric === 'utilization' || (s.gpu === -1 && s.metric === 'cpu'));
+  const sums = new Map<number, { sum: number; n: number }>();
+  for (const s of picked)
+    s.t.forEach((t, i) => {
+      const at = sums.get(t) ?? { sum: 0, n: 0 };
+      at.sum += s.avg[i] ?? 0;
+      at.n += 1;
+      sums.set(t, at);
+    });
+  return [...sums.entries()].sort((a, b) => a[0] - b[0]).map(([t, { sum, n }]) => ({ t, pct: Math.round((sum / n) * 10) / 10 }));
+}

@@ -1,4 +1,4 @@
-import { dailyBars } from './charts.js';
+import { dailyBars, timelineBars, utilisationPoints } from './charts.js';
 import { TELEMETRY_RETENTION_S } from '@ark/shared';
 import { FormError, type ConsoleScope, action, field, page, perform, render, type Signed, signedIn } from './session.js';
 import { usd, usdToMicro } from './format.js';
@@ -72,6 +72,8 @@ export function registerHostPages(c: ConsoleScope): void {
       charts,
       // The charts span the whole window, whatever part of it has data.
       chartData: JSON.stringify({ from: nowS - telemetry.window_s, to: nowS, series: charts }).replace(/</g, '\\u003c'),
+      timeline: timelineBars(utilisationPoints(charts), nowS - telemetry.window_s, nowS),
+      timelineLabel: charts.some((s) => s.gpu === -1) ? 'CPU utilisation' : 'GPU utilisation (mean of its GPUs)',
       now: new Date(nowS * 1000).toISOString().slice(0, 19) + 'Z',
     });
   });
