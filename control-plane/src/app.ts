@@ -45,6 +45,7 @@ import { registerSystemRoutes } from './http/routes/system.js';
 import { registerTemplateRoutes } from './http/routes/templates.js';
 import { registerTicketRoutes } from './http/routes/tickets.js';
 import { registerWebhookRoutes } from './http/routes/webhooks.js';
+import { registerSshKeyRoutes } from './http/routes/ssh-keys.js';
 import { registerWithdrawalAddressRoutes } from './http/routes/withdrawal-addresses.js';
 import { registerAdminDepositRoutes } from './http/routes/admin-deposits.js';
 import { registerAdminWithdrawalRoutes } from './http/routes/admin-withdrawals.js';
@@ -211,6 +212,7 @@ const routeModules: Array<(app: TypedApp, ctx: AppContext) => void | Promise<voi
   registerOAuthRoutes,
   registerAgentRoutes,
   registerWithdrawalAddressRoutes,
+  registerSshKeyRoutes,
   registerWithdrawalRoutes,
   registerAdminWithdrawalRoutes,
   registerAdminDepositRoutes,

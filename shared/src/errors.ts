@@ -70,6 +70,7 @@ export const ERROR_CATALOG = {
     message: 'An account with this email exists and its email is not verified: sign in with its password and verify it first.',
   },
   OAUTH_IDENTITY_NOT_LINKED: { status: 403, retryable: false, message: 'This provider account is not linked to your account.' },
+  SSH_KEY_EXISTS: { status: 409, retryable: false, message: 'This SSH key is already saved on this account.' },
   WITHDRAWAL_ADDRESS_EXISTS: { status: 409, retryable: false, message: 'This withdrawal address is already registered on this network.' },
   // Money out: withdrawals and payouts (issue 12)
   WITHDRAWAL_NETWORK_UNSUPPORTED: { status: 422, retryable: false, message: 'Withdrawals are paid on the primary network only.' },

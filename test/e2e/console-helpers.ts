@@ -45,8 +45,10 @@ export class ConsoleBrowser {
     private readonly browser: Browser,
     readonly cp: Pick<ControlPlane, 'base'>,
     private readonly store: string,
+    /** Where the screenshots go (git-ignored under test/artifacts/). */
+    readonly dir: string = screenshotDir,
   ) {
-    mkdirSync(screenshotDir, { recursive: true });
+    mkdirSync(dir, { recursive: true });
   }
 
   /** A fresh context (its own cookies) and a page in it, every request and answer recorded. */
@@ -77,9 +79,26 @@ export class ConsoleBrowser {
       .replace(/[^a-z0-9]+/gi, '-')
       .replace(/^-|-$/g, '')
       .toLowerCase();
-    const path = join(screenshotDir, `${this.store}-${String(this.shots).padStart(2, '0')}-${slug}.png`);
+    const path = join(this.dir, `${this.store}-${String(this.shots).padStart(2, '0')}-${slug}.png`);
     await page.screenshot({ path, fullPage: true });
     return path;
+  }
+
+  /** The page lays out at its viewport's width: nothing wider than the window (no horizontal scrolling). */
+  async expectNoHorizontalOverflow(page: Page, what: string): Promise<void> {
+    // Run in the page (a string: this package compiles without the DOM's types).
+    const { scrollWidth, innerWidth, wide } = (await page.evaluate(`(() => ({
+      scrollWidth: document.documentElement.scrollWidth,
+      innerWidth: window.innerWidth,
+      // What sticks out, for the message: the first few elements whose right edge passes the window.
+      wide: [...document.querySelectorAll('body *')]
+        .filter((e) => e.getBoundingClientRect().right > window.innerWidth + 1)
+        .slice(0, 4)
+        .map((e) => e.tagName.toLowerCase() + (e.id ? '#' + e.id : '') + (typeof e.className === 'string' && e.className ? '.' + e.className.split(' ').join('.') : '')),
+    }))()`)) as { scrollWidth: number; innerWidth: number; wide: string[] };
+    expect(scrollWidth, `${what}: document ${scrollWidth} px wide in a ${innerWidth} px window (${wide.join(', ')})`).toBeLessThanOrEqual(
+      innerWidth,
+    );
   }
 
   /** Opens a console path, checks the page has its `main h1`, and takes its screenshot. */

@@ -72,6 +72,8 @@ describe.each(DIALECTS)('ark-cp admissions and ledger summary on %s', (dialect) 
     const hold = ledgerAccounts.hold(jobId, ids.renter);
     const payable = ledgerAccounts.payable(ids.host);
     await move(ledgerAccounts.external('chain:8453'), available, 9_000_000n, 'deposit', yesterday);
+    // An operator's credit (`ark-cp ledger credit`) is money in too.
+    await move(ledgerAccounts.adjustment(), available, 500_000n, 'adjustment', yesterday);
     await move(available, hold, 4_000_000n, 'reservation', yesterday);
     await move(hold, payable, 1_800_000n, 'charge_host', now);
     await move(hold, ledgerAccounts.fees(), 200_000n, 'charge_fee', now);
@@ -83,18 +85,18 @@ describe.each(DIALECTS)('ark-cp admissions and ledger summary on %s', (dialect) 
       from: '2026-04-02',
       to: '2026-04-03',
       totals: {
-        available_micro: '5000000',
+        available_micro: '5500000',
         held_micro: '2000000',
         pending_micro: '0',
         payable_micro: '800000',
         locked_micro: '0',
         fees_micro: '200000',
-        money_in_micro: '9000000',
+        money_in_micro: '9500000',
         money_out_micro: '1000000',
       },
       balanced: true,
       days: [
-        { day: '2026-04-02', fees_earned_micro: '0', money_in_micro: '9000000', money_out_micro: '0', postings: 2 },
+        { day: '2026-04-02', fees_earned_micro: '0', money_in_micro: '9500000', money_out_micro: '0', postings: 3 },
         { day: '2026-04-03', fees_earned_micro: '200000', money_in_micro: '0', money_out_micro: '1000000', postings: 3 },
       ],
     });

@@ -71,6 +71,22 @@ export class ConsoleApi {
     return answer.body;
   }
 
+  /**
+   * The pages of a listing, following next_cursor (`url` has a query already), at most `limit` pages; stops early
+   * when `visit` answers false.
+   */
+  async walk<T = any>(url: string, visit: (items: T[]) => boolean | undefined, limit = 20): Promise<void> {
+    let cursor: string | null = null;
+    for (let pages = 0; pages < limit; pages++) {
+      const page: { items: T[]; next_cursor: string | null } = await this.get(
+        `${url}${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
+      );
+      if (visit(page.items) === false) return;
+      cursor = page.next_cursor;
+      if (!cursor) return;
+    }
+  }
+
   /** POST that must succeed (any 2xx). */
   async post<T = any>(url: string, body?: unknown): Promise<T> {
     const answer = await this.call<T>('POST', url, body);

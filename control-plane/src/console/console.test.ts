@@ -6,6 +6,7 @@ import { recordSeen, seenUsdcDeposit, writeChainsFile } from '../testing/deposit
 import { bearer, createTestApp, testConfig, type SeededAccount, seedAccount, type TestApp, totpCode } from '../testing/app.js';
 import { machineKeyPair, sampleManifest, telemetryMessage } from '../testing/hosting.js';
 import { hardwareReceiptMessage, receiptBody, signHardwareReceipt } from '../testing/receipts.js';
+import { ConsoleClient as Browser } from '../testing/console-client.js';
 import { deliver, fund, liveMachine, type LiveMachine, reserveJob } from '../testing/renting.js';
 import { DIALECTS } from '../testing/stores.js';
 import { CONSOLE_POLICY } from './session.js';
@@ -17,66 +18,6 @@ import { telemetryCharts } from './telemetry.js';
 
 const GPU0 = '00000000:01:00.0';
 const GPU1 = '00000000:02:00.0';
-
-/** The cookies a browser would keep for /console, and the CSRF token of the last page read. */
-class Browser {
-  cookies = new Map<string, string>();
-  csrf = '';
-  constructor(private readonly t: TestApp<ManualClock>) {}
-
-  private keep(headers: Record<string, unknown>): void {
-    const raw = headers['set-cookie'];
-    for (const line of Array.isArray(raw) ? raw : raw ? [raw as string] : []) {
-      const [pair] = String(line).split(';');
-      const at = (pair ?? '').indexOf('=');
-      const name = (pair ?? '').slice(0, at);
-      const value = (pair ?? '').slice(at + 1);
-      if (value === '' || /Expires=Thu, 01 Jan 1970/i.test(String(line))) this.cookies.delete(name);
-      else this.cookies.set(name, value);
-    }
-  }
-
-  private cookieHeader(): string {
-    return [...this.cookies].map(([k, v]) => `${k}=${v}`).join('; ');
-  }
-
-  async get(url: string) {
-    const res = await this.t.app.inject({ method: 'GET', url, headers: { cookie: this.cookieHeader() } });
-    this.keep(res.headers);
-    const token = /name="_csrf" value="([^"]+)"/.exec(res.body);
-    if (token?.[1]) this.csrf = token[1];
-    return res;
-  }
-
-  async post(url: string, fields: Record<string, string>, options: { csrf?: boolean } = {}) {
-    const form = new URLSearchParams({ ...(options.csrf === false ? {} : { _csrf: this.csrf }), ...fields });
-    const res = await this.t.app.inject({
-      method: 'POST',
-      url,
-      headers: { cookie: this.cookieHeader(), 'content-type': 'application/x-www-form-urlencoded' },
-      payload: form.toString(),
-    });
-    this.keep(res.headers);
-    return res;
-  }
-
-  /** A form action posted as JSON, as a script might: `text` is sent as is. */
-  async postJson(url: string, text: string) {
-    const res = await this.t.app.inject({
-      method: 'POST',
-      url,
-      headers: { cookie: this.cookieHeader(), 'content-type': 'application/json' },
-      payload: text,
-    });
-    this.keep(res.headers);
-    return res;
-  }
-
-  async signIn(account: SeededAccount) {
-    await this.get('/console/login');
-    return this.post('/console/login', { email: account.email, password: account.password });
-  }
-}
 
 describe.each(DIALECTS)('web console on %s', (dialect) => {
   let t: TestApp<ManualClock>;
@@ -374,7 +315,7 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     expect(detail.statusCode).toBe(200);
     expect(detail.body).toContain('id="job-state">RESERVED');
     // Live while the job lives: the part refreshes itself.
-    expect(detail.body).toContain(`hx-get="/console/jobs/${jobId}?part=job"`);
+    expect(detail.body).toContain(`hx-get="/console/jobs/${jobId}?part=job&amp;shown=RESERVED"`);
     const events = await t.app.inject({ method: 'GET', url: `/api/v1/jobs/${jobId}/events`, headers: bearer(spender.apiKey) });
     for (const event of events.json().items) expect(detail.body).toContain(`<td class="mono">${event.kind}</td>`);
     // The refresh answers only the live part.
@@ -561,7 +502,8 @@ describe.each(DIALECTS)('web console on %s', (dialect) => {
     await deliver(t.ctx, scored.machineId, hardwareReceiptMessage(signHardwareReceipt(body, keys.sign)));
     const browser = new Browser(t);
     await browser.signIn(renter);
-    const rowOf = (html: string, machineId: string) => new RegExp(`<tr data-machine-id="${machineId}">[\\s\\S]*?</tr>`).exec(html)?.[0];
+    const rowOf = (html: string, machineId: string) =>
+      new RegExp(`<tr data-machine-id="${machineId}"[^>]*>[\\s\\S]*?</tr>`).exec(html)?.[0];
     const market = await browser.get('/console/offers');
     expect(market.statusCode).toBe(200);
     expect(market.body).toContain('<h1>Marketplace</h1>');

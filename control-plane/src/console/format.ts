@@ -2,14 +2,51 @@
 
 const MICRO = 1_000_000n;
 
-/** "1250000" -> "1.25" (at least two decimals, at most six); "-" for nothing. */
+/**
+ * Money as a person reads it, one rule everywhere in the console: two decimals at or above $1 (rounded half up to the
+ * cent: "4981663" -> "$4.98", "20000000" -> "$20.00"), and below $1 to the micro-dollar with at least two decimals
+ * ("18337" -> "$0.018337", "500000" -> "$0.50"), so a small rate or charge never reads as $0.00. "-" for nothing.
+ */
 export function usd(micro: string | bigint | null | undefined): string {
   if (micro === null || micro === undefined || micro === '') return '-';
   const value = typeof micro === 'bigint' ? micro : BigInt(micro);
+  const sign = value < 0n ? '-' : '';
   const abs = value < 0n ? -value : value;
-  let fraction = (abs % MICRO).toString().padStart(6, '0').replace(/0+$/, '');
+  if (abs >= MICRO) {
+    const cents = (abs + 5_000n) / 10_000n;
+    return `${sign}$${groups(cents / 100n)}.${(cents % 100n).toString().padStart(2, '0')}`;
+  }
+  let fraction = abs.toString().padStart(6, '0').replace(/0+$/, '');
   if (fraction.length < 2) fraction = fraction.padEnd(2, '0');
-  return `${value < 0n ? '-' : ''}$${abs / MICRO}.${fraction}`;
+  return `${sign}$0.${fraction}`;
+}
+
+/** Whole dollars with thousands separators: 1234567 -> "1,234,567". */
+function groups(whole: bigint): string {
+  return whole.toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+}
+
+/** The exact amount as a form field's value ("4981663" -> "4.981663", "20000000" -> "20"): never rounded. */
+export function usdInput(micro: string | bigint | null | undefined): string {
+  if (micro === null || micro === undefined || micro === '') return '';
+  return units(typeof micro === 'bigint' ? micro.toString() : micro, 6);
+}
+
+/** A job's or offer's GPUs: "2 × NVIDIA L4"; a machine without GPUs is "CPU only", never "- × -". */
+export function gpus(count: number | string | null | undefined, model: string | null | undefined): string {
+  const n = Number(count ?? 0);
+  if (!model || !Number.isFinite(n) || n <= 0) return 'CPU only';
+  return `${n} × ${model}`;
+}
+
+/** Seconds as "1 h 30 min", "45 min", "20 s". */
+export function duration(seconds: number | string | null | undefined): string {
+  if (seconds === null || seconds === undefined) return '-';
+  const s = Math.max(0, Math.round(Number(seconds)));
+  if (s < 60) return `${s} s`;
+  const h = Math.floor(s / 3600);
+  const m = Math.floor((s % 3600) / 60);
+  return h === 0 ? `${m} min` : m === 0 ? `${h} h` : `${h} h ${m} min`;
 }
 
 /** A decimal USD amount typed in a form ("2.5") -> micro-USDC, or null when it is not one. */

@@ -1,5 +1,6 @@
+import { dailyBars, timelineBars, utilisationPoints } from './charts.js';
 import { TELEMETRY_RETENTION_S } from '@ark/shared';
-import { FormError, type ConsoleScope, action, field, page, perform, render, signedIn } from './session.js';
+import { FormError, type ConsoleScope, action, field, page, perform, render, type Signed, signedIn } from './session.js';
 import { usd, usdToMicro } from './format.js';
 import { withdrawalAddresses } from './money-out.js';
 import { type ChartSeries, telemetryCharts } from './telemetry.js';
@@ -23,6 +24,20 @@ function wholeNumber(body: Record<string, string> | undefined, name: string, lab
 }
 
 /** A host's machines, each machine's telemetry and offer, pairing, earnings and the market. */
+const CHART_DAYS = 30;
+const DAY_MS = 86_400_000;
+
+/** The host's job earnings since `sinceMs`, walking the earnings pages (newest first, bounded). */
+async function jobEarningsSince(who: Signed, sinceMs: number): Promise<Array<{ at: string; micro: string }>> {
+  const out: Array<{ at: string; micro: string }> = [];
+  await who.api.walk('/api/v1/hosts/earnings?limit=100', (items: any[]) => {
+    for (const item of items) if (item.kind === 'job') out.push({ at: item.at, micro: item.earned_micro });
+    const oldest = items.at(-1);
+    return !(oldest && Date.parse(oldest.at) < sinceMs);
+  });
+  return out;
+}
+
 export function registerHostPages(c: ConsoleScope): void {
   page(c, '/machines', async (request, reply) => {
     const who = await signedIn(c, request, reply);
@@ -57,6 +72,8 @@ export function registerHostPages(c: ConsoleScope): void {
       charts,
       // The charts span the whole window, whatever part of it has data.
       chartData: JSON.stringify({ from: nowS - telemetry.window_s, to: nowS, series: charts }).replace(/</g, '\\u003c'),
+      timeline: timelineBars(utilisationPoints(charts), nowS - telemetry.window_s, nowS),
+      timelineLabel: charts.some((s) => s.gpu === -1) ? 'CPU utilisation' : 'GPU utilisation (mean of its GPUs)',
       now: new Date(nowS * 1000).toISOString().slice(0, 19) + 'Z',
     });
   });
@@ -176,10 +193,12 @@ export function registerHostPages(c: ConsoleScope): void {
     const who = await signedIn(c, request, reply);
     if (!who) return reply;
     const earnings = await who.api.call('GET', '/api/v1/hosts/earnings?limit=50');
+    const now = c.ctx.clock.now();
     return render(request, reply, 'earnings', {
       title: 'Earnings',
       account: who.account,
       addresses: await withdrawalAddresses(who),
+      chart: earnings.status === 200 ? dailyBars(await jobEarningsSince(who, now.getTime() - CHART_DAYS * DAY_MS), CHART_DAYS, now) : null,
       earnings: earnings.status === 200 ? earnings.body : null,
       refused: earnings.status === 200 ? null : earnings.body?.error?.message,
     });

@@ -12,6 +12,8 @@ import type { AppContext } from '../http/context.js';
 import { registerAdminPages } from './admin.js';
 import { registerHostPages } from './host.js';
 import { registerMoneyOutActions } from './money-out.js';
+import { registerKeyPages } from './keys.js';
+import { registerRentPages } from './rent.js';
 import { registerRenterPages } from './renter.js';
 import { registerSupportPages } from './support.js';
 import { type ConsoleScope, CONSOLE_POLICY, SESSION_COOKIE } from './session.js';
@@ -77,6 +79,8 @@ export async function registerConsole(app: FastifyInstance, ctx: AppContext): Pr
       registerSessionPages(console);
       registerHostPages(console);
       registerRenterPages(console);
+      registerRentPages(console);
+      registerKeyPages(console);
       registerAdminPages(console);
       registerMoneyOutActions(console);
       registerSupportPages(console);

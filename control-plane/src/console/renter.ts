@@ -1,26 +1,18 @@
 import { withdrawalAddresses } from './money-out.js';
-import { type ConsoleScope, action, field, page, perform, render, signedIn } from './session.js';
+import { usd, usdToMicro } from './format.js';
+import { type ConsoleScope, action, field, FormError, page, perform, render, type Signed, signedIn } from './session.js';
 
 const TERMINAL = new Set(['CLOSED', 'FAILED']);
+const ACCESSIBLE = new Set(['RUNNING', 'STOPPED', 'CLEANING']);
+const ENDED = new Set(['STOPPED', 'CLEANING', 'CLOSED', 'FAILED']);
+
+async function balanceOf(who: Signed): Promise<unknown> {
+  const answer = await who.api.call('GET', '/api/v1/billing/balance?limit=1');
+  return answer.status === 200 ? answer.body : null;
+}
 
 /** A renter's jobs with their events and charges, the balance and deposits. */
 export function registerRenterPages(c: ConsoleScope): void {
-  // The marketplace: listed offers with their machines' verified hardware score; min_score filters as the API does.
-  page(c, '/offers', async (request, reply) => {
-    const who = await signedIn(c, request, reply);
-    if (!who) return reply;
-    const minScore = request.query.min_score ? request.query.min_score : null;
-    const query = `limit=100&include=reliability,verification${minScore === null ? '' : `&min_score=${encodeURIComponent(minScore)}`}`;
-    const offers = await who.api.call('GET', `/api/v1/offers?${query}`);
-    return render(request, reply, 'offers', {
-      title: 'Marketplace',
-      account: who.account,
-      offers: offers.status === 200 ? offers.body.items : [],
-      minScore,
-      refused: offers.status === 200 ? null : offers.body?.error?.message,
-    });
-  });
-
   page(c, '/jobs', async (request, reply) => {
     const who = await signedIn(c, request, reply);
     if (!who) return reply;
@@ -40,16 +32,15 @@ export function registerRenterPages(c: ConsoleScope): void {
     const job = await who.api.get(`/api/v1/jobs/${id}`);
     // The newest events: walk the pages to the end (a job has a bounded number of them).
     const events: unknown[] = [];
-    let cursor: string | null = null;
-    for (let pages = 0; pages < 20; pages++) {
-      const got: { items: unknown[]; next_cursor: string | null } = await who.api.get(
-        `/api/v1/jobs/${id}/events?limit=100${cursor ? `&cursor=${encodeURIComponent(cursor)}` : ''}`,
-      );
-      events.push(...got.items);
-      cursor = got.next_cursor;
-      if (!cursor) break;
-    }
+    await who.api.walk(`/api/v1/jobs/${id}/events?limit=100`, (items) => {
+      events.push(...items);
+      return true;
+    });
     const partial = request.headers['hx-request'] === 'true' && request.query.part === 'job';
+    // The page's forms and logs depend on the state: when it changed since the page was drawn, htmx reloads the page.
+    if (partial && typeof request.query.shown === 'string' && request.query.shown !== job.state) reply.header('hx-refresh', 'true');
+    // How to reach it, once it runs (and read-only in the retrieval window after a stop).
+    const access = ACCESSIBLE.has(job.state) ? await who.api.call('GET', `/api/v1/jobs/${id}/access`) : null;
     return render(request, reply, partial ? 'job-live' : 'job', {
       title: `Job ${job.job_id.slice(0, 8)}`,
       account: who.account,
@@ -57,6 +48,11 @@ export function registerRenterPages(c: ConsoleScope): void {
       events: events.slice(-200).reverse(),
       live: !TERMINAL.has(job.state),
       stoppable: ['RESERVED', 'STARTING', 'RUNNING'].includes(job.state),
+      extendable: ['RESERVED', 'STARTING', 'RUNNING'].includes(job.state),
+      access: access?.status === 200 ? access.body : null,
+      // Once the machine confirmed the stop, what the budget did not spend is back in the balance.
+      unspent: ENDED.has(job.state) ? (BigInt(job.funded_budget_micro) - BigInt(job.cumulative_charge_micro)).toString() : null,
+      balance: ENDED.has(job.state) ? await balanceOf(who) : null,
     });
   });
 
@@ -91,7 +87,27 @@ export function registerRenterPages(c: ConsoleScope): void {
     if (!who) return reply;
     return perform(c, reply, `/console/jobs/${id}`, async () => {
       const stopped = await who.api.post(`/api/v1/jobs/${id}/stop`, { reason: field(request.body, 'reason', 'The reason') });
-      return `Stopping: the job is ${stopped.state}. You pay for what ran.`;
+      return `Stopping: the job is ${stopped.state}. You pay for what ran; the unspent budget comes back once the machine confirms the stop.`;
+    });
+  });
+
+  // More budget and a longer limit (POST /api/v1/jobs/{id}/budget-extension), against the versions the page showed.
+  action<{ id: string }>(c, '/jobs/:id/extend', async (request, reply) => {
+    const id = encodeURIComponent(request.params.id);
+    const who = await signedIn(c, request, reply);
+    if (!who) return reply;
+    return perform(c, reply, `/console/jobs/${id}`, async () => {
+      const add = usdToMicro(field(request.body, 'add_usd', 'The amount to add'));
+      if (add === null || add < 1n) throw new FormError('The amount to add is in USD, e.g. 5 or 2.50.');
+      const minutes = field(request.body, 'duration_min', 'The new duration');
+      if (!/^[0-9]{1,7}$/.test(minutes) || Number(minutes) < 1) throw new FormError('The new duration is a whole number of minutes.');
+      const extended = await who.api.post(`/api/v1/jobs/${id}/budget-extension`, {
+        additional_budget_micro: add.toString(),
+        new_duration_limit_s: Number(minutes) * 60,
+        expected_job_version: field(request.body, 'job_version', 'The job version'),
+        expected_budget_version: field(request.body, 'budget_version', 'The budget version'),
+      });
+      return `Extended: the job is funded with ${usd(extended.funded_budget_micro)} for up to ${minutes} min.`;
     });
   });
 

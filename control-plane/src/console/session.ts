@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import type { AppContext } from '../http/context.js';
 import { ApiError, ConsoleApi, apiErrorText } from './api.js';
-import { gib, percent, usd, when } from './format.js';
+import { duration, gib, gpus, percent, usd, usdInput, when } from './format.js';
 
 /** The console's pages load scripts, styles and data from this origin only; no inline script or style runs. */
 export const CONSOLE_POLICY = [
@@ -140,6 +140,7 @@ export function navigation(account: Account | null): Array<{ section: string; li
       links: [
         { href: '/console/offers', label: 'Marketplace' },
         { href: '/console/jobs', label: 'Jobs' },
+        { href: '/console/keys', label: 'SSH keys' },
         { href: '/console/balance', label: 'Balance' },
         { href: '/console/tickets', label: 'Support' },
       ],
@@ -187,6 +188,9 @@ export async function render(
     nav: navigation(data.account),
     path: request.url.split('?')[0],
     usd,
+    usdInput,
+    gpus,
+    duration,
     when,
     gib,
     percent,

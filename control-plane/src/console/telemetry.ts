@@ -4,9 +4,37 @@ type Summary = { min: number; avg: number; max: number };
 interface Bucket {
   bucket: string;
   devices: Array<Record<string, unknown> & { pci_address: string }>;
+  host?: Record<string, unknown>;
 }
 
-export type ChartMetric = 'utilization' | 'temperature' | 'power' | 'memory';
+/** A machine without GPUs is charted by its host figures: CPU, load and memory (gpu -1 in the series). */
+const HOST_METRICS: Array<{ metric: ChartMetric; field: string; label: string; unit: string; scale: number }> = [
+  { metric: 'cpu', field: 'cpu_utilization_pct', label: 'CPU utilization', unit: '%', scale: 1 },
+  { metric: 'load', field: 'load1', label: 'Load (1 min)', unit: 'load', scale: 1 },
+  { metric: 'ram', field: 'memory_used_bytes', label: 'Memory used', unit: 'GiB', scale: 1 / 2 ** 30 },
+];
+
+/** The series of one metric over the buckets: `pick` finds a bucket's summary (none: no point). */
+function seriesOf(
+  head: Omit<ChartSeries, 't' | 'min' | 'avg' | 'max' | 'latest'>,
+  scale: number,
+  buckets: Bucket[],
+  pick: (bucket: Bucket) => Summary | undefined,
+): ChartSeries {
+  const out: ChartSeries = { ...head, t: [], min: [], avg: [], max: [], latest: null };
+  for (const bucket of buckets) {
+    const value = pick(bucket);
+    if (!value) continue;
+    out.t.push(Math.floor(Date.parse(bucket.bucket) / 1000));
+    out.min.push(round(value.min * scale));
+    out.avg.push(round(value.avg * scale));
+    out.max.push(round(value.max * scale));
+    out.latest = { min: round(value.min * scale), avg: round(value.avg * scale), max: round(value.max * scale) };
+  }
+  return out;
+}
+
+export type ChartMetric = 'utilization' | 'temperature' | 'power' | 'memory' | 'cpu' | 'load' | 'ram';
 
 const METRICS: Array<{ metric: ChartMetric; field: string; label: string; unit: string; scale: number }> = [
   { metric: 'utilization', field: 'utilization_pct', label: 'Utilization', unit: '%', scale: 1 },
@@ -52,31 +80,22 @@ export function telemetryCharts(
   const series: ChartSeries[] = [];
   gpus.forEach((gpu, index) => {
     for (const m of METRICS) {
-      const out: ChartSeries = {
-        gpu: index,
-        pci: gpu.pci_address,
-        model: gpu.model,
-        metric: m.metric,
-        label: m.label,
-        unit: m.unit,
-        t: [],
-        min: [],
-        avg: [],
-        max: [],
-        latest: null,
-      };
-      for (const bucket of buckets) {
-        const device = bucket.devices.find((d) => d.pci_address === gpu.pci_address);
-        const value = device?.[m.field] as Summary | undefined;
-        if (!value) continue;
-        out.t.push(Math.floor(Date.parse(bucket.bucket) / 1000));
-        out.min.push(round(value.min * m.scale));
-        out.avg.push(round(value.avg * m.scale));
-        out.max.push(round(value.max * m.scale));
-        out.latest = { min: round(value.min * m.scale), avg: round(value.avg * m.scale), max: round(value.max * m.scale) };
-      }
-      series.push(out);
+      const head = { gpu: index, pci: gpu.pci_address, model: gpu.model, metric: m.metric, label: m.label, unit: m.unit };
+      series.push(
+        seriesOf(
+          head,
+          m.scale,
+          buckets,
+          (bucket) => bucket.devices.find((d) => d.pci_address === gpu.pci_address)?.[m.field] as Summary | undefined,
+        ),
+      );
     }
   });
+  if (gpus.length === 0) {
+    for (const m of HOST_METRICS) {
+      const head = { gpu: -1, pci: '', model: 'CPU and memory', metric: m.metric, label: m.label, unit: m.unit };
+      series.push(seriesOf(head, m.scale, buckets, (bucket) => bucket.host?.[m.field] as Summary | undefined));
+    }
+  }
   return series;
 }

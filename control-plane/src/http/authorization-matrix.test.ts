@@ -363,6 +363,15 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
     'POST /api/v1/admin/settings/test': { need: { admin: true }, request: () => ({ payload: { subsystem: 'mail' } }), ok: [200] },
     'GET /api/v1/admin/ledger/summary': { need: { admin: true }, request: () => ({}), ok: [200] },
     'GET /api/v1/admin/fleet': { need: { admin: true }, request: () => ({}), ok: [200] },
+    'POST /api/v1/account/ssh-keys': { need: {}, request: () => ({ payload: { public_key: sshPublicKey() } }), ok: [201] },
+    'GET /api/v1/account/ssh-keys': { need: {}, request: () => ({}), ok: [200] },
+    'DELETE /api/v1/account/ssh-keys/{id}': {
+      need: {},
+      owner: { account: 'renterA', admin: false, resource: 'fresh' },
+      fresh: async () => (await postAs(seeded.renterA.sessionToken, '/api/v1/account/ssh-keys', { public_key: sshPublicKey() })).id,
+      request: () => ({}),
+      ok: [200],
+    },
     'POST /api/v1/withdrawal-addresses': { need: { stepUp: true }, request: () => ({ payload: { address: evmAddress() } }), ok: [201] },
     'GET /api/v1/withdrawal-addresses': { need: {}, request: () => ({}), ok: [200] },
     'DELETE /api/v1/withdrawal-addresses/{id}': {

@@ -104,6 +104,7 @@ export const OPERATION_ERROR_CODES: Readonly<Record<string, readonly ErrorCode[]
   // Money
   'GET /api/v1/billing/deposit-address': ['UNAVAILABLE'],
   'POST /api/v1/billing/x402/top-up': ['NOT_FOUND', 'AMOUNT_TOO_LARGE', 'BALANCE_LIMIT_EXCEEDED', 'ADMISSIONS_PAUSED', 'UNAVAILABLE'],
+  'POST /api/v1/account/ssh-keys': ['SSH_KEY_EXISTS'],
   'POST /api/v1/withdrawal-addresses': ['WITHDRAWAL_ADDRESS_EXISTS', 'STEP_UP_TOTP_REQUIRED'],
   'POST /api/v1/withdrawals': [
     'WITHDRAWAL_NETWORK_UNSUPPORTED',

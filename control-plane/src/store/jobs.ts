@@ -318,6 +318,20 @@ export async function jobIdsOfMachine(db: Executor, machineId: string, states: r
   return rows.map((r) => r.id);
 }
 
+/** A machine's jobs in `states`, oldest first (the host's machine page: its current rentals). */
+export async function jobsOfMachine(db: Executor, machineId: string, states: readonly JobState[]): Promise<JobRecord[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .selectAll()
+    .where('machine_id', '=', machineId)
+    .where('state', 'in', [...states])
+    .orderBy('created_at')
+    .orderBy('id')
+    .limit(64)
+    .execute();
+  return rows.map(toJobRecord);
+}
+
 export interface NewAmendment {
   id: string;
   jobId: string;

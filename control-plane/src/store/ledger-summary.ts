@@ -14,17 +14,17 @@ export async function balancesByKind(db: Executor): Promise<Map<LedgerAccountKin
 }
 
 export interface ExternalFlows {
-  /** Everything ever posted from an `external` account (deposits, top-ups). */
+  /** Everything ever posted from an `external` account (deposits, top-ups) or from `adjustment` (operator credits). */
   inMicro: bigint;
-  /** Everything ever posted to an `external` account (withdrawals, payouts). */
+  /** Everything ever posted to an `external` account (withdrawals, payouts) or to `adjustment`. */
   outMicro: bigint;
 }
 
 export async function externalFlows(db: Executor): Promise<ExternalFlows> {
   const rows = await sql<{ money_in: bigint | string | number | null; money_out: bigint | string | number | null }>`
     select
-      sum(case when from_key like 'external:%' then amount_micro else 0 end) as money_in,
-      sum(case when to_key like 'external:%' then amount_micro else 0 end) as money_out
+      sum(case when from_key like 'external:%' or from_key like 'adjustment:%' then amount_micro else 0 end) as money_in,
+      sum(case when to_key like 'external:%' or to_key like 'adjustment:%' then amount_micro else 0 end) as money_out
     from ledger_postings`.execute(db);
   const row = rows.rows[0];
   return { inMicro: BigInt(row?.money_in ?? 0), outMicro: BigInt(row?.money_out ?? 0) };
@@ -44,8 +44,8 @@ export async function dailyFlows(db: Executor, input: { feesKey: string; from: s
   const rows = await sql<{ day: string; fees: Raw; money_in: Raw; money_out: Raw; postings: Raw }>`
     select substr(at, 1, 10) as day,
       sum(case when to_key = ${input.feesKey} then amount_micro else 0 end) as fees,
-      sum(case when from_key like 'external:%' then amount_micro else 0 end) as money_in,
-      sum(case when to_key like 'external:%' then amount_micro else 0 end) as money_out,
+      sum(case when from_key like 'external:%' or from_key like 'adjustment:%' then amount_micro else 0 end) as money_in,
+      sum(case when to_key like 'external:%' or to_key like 'adjustment:%' then amount_micro else 0 end) as money_out,
       count(*) as postings
     from ledger_postings
     where at >= ${input.from} and at < ${input.to}

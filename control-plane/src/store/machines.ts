@@ -184,7 +184,11 @@ export async function setGoLive(db: Executor, machineId: string, goLive: boolean
 
 /** The host lists the machine as a CPU machine, or stops listing it so. */
 export async function setCpuListed(db: Executor, machineId: string, listed: boolean, now: Date): Promise<void> {
-  await db.updateTable('machines').set({ cpu_listed: fromBool(listed), updated_at: iso(now) }).where('id', '=', machineId).execute();
+  await db
+    .updateTable('machines')
+    .set({ cpu_listed: fromBool(listed), updated_at: iso(now) })
+    .where('id', '=', machineId)
+    .execute();
 }
 
 /** Replaces the machine's network facts unless a later measurement is stored already (false then). */

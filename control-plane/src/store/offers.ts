@@ -220,6 +220,7 @@ export async function currentOfferOf(db: Executor, machineId: string): Promise<O
 export interface OfferFilter {
   gpuModel?: string;
   minVramBytes?: bigint;
+  minGpuCount?: number;
   region?: string;
   /** A ceiling on the machine rate (the renter's total-rate ceiling, converted by pricing). */
   maxMachineRateMicroPerHour?: bigint;
@@ -273,6 +274,8 @@ export async function listOffers(db: Executor, filter: OfferFilter, after: Keyse
     .where('offer_versions.available_until', '>', iso(filter.now));
   if (filter.gpuModel !== undefined) query = query.where('machines.gpu_model', '=', filter.gpuModel);
   if (filter.minVramBytes !== undefined) query = query.where('machines.vram_bytes', '>=', filter.minVramBytes);
+  if (filter.minGpuCount !== undefined && filter.minGpuCount > 0)
+    query = query.where('machines.gpu_count', '>=', BigInt(filter.minGpuCount));
   if (filter.region !== undefined) query = query.where('machines.region', '=', filter.region);
   if (filter.maxMachineRateMicroPerHour !== undefined)
     query = query.where('offer_versions.rate_micro_per_hour', '<=', filter.maxMachineRateMicroPerHour);

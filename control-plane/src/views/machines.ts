@@ -1,8 +1,10 @@
+import type { JobRecord } from '../domain/jobs/job.js';
 import {
   type Machine,
   type MachineCpuListing,
   type MachineGoLive,
   type MachineOffer,
+  type MachineRental,
   type NettestQueued,
   TELEMETRY_BUCKET_S,
   TELEMETRY_RETENTION_S,
@@ -36,6 +38,19 @@ export type MachineViewConfig = Pick<Config, 'heartbeatIntervalMs' | 'platformFe
 };
 
 /** The host's view of its machine: manifest, go-live, liveness (computed now), network facts, current offer. */
+/** A job on the host's machine, as its host sees it (GET /api/v1/hosts/machines/{id} current_rentals). */
+export function machineRentalView(job: JobRecord): MachineRental {
+  return {
+    job_id: job.id,
+    state: job.state,
+    since: (job.meterStartedAt ?? job.createdAt).toISOString(),
+    metered: job.meterStartedAt !== null,
+    gpu_count: job.gpuCount,
+    earning_rate_micro_per_hour: job.rate.machineRateMicroPerHour.toString(),
+    earned_micro: job.chargedHostMicro.toString(),
+  };
+}
+
 export function machineView(
   machine: MachineRecord,
   offer: OfferVersionRecord | undefined,

@@ -252,6 +252,34 @@ export type WithdrawalAddress = Static<typeof WithdrawalAddress>;
 export const WithdrawalAddressRemoved = Type.Object({ removed: Type.Literal(true) }, { additionalProperties: false });
 export type WithdrawalAddressRemoved = Static<typeof WithdrawalAddressRemoved>;
 
+/** A saved SSH public key of the account (the console's rent form offers them; a job still takes its keys in its body). */
+export const SSH_KEYS_MAX = 50;
+export const SshKeyCreateRequest = Type.Object(
+  {
+    /** One OpenSSH public key line: `ssh-ed25519 AAAA... comment`. */
+    public_key: Type.String({ minLength: 1, maxLength: 16_384 }),
+    label: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+  },
+  { additionalProperties: false },
+);
+export type SshKeyCreateRequest = Static<typeof SshKeyCreateRequest>;
+
+export const SshKey = Type.Object(
+  {
+    id: Uuid,
+    label: Nullable(Type.String()),
+    public_key: Type.String(),
+    /** OpenSSH's `SHA256:...` fingerprint of the key. */
+    fingerprint: Type.String(),
+    created_at: Rfc3339Utc,
+  },
+  { additionalProperties: false },
+);
+export type SshKey = Static<typeof SshKey>;
+
+export const SshKeyRemoved = Type.Object({ removed: Type.Literal(true) }, { additionalProperties: false });
+export type SshKeyRemoved = Static<typeof SshKeyRemoved>;
+
 export const AuditLogEntry = Type.Object(
   {
     id: Type.String(),

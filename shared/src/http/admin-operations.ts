@@ -122,9 +122,9 @@ export const LedgerSummaryDay = Type.Object(
     day: Day,
     /** Metered fee shares posted to the platform's fees account. */
     fees_earned_micro: MicroTotal,
-    /** Money that came in from `external` (deposits, x402 top-ups). */
+    /** Money that came in from `external` (deposits, x402 top-ups) and from `adjustment` (operator credits, platform-paid job credits). */
     money_in_micro: MicroTotal,
-    /** Money that went out to `external` (withdrawals, payouts). */
+    /** Money that went out to `external` (withdrawals, payouts) or back to `adjustment`. */
     money_out_micro: MicroTotal,
     postings: Type.Integer({ minimum: 0 }),
   },

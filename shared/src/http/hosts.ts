@@ -246,6 +246,8 @@ export const OfferListQuery = Type.Object(
     gpu_model: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
     /** Machines whose every GPU has at least this much VRAM. A filter, not a size: any value is accepted. */
     min_vram_bytes: Type.Optional(DecimalString),
+    /** Machines with at least this many GPUs (0: CPU machines too). */
+    min_gpu_count: Type.Optional(Type.Integer({ minimum: 0, maximum: 1024 })),
     region: Type.Optional(Type.String({ minLength: 1, maxLength: 64 })),
     /**
      * On the total rate (platform fee included), the price a renter pays. A filter, not an amount: any value is
@@ -378,6 +380,24 @@ export const HardwareHold = Type.Object(
 );
 export type HardwareHold = Static<typeof HardwareHold>;
 
+/** A job on the host's machine, as its host sees it: no renter identity. */
+export const MachineRental = Type.Object(
+  {
+    job_id: Uuid,
+    state: Type.String(),
+    /** When the meter started (verified ready), else when the job was reserved. */
+    since: Rfc3339Utc,
+    metered: Type.Boolean(),
+    gpu_count: Type.Integer({ minimum: 0 }),
+    /** What the host earns per hour of it: the machine rate agreed at reservation, without the platform fee. */
+    earning_rate_micro_per_hour: MicroAmount,
+    /** The host's share charged so far. */
+    earned_micro: MicroTotal,
+  },
+  { additionalProperties: false },
+);
+export type MachineRental = Static<typeof MachineRental>;
+
 export const Machine = Type.Object(
   {
     machine_id: Uuid,
@@ -405,6 +425,8 @@ export const Machine = Type.Object(
     hardware: Type.Optional(MachineHardware),
     /** Why the machine is not offered for its hardware (a receipt contradicting its manifest); null while it is not. */
     hardware_hold: Type.Optional(Nullable(HardwareHold)),
+    /** GET /api/v1/hosts/machines/{id} only: the machine's rentals now (reserved, starting, running, stopping). */
+    current_rentals: Type.Optional(Type.Array(MachineRental)),
   },
   { additionalProperties: false },
 );

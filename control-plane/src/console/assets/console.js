@@ -57,6 +57,22 @@
     }
   }
 
+  // "Copy" buttons: the text of the element their data-copy names (the SSH command).
+  document.addEventListener('click', (event) => {
+    const button = event.target instanceof Element ? event.target.closest('[data-copy]') : null;
+    if (!button) return;
+    const source = document.querySelector(button.getAttribute('data-copy'));
+    if (!source || !navigator.clipboard) return;
+    navigator.clipboard.writeText(source.textContent.trim()).then(
+      () => {
+        button.textContent = 'Copied';
+      },
+      () => {
+        button.textContent = 'Select and copy';
+      },
+    );
+  });
+
   document.addEventListener('DOMContentLoaded', () => draw(document));
   // htmx swaps in a fresh telemetry section every minute: draw what it brought.
   document.addEventListener('htmx:afterSettle', (event) => draw(event.target instanceof Element ? event.target.ownerDocument : document));

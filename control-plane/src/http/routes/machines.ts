@@ -14,7 +14,7 @@ import type { AppContext } from '../context.js';
 import type { OfferVersionRecord } from '../../domain/offers/offer.js';
 import { DomainError } from '../../errors.js';
 import type { MachineHardwareRecord, MachineReliabilityRecord } from '../../services/hosting/index.js';
-import { machineCpuListingView, machineGoLiveView, machineView } from '../../views/machines.js';
+import { machineCpuListingView, machineGoLiveView, machineRentalView, machineView } from '../../views/machines.js';
 import { assertOwnerOrAdmin, principalOf } from '../auth.js';
 import { answerInTransaction } from '../idempotency.js';
 import { fetchSize } from '../pagination.js';
@@ -80,14 +80,17 @@ export function registerMachineRoutes(app: TypedApp, ctx: AppContext): void {
       const machine = await machines.find(request.params.id);
       if (!machine) throw new DomainError('NOT_FOUND');
       assertOwnerOrAdmin(principal, machine.ownerAccountId);
-      return machineView(
-        machine,
-        await machines.currentOffer(machine.id),
-        clock.now(),
-        config,
-        await machines.reliability(machine.id),
-        await machines.hardware(machine.id),
-      );
+      return {
+        ...machineView(
+          machine,
+          await machines.currentOffer(machine.id),
+          clock.now(),
+          config,
+          await machines.reliability(machine.id),
+          await machines.hardware(machine.id),
+        ),
+        current_rentals: (await machines.rentals(machine.id)).map(machineRentalView),
+      };
     },
   );
 

@@ -135,7 +135,12 @@ describe.each(DIALECTS)('offer availability on %s', (dialect) => {
     expect(offer).not.toHaveProperty('vram_bytes');
     const cli = await cliSearch(machine.offerId);
     expect(cli.item?.gpu_count).toBeUndefined();
-    expect(cli.row?.split('│').map((cell) => cell.trim()).slice(1, 4)).toEqual([machine.offerId, 'CPU', '-']);
+    expect(
+      cli.row
+        ?.split('│')
+        .map((cell) => cell.trim())
+        .slice(1, 4),
+    ).toEqual([machine.offerId, 'CPU', '-']);
 
     // Rented whole, it is rented out: unavailable, and a second quote is refused with MACHINE_NOT_AVAILABLE.
     const { jobId, quote: quoted } = await reserveJob(t.app, renter, machine);

@@ -64,7 +64,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         summary: 'List offers',
         description:
           'Renter scope. Listed offers of live machines whose availability has not ended, cheapest first. Filters: gpu_model (exact), min_vram_bytes ' +
-          '(every GPU), region, max_rate_micro_per_hour (on the total rate, fee included), available_at (inside availability, outside maintenance), ' +
+          '(every GPU), min_gpu_count, region, max_rate_micro_per_hour (on the total rate, fee included), available_at (inside availability, outside maintenance), ' +
           'min_reliability (0 to 1 with at most 4 decimals: machines scored at least this and no longer new; 422 VALIDATION_FAILED otherwise), ' +
           'min_score (a decimal with at most 3 decimals: machines whose verified hardware score is at least this; 422 VALIDATION_FAILED ' +
           'otherwise). A machine held under the reliability floor, or unlisted by a hardware receipt that contradicts its declared hardware, ' +
@@ -86,6 +86,7 @@ export function registerOfferRoutes(app: TypedApp, ctx: AppContext): void {
         filter: {
           ...(q.gpu_model !== undefined ? { gpuModel: q.gpu_model } : {}),
           ...(q.min_vram_bytes !== undefined ? { minVramBytes: clampInt64(BigInt(q.min_vram_bytes)) } : {}),
+          ...(q.min_gpu_count !== undefined ? { minGpuCount: q.min_gpu_count } : {}),
           ...(q.region !== undefined ? { region: q.region } : {}),
           ...(q.max_rate_micro_per_hour !== undefined
             ? { maxMachineRateMicroPerHour: clampInt64(maxMachineRateForTotal(BigInt(q.max_rate_micro_per_hour), config.platformFeeBps)) }

@@ -37,8 +37,10 @@ import {
   toIssuedApiKey,
   type WithdrawalAddressRecord,
 } from './records.js';
+import { addSshKey, listAccountSshKeys, removeAccountSshKey, type SshKeyRecord } from './ssh-keys.js';
 import { addWithdrawalAddress, listAccountWithdrawalAddresses, removeAccountWithdrawalAddress } from './withdrawal-addresses.js';
 
+export type { SshKeyRecord } from './ssh-keys.js';
 export type { AccountRecord, AgentWalletRecord, ApiKeyRecord, AuditRecord, IssuedApiKey, WithdrawalAddressRecord } from './records.js';
 
 export interface AccountServicesInput {
@@ -111,6 +113,10 @@ export function buildAccountServices(input: AccountServicesInput) {
     listWithdrawalAddresses: (accountId: string, after: KeysetPosition | null, fetch: number) =>
       listAccountWithdrawalAddresses(deps, accountId, after, fetch),
     removeWithdrawalAddress: (accountId: string, id: string) => removeAccountWithdrawalAddress(deps, accountId, id),
+    addSshKey: (key: { accountId: string; publicKey: string; label: string | null }, commit?: CommitHook<SshKeyRecord>) =>
+      addSshKey(deps, key, commit),
+    listSshKeys: (accountId: string, after: KeysetPosition | null, fetch: number) => listAccountSshKeys(deps, accountId, after, fetch),
+    removeSshKey: (accountId: string, id: string) => removeAccountSshKey(deps, accountId, id),
     setHostingBlock: (block: { accountId: string; blocked: boolean; reason: string }) => setHostingBlock(deps, block),
     listAuditLog: (after: KeysetPosition | null, fetch: number) => listAuditLog(deps, after, fetch),
   };

@@ -1,4 +1,6 @@
 import type { OfferVersionRecord } from '../../domain/offers/offer.js';
+import type { JobRecord } from '../../domain/jobs/job.js';
+import { jobsOfMachine } from '../../store/jobs.js';
 import { findMachine, listMachinesOfOwner, type MachineRow } from '../../store/machines.js';
 import { findMachineVerification } from '../../store/hardware-receipts.js';
 import { currentOfferOf } from '../../store/offers.js';
@@ -24,6 +26,8 @@ export interface MachineReads {
   reliability(machineId: string): Promise<MachineReliabilityRecord | undefined>;
   /** The machine's hardware verification standing, if it has one. */
   hardware(machineId: string): Promise<MachineHardwareRecord | undefined>;
+  /** The machine's rentals now: jobs reserved, starting, running or stopping on it. */
+  rentals(machineId: string): Promise<JobRecord[]>;
 }
 
 export function machineReads(deps: HostingDeps): MachineReads {
@@ -40,6 +44,7 @@ export function machineReads(deps: HostingDeps): MachineReads {
     },
     currentOffer: (machineId) => currentOfferOf(db, machineId),
     hardware: (machineId) => findMachineVerification(db, machineId),
+    rentals: (machineId) => jobsOfMachine(db, machineId, ['RESERVED', 'STARTING', 'RUNNING', 'STOPPING']),
     async reliability(machineId) {
       const score = await reliabilityOf(db, machineId);
       return score && toMachineReliabilityRecord(score);

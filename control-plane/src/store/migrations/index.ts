@@ -22,7 +22,8 @@ import * as m0021 from './0021-deposit-refunds.js';
 import * as m0022 from './0022-verified-readiness.js';
 import * as m0023 from './0023-hardware-receipts.js';
 import * as m0024 from './0024-earnings-maturity.js';
-import * as m0080 from './0080-cpu-listing.js';
+import * as m0025 from './0025-ssh-keys.js';
+import * as m0026 from './0026-cpu-listing.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -49,5 +50,6 @@ export const migrations: Record<string, Migration> = {
   '0022-verified-readiness': m0022,
   '0023-hardware-receipts': m0023,
   '0024-earnings-maturity': m0024,
-  '0080-cpu-listing': m0080,
+  '0025-ssh-keys': m0025,
+  '0026-cpu-listing': m0026,
 };

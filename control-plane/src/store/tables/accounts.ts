@@ -88,6 +88,17 @@ export interface WithdrawalAddressesTable {
   removed_at: string | null;
 }
 
+/** Saved SSH public keys of an account (offered by the console's rent form). */
+export interface AccountSshKeysTable {
+  id: string;
+  account_id: string;
+  label: string | null;
+  public_key: string;
+  /** OpenSSH's SHA256 fingerprint; unique per account. */
+  fingerprint: string;
+  created_at: string;
+}
+
 export interface AccountsTables {
   accounts: AccountsTable;
   sessions: SessionsTable;
@@ -96,4 +107,5 @@ export interface AccountsTables {
   account_integrations: AccountIntegrationsTable;
   account_deletion_requests: AccountDeletionRequestsTable;
   withdrawal_addresses: WithdrawalAddressesTable;
+  account_ssh_keys: AccountSshKeysTable;
 }
