@@ -8,9 +8,16 @@ import type { Executor, Tx } from './db.js';
 export async function recordGpusHealthy(trx: Tx, jobId: string, at: Date): Promise<void> {
   const known = await gpusHealthyAtOf(trx, jobId);
   if (known === null) {
-    await trx.insertInto('job_gpu_health').values({ job_id: jobId, healthy_at: iso(at) }).execute();
+    await trx
+      .insertInto('job_gpu_health')
+      .values({ job_id: jobId, healthy_at: iso(at) })
+      .execute();
   } else if (known.getTime() < at.getTime()) {
-    await trx.updateTable('job_gpu_health').set({ healthy_at: iso(at) }).where('job_id', '=', jobId).execute();
+    await trx
+      .updateTable('job_gpu_health')
+      .set({ healthy_at: iso(at) })
+      .where('job_id', '=', jobId)
+      .execute();
   }
 }
 

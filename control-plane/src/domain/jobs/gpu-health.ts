@@ -1,4 +1,4 @@
-import type { TelemetrySample } from '@ark/shared';
+import { normalisePciAddress, type TelemetrySample } from '@ark/shared';
 
 // A GPU lost per telemetry (issue 24 item 3). The agent's GPU collector reports every GPU `nvidia-smi -q -x` lists,
 // keyed by PCI address; nvidia-smi leaves a lost GPU ("GPU is lost", fallen off the bus) out of its document, and a
@@ -16,7 +16,8 @@ export interface GpuVerdict {
   missing: string[];
 }
 
-const normal = (pci: string) => pci.trim().toLowerCase();
+// nvidia-smi's `00000000:3B:00.0` and the agent's `0000:3b:00.0` are the same device.
+const normal = (pci: string) => normalisePciAddress(pci) ?? pci.trim().toLowerCase();
 
 /**
  * Reads one telemetry batch for one job. Samples are taken in time order; those before `since` (the meter's start:

@@ -16,7 +16,13 @@ import { holdJob } from './held-job.js';
  * credits the renter for the charges after that healthy point. A repeated batch finds the job FAILED and does
  * nothing; the job_credits row makes the credit once in any case. Answers the jobs it failed.
  */
-export async function checkGpusFromTelemetry(deps: JobDeps, trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<string[]> {
+export async function checkGpusFromTelemetry(
+  deps: JobDeps,
+  trx: Tx,
+  machineId: string,
+  msg: TelemetryMessage,
+  now: Date,
+): Promise<string[]> {
   const failed: string[] = [];
   for (const jobId of await jobIdsOfMachine(trx, machineId, ['RUNNING'])) {
     const held = await holdJob(deps, trx, jobId);
