@@ -8,6 +8,7 @@ import {
   deliver,
   fund,
   getJob,
+  jobStatus,
   liveMachine,
   meterReceipt,
   queuedCommands,
@@ -154,5 +155,25 @@ describe.each(DIALECTS)('a GPU lost per telemetry on %s', (dialect) => {
     expect(await pending(machine.host.accountId)).toBe(pendingBefore - charged.hostMicro);
     const credited = (await eventsOf(renter.apiKey, jobId)).filter((e) => e.kind === 'job_credited');
     expect(credited.map((e) => e.data)).toEqual([expect.objectContaining({ reason: 'gpu_lost', healthy_at: null, runtime_ms: '20000' })]);
+  });
+
+  it('a failed start-time self-test ends the job before RUNNING: launch_failed, nothing charged, so no credit', async () => {
+    const renter = await seedAccount(t.ctx);
+    await fund(t.ctx, renter.accountId, 10_000_000n);
+    const machine = await liveMachine(t.ctx, t.app);
+    const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000', gpu_count: 1 });
+    await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'accepted', t.clock.now()));
+    // What the agent sends when its job-start GPU identity check fails (host-agent jobs/job-launch.ts): no container.
+    const detail = 'GPU identity check failed: assigned GPU 0000:01:00.0 not found by nvidia-smi (it lists none)';
+    await deliver(t.ctx, machine.machineId, jobStatus(jobId, 1, 'failed', t.clock.now(), { detail }));
+    expect(await getJob(t.app, renter, jobId)).toMatchObject({
+      state: 'FAILED',
+      close_reason: 'launch_failed',
+      meter_started_at: null,
+      cumulative_charge_micro: '0',
+    });
+    expect(await available(renter.accountId)).toBe(10_000_000n);
+    expect(await t.store.db.selectFrom('job_credits').select('job_id').where('job_id', '=', jobId).execute()).toEqual([]);
+    expect((await eventsOf(renter.apiKey, jobId)).filter((e) => e.kind === 'job_credited')).toEqual([]);
   });
 });
