@@ -3,7 +3,7 @@ import { iso } from '../../clock.js';
 import { gpuVerdictOf } from '../../domain/jobs/gpu-health.js';
 import type { Tx } from '../../store/db.js';
 import { gpusHealthyAtOf, recordGpusHealthy } from '../../store/job-gpu-health.js';
-import { jobIdsOfMachine } from '../../store/jobs.js';
+import { runningGpuJobIdsOfMachine } from '../../store/jobs.js';
 import type { JobDeps } from './deps.js';
 import { holdJob } from './held-job.js';
 
@@ -24,7 +24,7 @@ export async function checkGpusFromTelemetry(
   now: Date,
 ): Promise<string[]> {
   const failed: string[] = [];
-  for (const jobId of await jobIdsOfMachine(trx, machineId, ['RUNNING'])) {
+  for (const jobId of await runningGpuJobIdsOfMachine(trx, machineId)) {
     const held = await holdJob(deps, trx, jobId);
     const job = held?.job;
     if (!held || !job || job.state !== 'RUNNING' || job.machineId !== machineId || job.gpuPciAddresses.length === 0) continue;
