@@ -19,7 +19,11 @@ export function channelHandlerTable(services: Pick<Services, 'jobs' | 'hosting'>
         await hosting.recordHeartbeat(machineId, msg, now);
         await jobs.reconcileFromHeartbeat(machineId, msg, now);
       },
-      telemetry: (trx, machineId, msg, now) => hosting.ingestTelemetry(trx, machineId, msg, now),
+      // The readings, then the running jobs' GPUs: one gone from the batch fails its job `gpu_lost` (credited).
+      telemetry: async (trx, machineId, msg, now) => {
+        await hosting.ingestTelemetry(trx, machineId, msg, now);
+        await jobs.checkGpusFromTelemetry(trx, machineId, msg, now);
+      },
       nettest_receipt: (trx, machineId, msg, now) => hosting.applyNettestReceipt(trx, machineId, msg, now),
       job_status: (trx, machineId, msg, now) => jobs.applyJobStatus(trx, machineId, msg, now),
       job_event: (trx, machineId, msg, now) => jobs.applyJobEvent(trx, machineId, msg, now),

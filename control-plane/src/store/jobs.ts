@@ -307,6 +307,17 @@ export async function jobIdsOnSilentMachines(
   return rows.map((r) => r.id);
 }
 
+/** A machine's RUNNING jobs that hold GPUs (the telemetry check: jobs without GPUs are never locked for it). */
+export async function runningGpuJobIdsOfMachine(db: Executor, machineId: string): Promise<string[]> {
+  const rows = await db
+    .selectFrom('jobs')
+    .select(['id', 'gpu_pci_addresses'])
+    .where('machine_id', '=', machineId)
+    .where('state', '=', 'RUNNING')
+    .execute();
+  return rows.filter((r) => (fromJson<string[]>(r.gpu_pci_addresses) ?? []).length > 0).map((r) => r.id);
+}
+
 /** Ids of a machine's jobs in `states` (the heartbeat's reconciliation check). */
 export async function jobIdsOfMachine(db: Executor, machineId: string, states: readonly JobState[]): Promise<string[]> {
   const rows = await db

@@ -1,5 +1,12 @@
 import { generateKeyPairSync, randomUUID } from 'node:crypto';
-import type { HeartbeatMessage, JobStatusMessage, MachineManifest, MeterReceiptMessage, ReliableAgentMessage } from '@ark/shared';
+import type {
+  HeartbeatMessage,
+  JobStatusMessage,
+  MachineManifest,
+  MeterReceiptMessage,
+  ReliableAgentMessage,
+  TelemetryMessage,
+} from '@ark/shared';
 import type { AppContext } from '../http/context.js';
 import type { ManualClock } from '../clock.js';
 import { ledgerAccounts } from '../domain/ledger/accounts.js';
@@ -150,6 +157,15 @@ export function meterReceipt(
   };
 }
 
+/** A telemetry batch: one sample per instant, listing the GPUs (PCI addresses) the agent's collector saw then. */
+export function telemetry(samples: readonly { at: Date; gpus: readonly string[] }[]): TelemetryMessage {
+  return {
+    ...base(),
+    t: 'telemetry',
+    samples: samples.map((s) => ({ at: s.at.toISOString(), devices: s.gpus.map((pci) => ({ pci_address: pci, utilization_pct: 90 })) })),
+  };
+}
+
 /** Delivers a reliable agent message the way the gateway does: every registered handler, in one transaction. */
 export async function deliver(ctx: AppContext, machineId: string, msg: ReliableAgentMessage): Promise<void> {
   await ctx.store.db.transaction().execute((trx) => ctx.channel.apply(trx, machineId, msg, ctx.clock.now()));
@@ -203,4 +219,28 @@ export async function importTestTemplates(ctx: AppContext, items: Json[]): Promi
   if (!validated.ok) throw new Error(validated.errors.join('; '));
   const summary = await ctx.store.db.transaction().execute((trx) => importTemplates(trx, validated.templates, ctx.clock.now()));
   return Object.fromEntries(summary.templates.map((t) => [t.name, t.templateId]));
+}
+
+/** An enabled webhook endpoint of the account for `types`: its outbox rows are under test, not their delivery. */
+export async function subscribeWebhooks(ctx: AppContext, accountId: string, types: readonly string[]): Promise<void> {
+  const now = ctx.clock.now().toISOString();
+  await ctx.store.db
+    .insertInto('webhook_endpoints')
+    .values({
+      id: randomUUID(),
+      account_id: accountId,
+      url: 'https://hooks.example.test/ark',
+      description: null,
+      event_types: JSON.stringify(types),
+      secret_sealed: 'unused',
+      previous_secret_sealed: null,
+      previous_secret_expires_at: null,
+      state: 'enabled',
+      disabled_reason: null,
+      failing_since: null,
+      created_at: now,
+      updated_at: now,
+      removed_at: null,
+    })
+    .execute();
 }

@@ -1,5 +1,9 @@
 import { createRequire } from 'node:module';
+import { normalisePciAddress } from '@ark/shared/channel/manifest';
 import type { GpuDescription, GpuInventory, GpuSample } from './types.js';
+
+// The PCI address form is shared with the control plane, which compares the job's GPUs against telemetry.
+export { normalisePciAddress };
 
 // Pure mapping from `nvidia-smi -q -x` output to samples and inventory. No I/O here, so the same
 // code is exercised on recorded fixtures in tests and on live output in the collector.
@@ -83,18 +87,6 @@ export function describeSample(sample: GpuSample): GpuDescription {
   if (sample.vram_bytes !== undefined) description.vram_bytes = sample.vram_bytes;
   if (sample.uuid !== undefined) description.uuid = sample.uuid;
   return description;
-}
-
-/**
- * `00000000:3B:00.0` (nvidia-smi) to `0000:3b:00.0` (sysfs, Docker device requests). The domain keeps
- * four hex digits unless it needs more, as Linux prints it. Undefined if the text is no PCI address.
- */
-export function normalisePciAddress(text: string): string | undefined {
-  const match = /^(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$/i.exec(text.trim());
-  if (match === null) return undefined;
-  const [, domain = '0', bus = '', device = '', fn = ''] = match;
-  const domainHex = Number.parseInt(domain, 16).toString(16).padStart(4, '0');
-  return `${domainHex}:${bus.toLowerCase().padStart(2, '0')}:${device.toLowerCase().padStart(2, '0')}.${fn}`;
 }
 
 /**

@@ -81,6 +81,8 @@ export class JobLaunch {
       }
       if (signal.aborted) return;
       // Before anything runs: the GPUs this job was assigned are the ones nvidia-smi lists now (a signed receipt).
+      // A failed check is a launch failure: the job fails before RUNNING (launch_failed), its meter never started, so
+      // nothing was charged and no automatic credit is owed (control-plane domain/earnings/credits.ts).
       if (record.container_id === undefined && settings.startCheck !== undefined) {
         const problem = await settings.startCheck(record.job_id, launch.gpu_pci_addresses);
         if (problem !== undefined) throw new LaunchFailure(problem);

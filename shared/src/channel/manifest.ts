@@ -80,3 +80,15 @@ export const EnrollResponse = Type.Object(
   { additionalProperties: false },
 );
 export type EnrollResponse = Static<typeof EnrollResponse>;
+
+/**
+ * `00000000:3B:00.0` (nvidia-smi) to `0000:3b:00.0` (sysfs, Docker device requests). The domain keeps
+ * four hex digits unless it needs more, as Linux prints it. Undefined if the text is no PCI address.
+ */
+export function normalisePciAddress(text: string): string | undefined {
+  const match = /^(?:([0-9a-f]{1,8}):)?([0-9a-f]{1,2}):([0-9a-f]{1,2})\.([0-7])$/i.exec(text.trim());
+  if (match === null) return undefined;
+  const [, domain = '0', bus = '', device = '', fn = ''] = match;
+  const domainHex = Number.parseInt(domain, 16).toString(16).padStart(4, '0');
+  return `${domainHex}:${bus.toLowerCase().padStart(2, '0')}:${device.toLowerCase().padStart(2, '0')}.${fn}`;
+}

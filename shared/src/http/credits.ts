@@ -8,7 +8,7 @@ import { MicroTotal, Nullable, Rfc3339Utc, Uuid } from '../formats.js';
 export const JobCreditLine = Type.Object(
   {
     job_id: Uuid,
-    /** The job's close reason: agent_lost, machine_lost or job_failed. */
+    /** The job's close reason: agent_lost, machine_lost, job_failed or gpu_lost. */
     reason: Type.String(),
     /** What the renter got back in all. */
     credit_micro: MicroTotal,

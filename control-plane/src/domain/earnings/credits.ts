@@ -7,10 +7,12 @@ import { chargesFor, type RateSnapshot } from '../metering/charges.js';
 /**
  * Close reasons that are the host's side: the machine went silent past RECONCILING (`agent_lost`), the machine
  * vanished while the job waited to start (`machine_lost`), the agent reported the running job's container lost
- * (`job_failed`). A new host-side failure (a failed start-time self-test, a GPU lost per telemetry) is credited by
- * adding its reason here. A job the renter stopped, or whose own process exited, is not the host's doing.
+ * (`job_failed`), a GPU assigned to the running job is gone from the machine's telemetry (`gpu_lost`, credited from
+ * the last sample that listed all its GPUs: services/jobs/gpu-health.ts). A failed start-time self-test needs no
+ * reason here: it fails the job before RUNNING (`launch_failed`), when nothing was charged, so there is nothing to
+ * give back. A job the renter stopped, or whose own process exited, is not the host's doing.
  */
-export const HOST_FAULT_REASONS: readonly CloseReason[] = ['agent_lost', 'machine_lost', 'job_failed'];
+export const HOST_FAULT_REASONS: readonly CloseReason[] = ['agent_lost', 'machine_lost', 'job_failed', 'gpu_lost'];
 
 export function isHostFault(reason: CloseReason): boolean {
   return HOST_FAULT_REASONS.includes(reason);

@@ -21,6 +21,7 @@ export const STOP_MESSAGES: Readonly<Record<CloseReason, string>> = {
   agent_lost: 'The machine stayed silent past the reconcile timeout; the job failed.',
   machine_lost: 'The machine stayed silent; the job was closed without its confirmation.',
   readiness_unverified: "Failed: the job's endpoint could not be verified before the start timeout; nothing was charged.",
+  gpu_lost: "Failed: a GPU assigned to the job is gone from the machine's telemetry; the container is being removed.",
 };
 
 /** The close reason of the funding bound that ran out. */

@@ -64,6 +64,7 @@ export const CLOSE_REASONS = [
   'agent_lost',
   'machine_lost',
   'readiness_unverified',
+  'gpu_lost',
 ] as const;
 export type CloseReason = (typeof CLOSE_REASONS)[number];
 

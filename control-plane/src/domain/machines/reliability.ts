@@ -10,10 +10,10 @@ export const RELIABILITY_PENALTY_E4 = 200;
 
 /**
  * Close reasons that count against the machine: it failed to start the job (launch failed, never ready in time), or
- * lost it while running (the container vanished, or the machine stayed silent past the reconcile timeout).
+ * lost it while running (the container vanished, the machine stayed silent past the reconcile timeout, or a GPU of the job left telemetry).
  * A renter's own stop, an exhausted budget or an exited container do not.
  */
-export const PENALIZED_CLOSE_REASONS = ['launch_failed', 'start_timeout', 'job_failed', 'agent_lost'] as const;
+export const PENALIZED_CLOSE_REASONS = ['launch_failed', 'start_timeout', 'job_failed', 'agent_lost', 'gpu_lost'] as const;
 
 export interface Span {
   fromMs: number;

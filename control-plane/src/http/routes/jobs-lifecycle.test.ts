@@ -19,6 +19,7 @@ import {
   readyAccess,
   reserveJob,
   runJob,
+  subscribeWebhooks,
 } from '../../testing/renting.js';
 import { DIALECTS } from '../../testing/stores.js';
 
@@ -400,28 +401,7 @@ describe.each(DIALECTS)('job lifecycle and metering on %s', (dialect) => {
     const { renter, machine } = await fresh();
     const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000' });
     // Both parties listen for job.credited (an endpoint row: its deliveries are not under test here, its outbox is).
-    for (const account of [renter, machine.host]) {
-      const now = t.clock.now().toISOString();
-      await t.store.db
-        .insertInto('webhook_endpoints')
-        .values({
-          id: randomUUID(),
-          account_id: account.accountId,
-          url: 'https://hooks.example.test/ark',
-          description: null,
-          event_types: JSON.stringify(['job.credited']),
-          secret_sealed: 'unused',
-          previous_secret_sealed: null,
-          previous_secret_expires_at: null,
-          state: 'enabled',
-          disabled_reason: null,
-          failing_since: null,
-          created_at: now,
-          updated_at: now,
-          removed_at: null,
-        })
-        .execute();
-    }
+    for (const account of [renter, machine.host]) await subscribeWebhooks(t.ctx, account.accountId, ['job.credited']);
     const start = await runJob(t, machine.machineId, jobId);
     // The last heartbeat that saw the job's container running, 20 s into the 30 s the receipt covers.
     await t.clock.advance(20_000);

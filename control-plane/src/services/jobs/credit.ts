@@ -12,6 +12,15 @@ import type { JobDeps } from './deps.js';
 import type { HeldJob } from './held-job.js';
 
 /**
+ * The healthy point a failure knows itself: a GPU lost per telemetry counts from the last telemetry sample that listed
+ * all the job's GPUs (null: none did while it ran, so everything charged comes back). Absent: the machine's last
+ * heartbeat.
+ */
+export interface CreditPoint {
+  healthyAt?: Date | null;
+}
+
+/**
  * The automatic credit of a job that failed through the host's side (issue 24 item 3), inside the transaction that
  * moves the job to FAILED: a crash before the commit leaves the job unfailed and uncredited (the sweep fails it again
  * and credits it then), after it both are done. Exactly once: FAILED is final, and the job_credits row (primary key:
@@ -23,15 +32,18 @@ import type { HeldJob } from './held-job.js';
  * on it from the platform's fees. A job event, a `job.credited` webhook to both parties (in the outbox, in this
  * transaction) and a line in both parties' histories show it.
  */
-export async function creditFailedJob(deps: JobDeps, held: HeldJob, reason: CloseReason, now: Date): Promise<void> {
+export async function creditFailedJob(
+  deps: JobDeps,
+  held: HeldJob,
+  reason: CloseReason,
+  now: Date,
+  point: CreditPoint = {},
+): Promise<void> {
   const job = held.job;
   // A job never charged (it failed before its meter started) has nothing to give back, and no credit to record.
   if (!isHostFault(reason) || job.cumulativeChargeMicro === 0n) return;
   const trx = held.trx;
-  const stored = await storedHeartbeatAtOf(trx, job.machineId);
-  const lastHeartbeat = stored === undefined ? null : deps.heartbeats.lastHeartbeatAt(job.machineId, stored);
-  // A heartbeat after the failure says nothing of the job's health before it.
-  const healthyAt = lastHeartbeat === null ? null : new Date(Math.min(Date.parse(lastHeartbeat), now.getTime()));
+  const healthyAt = point.healthyAt !== undefined ? clampTo(point.healthyAt, now) : await lastHeartbeatPoint(deps, held, now);
   const credit = creditFor({
     rate: job.rate,
     fundedBudgetMicro: job.fundedBudgetMicro,
@@ -113,3 +125,12 @@ export async function creditFailedJob(deps: JobDeps, held: HeldJob, reason: Clos
   }
   deps.faults.reached('job.credit');
 }
+
+/** The machine's last heartbeat, never after the failure (a heartbeat after it says nothing of the job's health). */
+async function lastHeartbeatPoint(deps: JobDeps, held: HeldJob, now: Date): Promise<Date | null> {
+  const stored = await storedHeartbeatAtOf(held.trx, held.job.machineId);
+  const lastHeartbeat = stored === undefined ? null : deps.heartbeats.lastHeartbeatAt(held.job.machineId, stored);
+  return lastHeartbeat === null ? null : clampTo(new Date(Date.parse(lastHeartbeat)), now);
+}
+
+const clampTo = (at: Date | null, now: Date): Date | null => (at === null ? null : new Date(Math.min(at.getTime(), now.getTime())));

@@ -12,7 +12,7 @@ import { balanceOf, transfer } from '../../store/ledger.js';
 import { lockMachineChannel } from '../../store/outbox.js';
 import { inTransactionWithRetry } from '../../store/transaction.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
-import { creditFailedJob } from './credit.js';
+import { type CreditPoint, creditFailedJob } from './credit.js';
 import type { JobDeps } from './deps.js';
 
 // A job row held inside one transaction, and the writes the job use cases make to it: transitions with their events,
@@ -100,9 +100,10 @@ export class HeldJob {
 
   /**
    * -> FAILED: the unspent hold goes back and the agent is told to clean up. A failure on the host's side also credits
-   * the renter, in this same transaction (services/jobs/credit.ts, issue 24 item 3).
+   * the renter, in this same transaction (services/jobs/credit.ts, issue 24 item 3); `credit` gives its healthy
+   * point where the failure knows a better one than the machine's last heartbeat (a GPU lost per telemetry).
    */
-  async fail(reason: CloseReason, now: Date, data: Record<string, unknown> = {}): Promise<void> {
+  async fail(reason: CloseReason, now: Date, data: Record<string, unknown> = {}, credit: CreditPoint = {}): Promise<void> {
     await this.transition(
       'FAILED',
       now,
@@ -113,7 +114,7 @@ export class HeldJob {
     this.job.closedAt = now;
     await this.#releaseHold(now);
     await this.enqueueClean(now);
-    await creditFailedJob(this.#deps, this, reason, now);
+    await creditFailedJob(this.#deps, this, reason, now, credit);
   }
 
   /**

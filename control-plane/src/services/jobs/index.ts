@@ -6,6 +6,7 @@ import type {
   JobStatusMessage,
   MeterReceiptMessage,
   QuoteRequest,
+  TelemetryMessage,
 } from '@ark/shared';
 import type { StopCaller } from '../../domain/jobs/ending.js';
 import type { StopAnswerState } from '../../domain/jobs/states.js';
@@ -17,6 +18,7 @@ import { applyJobEvent } from './agent-event.js';
 import { applyJobStatus } from './agent-status.js';
 import type { JobDeps, JobSettings } from './deps.js';
 import { type BudgetExtended, extendBudget, stopJob } from './funding.js';
+import { checkGpusFromTelemetry } from './gpu-health.js';
 import { applyMeterReceipt } from './metering.js';
 import { createQuote } from './quote.js';
 import { type ReadinessVerifier, readinessVerifier } from './readiness.js';
@@ -62,6 +64,8 @@ export interface JobServices {
   applyJobEvent(trx: Tx, machineId: string, msg: JobEventMessage, now: Date): Promise<void>;
   /** The 'meter_receipt' channel handler (inside the gateway's apply-once transaction). */
   applyMeterReceipt(trx: Tx, machineId: string, msg: MeterReceiptMessage, now: Date): Promise<void>;
+  /** The telemetry hook: a RUNNING job whose GPU is gone from the batch fails `gpu_lost`, credited. Answers those. */
+  checkGpusFromTelemetry(trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<string[]>;
   /** The heartbeat hook: reconciling jobs the agent lists as running come back. Returns how many did. */
   reconcileFromHeartbeat(machineId: string, msg: HeartbeatMessage, now: Date): Promise<number>;
   /** GET /api/v1/account/spend-cap: the cap, the operator's default and what the account's unstopped jobs commit. */
@@ -86,6 +90,7 @@ export function buildJobServices(deps: JobDeps): JobServices {
     applyJobStatus: (trx, machineId, msg, now) => applyJobStatus(deps, trx, machineId, msg, now),
     applyJobEvent: (trx, machineId, msg, now) => applyJobEvent(deps, trx, machineId, msg, now),
     applyMeterReceipt: (trx, machineId, msg, now) => applyMeterReceipt(deps, trx, machineId, msg, now),
+    checkGpusFromTelemetry: (trx, machineId, msg, now) => checkGpusFromTelemetry(deps, trx, machineId, msg, now),
     reconcileFromHeartbeat: (machineId, msg, now) => reconcileFromHeartbeat(deps, machineId, msg, now),
     readSpendCap: (accountId) => readSpendCap(deps, accountId),
     changeSpendCap: (change, commit) => changeSpendCap(deps, change, commit),

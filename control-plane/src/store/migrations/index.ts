@@ -24,6 +24,7 @@ import * as m0023 from './0023-hardware-receipts.js';
 import * as m0024 from './0024-earnings-maturity.js';
 import * as m0025 from './0025-ssh-keys.js';
 import * as m0026 from './0026-cpu-listing.js';
+import * as m0027 from './0027-job-gpu-health.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -52,4 +53,5 @@ export const migrations: Record<string, Migration> = {
   '0024-earnings-maturity': m0024,
   '0025-ssh-keys': m0025,
   '0026-cpu-listing': m0026,
+  '0027-job-gpu-health': m0027,
 };

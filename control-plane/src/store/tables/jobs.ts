@@ -130,7 +130,14 @@ export interface JobReadinessTable {
   created_at: string;
 }
 
+/** The last telemetry sample in which all of a RUNNING job's GPUs were present (a GPU lost per telemetry). */
+export interface JobGpuHealthTable {
+  job_id: string;
+  healthy_at: string;
+}
+
 export interface JobsTables {
+  job_gpu_health: JobGpuHealthTable;
   job_readiness: JobReadinessTable;
   quotes: QuotesTable;
   jobs: JobsTable;
