@@ -270,7 +270,7 @@ describe.skipIf(!isDockerAvailable())('ark-agent selftest on a real Docker engin
 
       // The console's marketplace, signed in through its own form as the renter.
       const page = await consolePage(cp.base, site.renterEmail, site.renterPassword, '/console/offers');
-      const row = new RegExp(`<tr data-machine-id="${machineId}">[\\s\\S]*?</tr>`).exec(page)?.[0];
+      const row = new RegExp(`<tr data-machine-id="${machineId}"[^>]*>[\\s\\S]*?</tr>`).exec(page)?.[0];
       expect(row, page).toBeDefined();
       expect(row).toContain(`<td data-label="Score" class="score">${check.score}</td>`);
       expect(row).toContain(`<a href="/api/v1/machines/${machineId}/verification">`);
