@@ -96,7 +96,7 @@ export class Cluster {
       DATABASE_URL: this.postgres.url,
       // Agents learn their channel URL from here: through the cuttable hop to the load balancer.
       ARK_PUBLIC_URL: this.agentBase,
-      LOG_LEVEL: 'info',
+      LOG_LEVEL: 'warn',
     };
     for (let index = 0; index < REPLICAS; index++) {
       const port = await freePort();

@@ -22,6 +22,7 @@ import * as m0021 from './0021-deposit-refunds.js';
 import * as m0022 from './0022-verified-readiness.js';
 import * as m0023 from './0023-hardware-receipts.js';
 import * as m0024 from './0024-earnings-maturity.js';
+import * as m0060 from './0060-lease-changes.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -48,4 +49,5 @@ export const migrations: Record<string, Migration> = {
   '0022-verified-readiness': m0022,
   '0023-hardware-receipts': m0023,
   '0024-earnings-maturity': m0024,
+  '0060-lease-changes': m0060,
 };
