@@ -10,13 +10,14 @@ import { chargesFor } from '@ark/control-plane/domain/metering/charges';
 import pg from 'pg';
 import { randomDepositXpub, renterKey, setupDepositChain } from '../e2e/deposit-helpers.js';
 import { controlPlaneCli } from '../e2e/host-side-helpers.js';
-import { USDC } from '../e2e/payout-helpers.js';
+import { fundedPayoutWallet, USDC } from '../e2e/payout-helpers.js';
 import { jobContainers, RENTAL_CP_ENV, RentalSite, startDockerWorld } from '../e2e/rental-helpers.js';
 import { startAnvil } from '../harness/anvil.js';
 import { waitFor } from '../harness/processes.js';
 import { WorkloadClient } from './client.js';
 import { Cluster } from './cluster.js';
 import { type InjectedFault, injectFault, planFaults, prng } from './faults.js';
+import { checkPaidOnce, type Withdrawer, withdraw, withdrawer } from './withdrawals.js';
 
 export interface BankOptions {
   seed?: number;
@@ -53,6 +54,8 @@ interface Renter {
   token: string;
   address: Address;
   depositedMicro: bigint;
+  withdrawnMicro: bigint;
+  withdrawer: Withdrawer;
   jobs: Array<{ jobId: string; quote: any }>;
 }
 
@@ -72,6 +75,7 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
   let site: RentalSite | undefined;
   try {
     const chain = await setupDepositChain(anvil);
+    const wallet = await fundedPayoutWallet(chain, anvil, 1_000n * USDC);
     cluster = await Cluster.start({
       ...RENTAL_CP_ENV,
       ARK_CHAINS: chain.chainsFile,
@@ -80,6 +84,12 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       ARK_CHAIN_POLL_INTERVAL_MS: '100',
       ARK_BALANCE_CAP_MICRO: String(1_000n * USDC),
       REDIS_URL: 'redis://127.0.0.1:6379/7',
+      ARK_PAYOUT_KEY_FILE: wallet.keyFile,
+      ARK_PAYOUT_POLL_INTERVAL_MS: '100',
+      ARK_PAYOUT_REPLACE_AFTER_S: '2',
+      ARK_WITHDRAWAL_REVIEW_ABOVE_MICRO: String(1_000n * USDC),
+      ARK_WITHDRAWAL_NEW_ADDRESS_HOLD_S: '0',
+      ARK_WITHDRAWAL_REVIEW_FIRST: '0',
     });
     const cp = cluster.asControlPlane();
     site = await RentalSite.start('postgres', world, { controlPlane: cp, agentBase: cluster.agentBase });
@@ -94,7 +104,8 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       const token = await renterKey(cp, email);
       const answer = await client.call('GET', '/api/v1/billing/deposit-address', token);
       if (answer.status !== 200) throw new Error(`deposit address: ${answer.status} ${JSON.stringify(answer.body)}`);
-      renters.push({ email, token, address: answer.body.address, depositedMicro: 0n, jobs: [] });
+      const who = await withdrawer(client, email);
+      renters.push({ email, token, address: answer.body.address, depositedMicro: 0n, withdrawnMicro: 0n, withdrawer: who, jobs: [] });
     }
     const deposit = async (renter: Renter) => {
       await chain.sendUsdc(renter.address, DEPOSIT_MICRO);
@@ -168,11 +179,18 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         if (running) await deposit(renters[Math.floor(random() * renters.length)] as Renter);
       }
     };
+    const withdrawLoop = async () => {
+      while (running) {
+        await new Promise((resolve) => setTimeout(resolve, 5_000 + random() * 5_000));
+        const renter = renters[Math.floor(random() * renters.length)] as Renter;
+        if (running) renter.withdrawnMicro += await withdraw(client, renter.withdrawer, USDC);
+      }
+    };
     const guard = (name: string, loop: () => Promise<void>) =>
       loop().catch((error: Error) => {
         workloadErrors.push(`${name}: ${error.message}`);
       });
-    const loops = [guard('jobs', jobLoop), guard('deposits', depositLoop)];
+    const loops = [guard('jobs', jobLoop), guard('deposits', depositLoop), guard('withdrawals', withdrawLoop)];
 
     // Faults on the seeded schedule, each followed by the agent's return to a channel.
     const plan = planFaults(seed, options.rounds ?? 1, { pauseMs: options.pauseMs ?? 12_000, gapMs: options.gapMs ?? [1_000, 3_000] });
@@ -248,6 +266,20 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         `${credited.rows.length} transfers, ${creditedMicro} credited of ${sent} sent`,
       );
 
+      const unpaid = await checkPaidOnce(
+        client,
+        chain,
+        anvil,
+        wallet.address,
+        renters.map((r) => r.withdrawer),
+      );
+      const withdrawals = renters.reduce((n, r) => n + r.withdrawer.withdrawals.length, 0);
+      check(
+        'every withdrawal paid once on chain',
+        unpaid.length === 0,
+        unpaid.join('; ') || `${withdrawals} withdrawals confirmed, one transfer each`,
+      );
+
       // Jobs: charges follow accepted runtime once; runtime at most wall time; the agent agrees on the end.
       let jobCount = 0;
       const jobProblems: string[] = [];
@@ -277,14 +309,16 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
           }
         }
         const balance = await available(renter);
-        if (balance !== renter.depositedMicro - charged) {
-          jobProblems.push(`${renter.email}: balance ${balance}, deposits ${renter.depositedMicro} less charges ${charged}`);
+        if (balance !== renter.depositedMicro - charged - renter.withdrawnMicro) {
+          jobProblems.push(
+            `${renter.email}: balance ${balance}, deposits ${renter.depositedMicro} less charges ${charged} less withdrawals ${renter.withdrawnMicro}`,
+          );
         }
       }
       const leftover = await jobContainers(world);
       if (leftover.length > 0) jobProblems.push(`containers still on the machine: ${leftover.join(', ')}`);
       check(
-        'meter receipts counted once, balances equal deposits less charges, jobs closed where the agent stopped them',
+        'meter receipts counted once, balances equal deposits less charges and withdrawals, jobs closed where the agent stopped them',
         jobProblems.length === 0,
         jobProblems.join('; ') || `${jobCount} jobs`,
       );

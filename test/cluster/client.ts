@@ -19,7 +19,8 @@ export interface Mutation {
 }
 
 async function send(base: string, method: string, path: string, token: string, body: unknown, key?: string): Promise<Answer> {
-  const headers: Record<string, string> = { accept: 'application/json', authorization: `Bearer ${token}` };
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (token !== '') headers.authorization = `Bearer ${token}`;
   if (body !== undefined) headers['content-type'] = 'application/json';
   if (key !== undefined) headers['idempotency-key'] = key;
   const response = await fetch(`${base}${path}`, {
