@@ -5,6 +5,7 @@
 // Run: pnpm bench cluster   (ARK_CLUSTER_SEED=<seed> replays a schedule; more rounds need --timeout-s)
 import { pathToFileURL } from 'node:url';
 import { type BankReport, runBank } from '../cluster/bank.js';
+import buildBundles from '../harness/global-setup.js';
 
 export interface ClusterBenchFigures {
   seed: number;
@@ -22,6 +23,8 @@ export interface ClusterBenchFigures {
 export async function run(options: { rounds?: number; seed?: number } = {}): Promise<ClusterBenchFigures> {
   const seed = options.seed ?? (process.env.ARK_CLUSTER_SEED === undefined ? undefined : Number(process.env.ARK_CLUSTER_SEED));
   const rounds = options.rounds ?? Number(process.env.ARK_CLUSTER_ROUNDS ?? 2);
+  // The replicas and the agent run the bundles: rebuild whichever is stale, as vitest's global setup does.
+  await buildBundles();
   const report: BankReport = await runBank({ seed, rounds, renters: 3, log: (line) => process.stderr.write(`[cluster] ${line}\n`) });
   return {
     seed: report.seed,

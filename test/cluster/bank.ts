@@ -10,7 +10,7 @@ import { chargesFor } from '@ark/control-plane/domain/metering/charges';
 import pg from 'pg';
 import { randomDepositXpub, renterKey, setupDepositChain } from '../e2e/deposit-helpers.js';
 import { controlPlaneCli } from '../e2e/host-side-helpers.js';
-import { fundedPayoutWallet, USDC } from '../e2e/payout-helpers.js';
+import { fundedPayoutWallet, USDC } from '../e2e/payout-chain.js';
 import { jobContainers, RENTAL_CP_ENV, RentalSite, startDockerWorld } from '../e2e/rental-helpers.js';
 import { startAnvil } from '../harness/anvil.js';
 import { waitFor } from '../harness/processes.js';
@@ -60,6 +60,20 @@ interface Renter {
 }
 
 const DEPOSIT_MICRO = 20n * USDC;
+
+/** The index of the replica holding a lease (its owner name carries the holder's PID: store/leases.ts). */
+async function leaseHolder(cluster: Cluster, table: 'chain_watch_state' | 'payout_wallet_state'): Promise<number | null> {
+  const db = new pg.Client({ connectionString: cluster.postgres.url });
+  await db.connect();
+  try {
+    const row = (await db.query(`select lease_owner from ${table} where lease_owner is not null limit 1`)).rows[0];
+    const pid = Number(String(row?.lease_owner ?? '').split('/')[1]);
+    const index = cluster.replicas.findIndex((r) => r.cp?.process.pid === pid);
+    return index < 0 ? null : index;
+  } finally {
+    await db.end();
+  }
+}
 
 export async function runBank(options: BankOptions = {}): Promise<BankReport> {
   const seed = options.seed ?? Number.parseInt(randomBytes(4).toString('hex'), 16);
@@ -204,6 +218,9 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
     const burstRenter = renters[0] as Renter;
     for (const planned of plan) {
       await new Promise((resolve) => setTimeout(resolve, planned.afterMs));
+      // A SIGSTOP goes to a lease holder (the chain watcher's or the payer's, by the seed): the fencing is what it tests.
+      if (planned.kind === 'pause')
+        planned.replica = (await leaseHolder(c, random() < 0.5 ? 'chain_watch_state' : 'payout_wallet_state')) ?? planned.replica;
       const fault = await injectFault(c, planned, () =>
         client.mutate('POST', '/api/v1/quotes', burstRenter.token, {
           offer_id: s.offerId,

@@ -3,7 +3,7 @@
 // Idempotency-Key; afterwards every request must be CONFIRMED and paid exactly once on chain by the payout wallet.
 import type { Address } from 'viem';
 import type { DepositChain } from '../e2e/deposit-helpers.js';
-import { PASSWORD, randomAddress, transfersOnChain } from '../e2e/payout-helpers.js';
+import { PASSWORD, randomAddress, transfersOnChain } from '../e2e/payout-chain.js';
 import type { Anvil } from '../harness/anvil.js';
 import { waitFor } from '../harness/processes.js';
 import type { WorkloadClient } from './client.js';

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
 import type { Executor } from './db.js';
 
 // Single-holder leases on a per-network row (the chain watcher's in chain_watch_state, the payer's in
@@ -8,6 +9,11 @@ import type { Executor } from './db.js';
 // lease (moveCursor, claimNonce) check owner and expiry at the write itself, with the clock read at that moment: a
 // replica paused past its lease (SIGSTOP) that wakes and writes finds another owner, or its own lease expired, and
 // the write matches no row.
+
+/** A lease holder's name: host and PID (which process holds it, for operators and the cluster test) and a nonce. */
+export function leaseOwnerName(): string {
+  return `${hostname()}/${process.pid}/${randomUUID().slice(0, 8)}`;
+}
 
 export type LeaseTable = 'chain_watch_state' | 'payout_wallet_state';
 
