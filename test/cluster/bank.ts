@@ -17,6 +17,7 @@ import { waitFor } from '../harness/processes.js';
 import { WorkloadClient } from './client.js';
 import { Cluster } from './cluster.js';
 import { type InjectedFault, injectFault, planFaults, prng } from './faults.js';
+import { SimAgents } from './sim-agents.js';
 import { checkPaidOnce, type Withdrawer, withdraw, withdrawer } from './withdrawals.js';
 
 export interface BankOptions {
@@ -26,6 +27,8 @@ export interface BankOptions {
   renters?: number;
   pauseMs?: number;
   gapMs?: [number, number];
+  /** Simulated agents on the real signed channel beside the real one. */
+  simAgents?: number;
   /** An agent must be back on a channel within this after each fault. */
   reconnectBoundMs?: number;
   log?: (line: string) => void;
@@ -87,6 +90,7 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
   });
   let cluster: Cluster | undefined;
   let site: RentalSite | undefined;
+  let sims: SimAgents | undefined;
   try {
     const chain = await setupDepositChain(anvil);
     const wallet = await fundedPayoutWallet(chain, anvil, 1_000n * USDC);
@@ -104,12 +108,18 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       ARK_WITHDRAWAL_REVIEW_ABOVE_MICRO: String(1_000n * USDC),
       ARK_WITHDRAWAL_NEW_ADDRESS_HOLD_S: '0',
       ARK_WITHDRAWAL_REVIEW_FIRST: '0',
+      // One host pairs the real agent and the simulated ones.
+      ARK_NEW_HOST_MACHINE_CAP: '100',
     });
     const cp = cluster.asControlPlane();
     site = await RentalSite.start('postgres', world, { controlPlane: cp, agentBase: cluster.agentBase });
     const client = new WorkloadClient(cluster.lbBase);
     const c = cluster;
     const s = site;
+    sims = new SimAgents(cluster.agentBase);
+    await sims.enroll(client, s.hostToken, options.simAgents ?? 4);
+    await sims.start();
+    const simulated = sims;
 
     // Renters funded by deposits, through the load balancer.
     const renters: Renter[] = [];
@@ -219,8 +229,12 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
     for (const planned of plan) {
       await new Promise((resolve) => setTimeout(resolve, planned.afterMs));
       // A SIGSTOP goes to a lease holder (the chain watcher's or the payer's, by the seed): the fencing is what it tests.
-      if (planned.kind === 'pause')
-        planned.replica = (await leaseHolder(c, random() < 0.5 ? 'chain_watch_state' : 'payout_wallet_state')) ?? planned.replica;
+      if (planned.kind === 'pause') {
+        const lease = random() < 0.5 ? 'chain_watch_state' : 'payout_wallet_state';
+        const holder = await leaseHolder(c, lease);
+        if (holder !== null) planned.replica = holder;
+        log(`the SIGSTOP goes to replica ${planned.replica + 1}${holder === null ? '' : `, holder of the ${lease} lease`}`);
+      }
       const fault = await injectFault(c, planned, () =>
         client.mutate('POST', '/api/v1/quotes', burstRenter.token, {
           offer_id: s.offerId,
@@ -347,10 +361,15 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         differences.slice(0, 3).join('\n') || `${client.mutations.length} mutations x 3 replicas`,
       );
       const slowest = Math.max(0, ...reconnects);
+      await waitFor(() => simulated.connected() === simulated.count, {
+        timeoutMs: reconnectBoundMs,
+        description: 'every simulated agent connected',
+      }).catch(() => undefined);
+      const simSlowest = simulated.longestDowntimeMs();
       check(
-        'the agent is back on a channel within its bound after every fault',
-        slowest <= reconnectBoundMs,
-        `slowest ${slowest} ms (bound ${reconnectBoundMs})`,
+        'every agent is back on a channel within its bound after every fault',
+        slowest <= reconnectBoundMs && simSlowest <= reconnectBoundMs && simulated.connected() === simulated.count,
+        `real agent slowest ${slowest} ms; ${simulated.connected()}/${simulated.count} simulated agents connected, ${simulated.reconnects} reconnect tries, longest outage ${simSlowest} ms (bound ${reconnectBoundMs})`,
       );
 
       const leases = await db.query(`select * from lease_changes order by id`).catch(() => ({ rows: [] as any[] }));
@@ -380,6 +399,7 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
     if (cluster) log(cluster.logs());
     throw error;
   } finally {
+    sims?.stop();
     await site?.stop().catch(() => undefined);
     await cluster?.stop();
     await world.stop();
