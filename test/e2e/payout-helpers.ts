@@ -1,46 +1,19 @@
 // Money out end to end: the payout wallet (a fresh key in a 0600 file, funded on anvil), admin sessions with TOTP,
 // and a host that earns through a metered job on the signed agent channel (RawAgent: no container engine needed).
 import { randomBytes, randomUUID } from 'node:crypto';
-import { chmodSync, mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { totpCodeAt } from '@ark/control-plane/domain/accounts/totp';
 import { RawAgent, testMachine } from '@ark/control-plane/gateway/testing/raw-agent';
 import { sampleManifest } from '@ark/control-plane/testing/hosting';
 import { customImage, sshPublicKey } from '@ark/control-plane/testing/renting';
-import { type Address, type Hex, parseAbiItem } from 'viem';
-import { generatePrivateKey, privateKeyToAccount } from 'viem/accounts';
+import type { Address } from 'viem';
 import { expect } from 'vitest';
 import type { Anvil } from '../harness/anvil.js';
 import { waitFor } from '../harness/processes.js';
 import { startSshEndpoint } from '../harness/ssh-endpoint.js';
-import { BASE_USDC, type DepositChain } from './deposit-helpers.js';
 import { api, type ControlPlane, controlPlaneCli } from './host-side-helpers.js';
+import { PASSWORD } from './payout-chain.js';
 
-export const USDC = 1_000_000n;
-export const PASSWORD = 'correct horse battery staple';
-const TRANSFER = parseAbiItem('event Transfer(address indexed from, address indexed to, uint256 value)');
-
-export interface PayoutWalletSetup {
-  keyFile: string;
-  address: Address;
-}
-
-/** A fresh payout key in a 0600 file, the wallet funded with gas and `usdc` micro-USDC. */
-export async function fundedPayoutWallet(chain: DepositChain, anvil: Anvil, usdc: bigint): Promise<PayoutWalletSetup> {
-  const key = generatePrivateKey();
-  const dir = mkdtempSync(join(tmpdir(), 'ark-payout-'));
-  const keyFile = join(dir, 'payout.key');
-  writeFileSync(keyFile, `${key}\n`, { mode: 0o600 });
-  chmodSync(keyFile, 0o600);
-  const address = privateKeyToAccount(key).address;
-  await anvil.rpc('anvil_setBalance', [address, '0x8ac7230489e80000']);
-  await chain.sendUsdc(address, usdc);
-  return { keyFile, address };
-}
-
-/** A fresh EOA to be paid. */
-export const randomAddress = (): Address => privateKeyToAccount(generatePrivateKey()).address;
+export { fundedPayoutWallet, PASSWORD, type PayoutWalletSetup, randomAddress, transfersOnChain, USDC } from './payout-chain.js';
 
 /** fetch with any headers, the body parsed; POSTs carry a fresh Idempotency-Key unless one is given. */
 export async function call(
@@ -126,22 +99,6 @@ export async function waitWithdrawal(
     },
     { timeoutMs, intervalMs: 100, description: `withdrawal ${id} ${state}` },
   );
-}
-
-/** Every USDC Transfer log from `from` to `to` on chain (each one a payment). */
-export async function transfersOnChain(
-  chain: DepositChain,
-  from: Address,
-  to?: Address,
-): Promise<Array<{ to: Address; value: bigint; txHash: Hex }>> {
-  const logs = await chain.public.getLogs({
-    address: BASE_USDC,
-    event: TRANSFER,
-    args: { from, ...(to ? { to } : {}) },
-    fromBlock: 0n,
-    toBlock: 'latest',
-  });
-  return logs.map((log) => ({ to: log.args.to as Address, value: log.args.value as bigint, txHash: log.transactionHash as Hex }));
 }
 
 /**

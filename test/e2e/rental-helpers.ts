@@ -83,7 +83,21 @@ export interface SiteOptions {
   replica?: boolean;
   /** Extra fields of the agent's config file (job limits, check intervals). */
   agentConfig?: Record<string, unknown>;
+  /** A control plane started elsewhere (the cluster test's load balancer, its env for the CLI): not started or stopped here. */
+  controlPlane?: ControlPlane;
+  /** The URL the agent pairs with and keeps its channel to (default: the control plane's). */
+  agentBase?: string;
 }
+
+/** The control-plane settings of a rental site: fast heartbeats and meter, the seeded machine rate, no spend cap. */
+export const RENTAL_CP_ENV: Readonly<NodeJS.ProcessEnv> = {
+  ARK_HEARTBEAT_INTERVAL_S: '1',
+  ARK_METER_INTERVAL_S: '1',
+  ARK_RETRIEVAL_WINDOW_S: '6',
+  ARK_SEED_RATE_MICRO_PER_HOUR: MACHINE_RATE_MICRO_PER_HOUR.toString(),
+  // Metered this fast, a few jobs pass the default spend-rate cap (50 USDC/h): the cap is spend-cap.test.ts's business.
+  ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: '1000000000000000',
+};
 
 export interface RenterKey {
   privateKey: string;
@@ -106,6 +120,8 @@ export class RentalSite {
   readonly ssh: RenterKey;
   database: TestDatabase | undefined;
   cpEnv: NodeJS.ProcessEnv = {};
+  /** The control plane was handed in (SiteOptions.controlPlane): stop() leaves it running. */
+  external = false;
 
   private constructor(
     readonly dialect: Dialect,
@@ -127,23 +143,21 @@ export class RentalSite {
   }
 
   async #start(options: SiteOptions): Promise<void> {
-    if (this.dialect === 'postgres') this.database = await createTestDatabase();
-    this.cpEnv = {
-      ARK_HEARTBEAT_INTERVAL_S: '1',
-      ARK_METER_INTERVAL_S: '1',
-      ARK_RETRIEVAL_WINDOW_S: '6',
-      ARK_SEED_RATE_MICRO_PER_HOUR: MACHINE_RATE_MICRO_PER_HOUR.toString(),
-      // Metered this fast, a few jobs pass the default spend-rate cap (50 USDC/h): the cap is spend-cap.test.ts's business.
-      ARK_SPEND_RATE_CAP_MICRO_PER_HOUR: '1000000000000000',
-      ...options.cpEnv,
-    };
-    const port = options.replica ? await freePort() : undefined;
-    if (port !== undefined) this.cpEnv.ARK_REPLICA_URL = `http://127.0.0.1:${port}`;
-    this.cp = await startControlPlane({
-      databaseUrl: this.database?.url ?? null,
-      env: this.cpEnv,
-      ...(port === undefined ? {} : { port }),
-    });
+    if (options.controlPlane !== undefined) {
+      this.external = true;
+      this.cp = options.controlPlane;
+      this.cpEnv = options.controlPlane.env;
+    } else {
+      if (this.dialect === 'postgres') this.database = await createTestDatabase();
+      this.cpEnv = { ...RENTAL_CP_ENV, ...options.cpEnv };
+      const port = options.replica ? await freePort() : undefined;
+      if (port !== undefined) this.cpEnv.ARK_REPLICA_URL = `http://127.0.0.1:${port}`;
+      this.cp = await startControlPlane({
+        databaseUrl: this.database?.url ?? null,
+        env: this.cpEnv,
+        ...(port === undefined ? {} : { port }),
+      });
+    }
     this.creditMicro = options.creditMicro ?? 1_000_000_000n;
     // Each CLI run is a process start: the host and the renter are made side by side.
     const renter = async () => {
@@ -176,7 +190,8 @@ export class RentalSite {
       },
       { ARK_AGENT_LOG_LEVEL: 'info' },
     );
-    this.machineId = (await pairAgent(this.cp, this.hostToken, this.agentSetup)).machineId;
+    const pairWith = options.agentBase === undefined ? this.cp : { ...this.cp, base: options.agentBase };
+    this.machineId = (await pairAgent(pairWith, this.hostToken, this.agentSetup)).machineId;
     await this.startAgent();
     const offers = await this.renter('GET', '/api/v1/offers?limit=100');
     const offer = (offers.body.items as Array<{ offer_id: string; machine_id: string }>).find((item) => item.machine_id === this.machineId);
@@ -378,10 +393,10 @@ export class RentalSite {
 
   async stop(): Promise<void> {
     await this.agent?.stop('SIGTERM', { timeoutMs: 15_000 }).catch(() => undefined);
-    await this.cp?.process.stop('SIGTERM').catch(() => undefined);
+    if (!this.external) await this.cp?.process.stop('SIGTERM').catch(() => undefined);
     await this.database?.drop().catch(() => undefined);
     if (this.agentSetup !== undefined) await rm(dirname(this.agentSetup.stateDir), { recursive: true, force: true });
-    if (this.cp !== undefined) await rm(this.cp.dataDir, { recursive: true, force: true });
+    if (this.cp !== undefined && !this.external) await rm(this.cp.dataDir, { recursive: true, force: true });
   }
 }
 

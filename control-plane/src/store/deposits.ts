@@ -1,8 +1,10 @@
+import type { Selectable } from 'kysely';
 import { randomUUID } from 'node:crypto';
 import { ledgerAccountKey } from '../domain/ledger/accounts.js';
 import { assertDepositMove, type DepositState } from '../domain/payments/deposits.js';
 import { type Executor, isPostgres, type Tx } from './db.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
+import { takeLease } from './leases.js';
 import type { ChainDepositsTable, ChainWatchStateTable } from './tables/deposits.js';
 
 // Deposit addresses, chain deposits and the per-network watch state (cursor, heads, lease). Both dialects.
@@ -10,7 +12,7 @@ import type { ChainDepositsTable, ChainWatchStateTable } from './tables/deposits
 // DEPOSIT_MOVES (domain/payments/deposits.ts) and written by compare-and-set on the state it leaves (moveDeposit).
 
 export type DepositRow = ChainDepositsTable;
-export type WatchStateRow = ChainWatchStateTable;
+export type WatchStateRow = Selectable<ChainWatchStateTable>;
 
 /** The lease of a network moved to another replica (or expired) while this one worked: its writes are refused. */
 export class LeaseLostError extends Error {
@@ -109,16 +111,9 @@ export async function initWatchState(
     .execute();
 }
 
-/** Takes or renews the network's lease: free, expired, or already ours. True when this replica holds it now. */
-export async function acquireLease(db: Executor, chainId: number, owner: string, now: Date, leaseMs: number): Promise<boolean> {
-  const nowIso = now.toISOString();
-  const result = await db
-    .updateTable('chain_watch_state')
-    .set({ lease_owner: owner, lease_until: new Date(now.getTime() + leaseMs).toISOString() })
-    .where('chain_id', '=', BigInt(chainId))
-    .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('lease_owner', '=', owner), eb('lease_until', '<', nowIso)]))
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
+/** Takes or renews the network's lease (store/leases.ts). True when this replica holds it now. */
+export function acquireLease(db: Executor, chainId: number, owner: string, now: Date, leaseMs: number): Promise<boolean> {
+  return takeLease(db, 'chain_watch_state', chainId, owner, now, leaseMs);
 }
 
 /** Gives the lease up (a replica shutting down), so another takes over at once instead of after expiry. */

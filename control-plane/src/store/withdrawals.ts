@@ -3,6 +3,7 @@ import { ledgerAccountKey } from '../domain/ledger/accounts.js';
 import type { PaidKind, WithdrawalKind, WithdrawalState } from '../domain/withdrawals/states.js';
 import { assertWithdrawalMove, assertWithdrawalStart, OPEN_STATES, WITHDRAWAL_KINDS } from '../domain/withdrawals/states.js';
 import { type Executor, isPostgres, type Tx } from './db.js';
+import { takeLease } from './leases.js';
 import { type KeysetPosition, keysetPage } from './keyset.js';
 import type { WithdrawalsTable, WithdrawalTransactionsTable } from './tables/withdrawals.js';
 
@@ -245,16 +246,9 @@ export async function initPayoutWalletState(db: Executor, input: { chainId: numb
     .execute();
 }
 
-/** Takes or renews the network's payer lease: exactly one replica pays at a time. */
-export async function acquirePayerLease(db: Executor, chainId: number, owner: string, now: Date, leaseMs: number): Promise<boolean> {
-  const nowIso = now.toISOString();
-  const result = await db
-    .updateTable('payout_wallet_state')
-    .set({ lease_owner: owner, lease_until: new Date(now.getTime() + leaseMs).toISOString() })
-    .where('chain_id', '=', BigInt(chainId))
-    .where((eb) => eb.or([eb('lease_owner', 'is', null), eb('lease_owner', '=', owner), eb('lease_until', '<', nowIso)]))
-    .executeTakeFirst();
-  return result.numUpdatedRows === 1n;
+/** Takes or renews the network's payer lease (store/leases.ts): exactly one replica pays at a time. */
+export function acquirePayerLease(db: Executor, chainId: number, owner: string, now: Date, leaseMs: number): Promise<boolean> {
+  return takeLease(db, 'payout_wallet_state', chainId, owner, now, leaseMs);
 }
 
 export async function releasePayerLease(db: Executor, chainId: number, owner: string): Promise<void> {

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { BlockRef, ChainReader, Hex, NativeTransfer, TokenTransfer } from '../../chain/reader.js';
 import { nativeToMicro, priceRefusal, stablecoinToMicro } from '../../domain/payments/amounts.js';
 import type { ChainNetwork } from '../../domain/payments/chains.js';
@@ -22,6 +21,7 @@ import {
 import { inTransactionWithRetry } from '../../store/transaction.js';
 import { releaseHeldDeposits, settleFinalDeposit } from './deposit-credit.js';
 import type { DepositDeps } from './deposit-deps.js';
+import { leaseOwnerName } from '../../store/leases.js';
 
 /** Addresses per Transfer-log query: the `to` topic is an OR list, and nodes bound its length. */
 const ADDRESSES_PER_LOG_QUERY = 200;
@@ -81,7 +81,7 @@ export class ChainWatcher {
     this.#deps = deps;
     this.network = options.network;
     this.#reader = options.reader;
-    this.owner = options.owner ?? randomUUID();
+    this.owner = options.owner ?? leaseOwnerName();
     this.#events = options.events ?? {};
     // Long enough to cover a slow step; short enough that a dead replica's network is taken over soon.
     this.#leaseMs = Math.min(60_000, Math.max(5_000, 10 * deps.payments.chainPollIntervalMs));

@@ -1,4 +1,3 @@
-import { randomUUID } from 'node:crypto';
 import type { Fees, PayoutWallet } from '../../chain/payout-wallet.js';
 import type { Hex } from '../../chain/reader.js';
 import { iso } from '../../clock.js';
@@ -26,6 +25,7 @@ import {
 import { payoutRail, type WithdrawalDeps } from './deps.js';
 import { emitWithdrawalStateChanged } from './state-events.js';
 import { releaseLock, settleLock } from './unlock.js';
+import { leaseOwnerName } from '../../store/leases.js';
 
 /** Requests taken per state per step. */
 const BATCH = 25;
@@ -68,7 +68,7 @@ export class Payer {
   constructor(deps: WithdrawalDeps, wallet: PayoutWallet, options: { owner?: string; events?: PayerEvents } = {}) {
     this.#deps = deps;
     this.#wallet = wallet;
-    this.owner = options.owner ?? randomUUID();
+    this.owner = options.owner ?? leaseOwnerName();
     this.#events = options.events ?? {};
     this.#leaseMs = Math.min(120_000, Math.max(10_000, 10 * deps.payouts.pollIntervalMs));
   }

@@ -25,6 +25,7 @@ import * as m0024 from './0024-earnings-maturity.js';
 import * as m0025 from './0025-ssh-keys.js';
 import * as m0026 from './0026-cpu-listing.js';
 import * as m0027 from './0027-job-gpu-health.js';
+import * as m0028 from './0028-lease-changes.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -54,4 +55,5 @@ export const migrations: Record<string, Migration> = {
   '0025-ssh-keys': m0025,
   '0026-cpu-listing': m0026,
   '0027-job-gpu-health': m0027,
+  '0028-lease-changes': m0028,
 };

@@ -1,3 +1,4 @@
+import type { Generated } from 'kysely';
 import type { DepositState } from '../../domain/payments/deposits.js';
 
 /** One derived deposit address per account (child 0/derivation_index of the configured xpub); never changes. */
@@ -59,7 +60,21 @@ export interface ChainWatchStateTable {
   finalized_advanced_at: string | null;
   lease_owner: string | null;
   lease_until: string | null;
+  /** Fencing token: one more at every takeover (migration 0028); 0 when the row is made. */
+  lease_token: Generated<bigint>;
   updated_at: string;
+}
+
+/** One takeover of a single-holder lease, with the lease it ended (migration 0028). */
+export interface LeaseChangesTable {
+  id: string;
+  lease: string;
+  owner: string;
+  token: bigint;
+  acquired_at: string;
+  until: string;
+  previous_owner: string | null;
+  previous_until: string | null;
 }
 
 export interface DepositsTables {
@@ -67,4 +82,5 @@ export interface DepositsTables {
   deposit_address_sequence: DepositAddressSequenceTable;
   chain_deposits: ChainDepositsTable;
   chain_watch_state: ChainWatchStateTable;
+  lease_changes: LeaseChangesTable;
 }

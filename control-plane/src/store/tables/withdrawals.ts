@@ -1,3 +1,4 @@
+import type { Generated } from 'kysely';
 import type { PaidKind, WithdrawalState } from '../../domain/withdrawals/states.js';
 
 /** A withdrawal (renter), payout (host) or deposit refund, from the lock of its amount to CONFIRMED or FAILED. */
@@ -52,6 +53,8 @@ export interface PayoutWalletStateTable {
   next_nonce: bigint;
   lease_owner: string | null;
   lease_until: string | null;
+  /** Fencing token: one more at every takeover (migration 0028); 0 when the row is made. */
+  lease_token: Generated<bigint>;
   updated_at: string;
 }
 
