@@ -23,6 +23,7 @@ import { createAccountAuthenticator } from '@ark/control-plane/store/accounts-au
 import type { Dialect } from '@ark/control-plane/store/db';
 import { verifyLedger } from '@ark/control-plane/store/ledger';
 import { seedAccount, testConfig } from '@ark/control-plane/testing/app';
+import { fakeReadinessProbes } from '@ark/control-plane/testing/readiness';
 import { enrollDirect, sampleManifest } from '@ark/control-plane/testing/hosting';
 import { agentHeartbeat, fund, reserveJob, runJob } from '@ark/control-plane/testing/renting';
 import { createTestStore } from '@ark/control-plane/testing/stores';
@@ -91,7 +92,18 @@ async function measureDialect(
   const authenticator = createAccountAuthenticator(store);
   const rateLimiter = new MemoryRateLimiter();
   const mailer = { async send() {} };
-  const services = buildServices({ store, clock, config, mailer, ...serviceAdapters(config, clock), x402Chain: null, walletCode: null });
+  // No agent runs an SSH server here: readiness is verified by the test probes (testing/readiness.ts), as in the
+  // route tests, so runJob's ready status makes the job RUNNING with its meter started.
+  const services = buildServices({
+    store,
+    clock,
+    config,
+    mailer,
+    ...serviceAdapters(config, clock),
+    readinessProbes: fakeReadinessProbes(clock),
+    x402Chain: null,
+    walletCode: null,
+  });
   const replicas = replicaAdapters(store, config.databaseUrl);
   // The app fills ctx.channel from the services: the handler table the gateway's applier runs below.
   const { app, ctx } = await assembleApp({
