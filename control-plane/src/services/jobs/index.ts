@@ -18,6 +18,7 @@ import { applyJobStatus } from './agent-status.js';
 import type { JobDeps, JobSettings } from './deps.js';
 import { type BudgetExtended, extendBudget, stopJob } from './funding.js';
 import { applyMeterReceipt } from './metering.js';
+import { applyMeterReceipts, type ReceiptOfMachine } from './metering-batch.js';
 import { createQuote } from './quote.js';
 import { type ReadinessVerifier, readinessVerifier } from './readiness.js';
 import { type JobReads, jobReads } from './reads.js';
@@ -62,6 +63,8 @@ export interface JobServices {
   applyJobEvent(trx: Tx, machineId: string, msg: JobEventMessage, now: Date): Promise<void>;
   /** The 'meter_receipt' channel handler (inside the gateway's apply-once transaction). */
   applyMeterReceipt(trx: Tx, machineId: string, msg: MeterReceiptMessage, now: Date): Promise<void>;
+  /** The same for a group of receipts in one transaction (the gateway's group commit, services/jobs/metering-batch.ts). */
+  applyMeterReceipts(trx: Tx, receipts: readonly ReceiptOfMachine[], now: Date): Promise<void>;
   /** The heartbeat hook: reconciling jobs the agent lists as running come back. Returns how many did. */
   reconcileFromHeartbeat(machineId: string, msg: HeartbeatMessage, now: Date): Promise<number>;
   /** GET /api/v1/account/spend-cap: the cap, the operator's default and what the account's unstopped jobs commit. */
@@ -86,6 +89,7 @@ export function buildJobServices(deps: JobDeps): JobServices {
     applyJobStatus: (trx, machineId, msg, now) => applyJobStatus(deps, trx, machineId, msg, now),
     applyJobEvent: (trx, machineId, msg, now) => applyJobEvent(deps, trx, machineId, msg, now),
     applyMeterReceipt: (trx, machineId, msg, now) => applyMeterReceipt(deps, trx, machineId, msg, now),
+    applyMeterReceipts: (trx, receipts, now) => applyMeterReceipts(deps, trx, receipts, now),
     reconcileFromHeartbeat: (machineId, msg, now) => reconcileFromHeartbeat(deps, machineId, msg, now),
     readSpendCap: (accountId) => readSpendCap(deps, accountId),
     changeSpendCap: (change, commit) => changeSpendCap(deps, change, commit),
