@@ -9,7 +9,10 @@
 // SQLite runs with synchronous=FULL (money); Postgres gets a fresh database, dropped afterwards. Every receipt must
 // be accepted: the bench checks the jobs' accepted runtime and the ledger afterwards.
 //
-// Run: pnpm exec tsx test/bench/meter-receipts.bench.ts [--jobs 16] [--phase-s 3]
+// On PostgreSQL a third way follows: the jobs spread over three replicas (test/bench/meter-replicas.ts), each its own
+// process and pool, applying at once, against the single process's figures above.
+//
+// Run: pnpm exec tsx test/bench/meter-receipts.bench.ts [--jobs 64] [--phase-s 3] [--replicas 3]
 import type { MeterReceiptMessage } from '@ark/shared';
 import { assembleApp } from '@ark/control-plane/app';
 import { ManualClock } from '@ark/control-plane/clock';
@@ -30,6 +33,7 @@ import { createTestStore } from '@ark/control-plane/testing/stores';
 import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { type ReplicaReceiptFigures, receiptsOnReplicas } from './meter-replicas.js';
 
 export interface ReceiptRate {
   receipts: number;
@@ -45,6 +49,8 @@ export interface DialectReceiptFigures {
   batched: ReceiptRate;
   /** batched.perSecond / onePerTransaction.perSecond */
   batchGain: number;
+  /** PostgreSQL: the jobs spread over several replicas (separate processes and pools) applying at once. */
+  onReplicas?: ReplicaReceiptFigures;
 }
 
 export interface MeterReceiptFigures {
@@ -55,8 +61,10 @@ export interface MeterReceiptFigures {
 }
 
 export interface MeterReceiptBenchOptions {
-  /** RUNNING jobs, each on its own machine (default 16). */
+  /** RUNNING jobs, each on its own machine (default 64: at 1,700 receipts a second many jobs send at once). */
   jobs?: number;
+  /** Replicas of the PostgreSQL replicas phase (default 3; 1 skips it). */
+  replicas?: number;
   /** Seconds each way of applying receipts runs, per store (default 3). */
   phaseS?: number;
   log?: (line: string) => void;
@@ -78,6 +86,7 @@ async function measureDialect(
   dialect: Dialect,
   jobs: number,
   phaseMs: number,
+  replicaCount: number,
   log: (line: string) => void,
 ): Promise<DialectReceiptFigures> {
   const setupStarted = performance.now();
@@ -141,7 +150,6 @@ async function measureDialect(
 
     // The gateway's applier, built as the gateway builds it.
     const applier = new GroupApplier({ store, handlers: ctx.channel, clock });
-    let messageId = 1;
     const receiptOf = (job: RunningJob): MeterReceiptMessage => {
       const seq = job.next++;
       const periodStart = new Date(job.start.getTime() + (seq - 1) * PERIOD_MS);
@@ -150,7 +158,9 @@ async function measureDialect(
         t: 'meter_receipt',
         sid: 'bench',
         seq: 1,
-        id: messageId++,
+        // One machine per job: the meter seq is a valid message id (rising per machine), and the replicas phase's
+        // children (test/e2e/meter-crash-child.ts) go on from it.
+        id: seq,
         job_id: job.jobId,
         fence: '1',
         meter_seq: seq,
@@ -188,6 +198,25 @@ async function measureDialect(
     const batched = rate(batchedCount, performance.now() - started);
     log(`meter-receipts: ${dialect}: batched: ${batched.perSecond}/s`);
 
+    // PostgreSQL: the same jobs spread over three replicas (child processes, each its own pool), all at once.
+    let onReplicas: ReplicaReceiptFigures | null = null;
+    if (dialect === 'postgres' && replicaCount > 1) {
+      const { figures, last } = await receiptsOnReplicas({
+        databaseUrl: store.location,
+        secretKeyHex: config.secretKey.toString('hex'),
+        now: clock.now(),
+        jobs: running.map((job) => ({ jobId: job.jobId, machineId: job.machineId, start: job.start.toISOString(), firstSeq: job.next })),
+        maxSeq: MAX_RECEIPTS_PER_JOB,
+        replicas: replicaCount,
+        phaseMs,
+      });
+      for (const job of running) job.next = (last.get(job.jobId) ?? job.next - 1) + 1;
+      onReplicas = figures;
+      log(
+        `meter-receipts: ${dialect}: on ${replicaCount} replicas: ${figures.perSecond}/s (${figures.perReplica.map((r) => r.perSecond).join(' + ')})`,
+      );
+    }
+
     // Every receipt was accepted in full, and the ledger still balances.
     const sent = running.reduce((sum, job) => sum + BigInt(job.next - 1), 0n);
     const accepted = await store.db
@@ -207,6 +236,7 @@ async function measureDialect(
       onePerTransaction: single,
       batched,
       batchGain: Math.round((batched.perSecond / Math.max(1, single.perSecond)) * 100) / 100,
+      ...(onReplicas ? { onReplicas } : {}),
     };
   } finally {
     await app.close();
@@ -225,18 +255,19 @@ const rate = (receipts: number, ms: number): ReceiptRate => ({
 });
 
 export async function run(options: MeterReceiptBenchOptions = {}): Promise<MeterReceiptFigures> {
-  const jobs = Math.max(1, Math.min(options.jobs ?? 16, 256));
+  const jobs = Math.max(1, Math.min(options.jobs ?? 64, 256));
+  const replicas = Math.max(1, Math.min(options.replicas ?? 3, 8));
   const phaseMs = Math.max(500, Math.min((options.phaseS ?? 3) * 1000, 60_000));
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const loadAvgBefore = Math.round((loadavg()[0] as number) * 100) / 100;
-  const sqlite = await measureDialect('sqlite', jobs, phaseMs, log);
-  const postgres = await measureDialect('postgres', jobs, phaseMs, log);
+  const sqlite = await measureDialect('sqlite', jobs, phaseMs, 1, log);
+  const postgres = await measureDialect('postgres', jobs, phaseMs, replicas, log);
   return { loadAvgBefore, sqliteSynchronous: 'FULL', sqlite, postgres };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({ options: { jobs: { type: 'string' }, 'phase-s': { type: 'string' } } });
+  const { values } = parseArgs({ options: { jobs: { type: 'string' }, 'phase-s': { type: 'string' }, replicas: { type: 'string' } } });
   const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
-  const figures = await run({ jobs: num(values.jobs), phaseS: num(values['phase-s']) });
+  const figures = await run({ jobs: num(values.jobs), phaseS: num(values['phase-s']), replicas: num(values.replicas) });
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
 }

@@ -1,4 +1,4 @@
-// The child of meter-crash.test.ts: one control-plane replica's apply side (the real handler table and the gateway's
+// The child of meter-crash.test.ts (and of meter-receipts.bench.ts's replicas): one control-plane replica's apply side (the real handler table and the gateway's
 // GroupApplier over the test's PostgreSQL database) receiving every job's meter receipts as its agents send them, one
 // in flight per job. A receipt is acknowledged (a line on stdout, "<job id> <meter seq>") only once its group
 // committed, as the gateway's session acknowledges to the agent. The test kill -9s this process mid-stream.
@@ -16,6 +16,8 @@ export interface CrashJob {
   machineId: string;
   /** ISO time the meter started (the verified readiness). */
   start: string;
+  /** The first meter seq to send (default 1). */
+  firstSeq?: number;
 }
 
 export interface CrashInput {
@@ -25,6 +27,8 @@ export interface CrashInput {
   now: string;
   jobs: CrashJob[];
   receiptsPerJob: number;
+  /** Wait for a line on stdin before sending (several replicas start together), and stop after this long. */
+  go?: { durationMs: number };
 }
 
 /** Receipt `seq` of a job, exactly as its agent sends it every time (message id = meter seq: one per machine). */
@@ -51,15 +55,27 @@ async function main(): Promise<void> {
   const clock = new ManualClock(input.now);
   const replica = applyingReplica(testConfig({ databaseUrl: input.databaseUrl, secretKey: Buffer.from(input.secretKeyHex, 'hex') }), clock);
   process.stdout.write('ready\n');
+  const go = input.go;
+  if (go) await new Promise((resolve) => process.stdin.once('data', resolve));
+  const started = performance.now();
+  const cpuAtStart = process.cpuUsage();
+  let applied = 0;
+  const last: Record<string, number> = {};
   await Promise.all(
     input.jobs.map(async (job) => {
-      for (let seq = 1; seq <= input.receiptsPerJob; seq++) {
+      const first = job.firstSeq ?? 1;
+      for (let seq = first; seq < first + input.receiptsPerJob; seq++) {
+        if (go && performance.now() - started >= go.durationMs) break;
         await replica.applier.apply(job.machineId, receiptOf(job, seq));
-        process.stdout.write(`${job.jobId} ${seq}\n`);
+        applied++;
+        last[job.jobId] = seq;
+        if (!go) process.stdout.write(`${job.jobId} ${seq}\n`);
       }
     }),
   );
-  process.stdout.write('done\n');
+  const cpu = process.cpuUsage(cpuAtStart);
+  const ms = Math.round(performance.now() - started);
+  process.stdout.write(`${JSON.stringify({ done: true, applied, ms, cpuMs: Math.round((cpu.user + cpu.system) / 1000), last })}\n`);
   await replica.close();
 }
 

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
 import { type PostingKind, transferProblem } from '../domain/ledger/postings.js';
-import type { Tx } from './db.js';
+import { isPostgres, type Tx } from './db.js';
 import { insertPendingLot } from './pending-earnings.js';
 
 // A metered charge posts two legs from the job's hold: the host share to the host's pending earnings (a lot that
@@ -24,6 +24,18 @@ export interface ChargeLegs {
   at: Date;
   /** When the host share becomes payable (issue 24 item 4); null: maturity is off, it is payable at once. */
   maturesAt: Date | null;
+}
+
+/** Locks ledger accounts in key order (Postgres), the one order of every ledger write; answers how many exist. */
+async function lockKeysInOrder(trx: Tx, keys: readonly string[]): Promise<number> {
+  const rows = await trx
+    .selectFrom('ledger_accounts')
+    .select('key')
+    .where('key', 'in', [...keys])
+    .orderBy('key')
+    .forNoKeyUpdate()
+    .execute();
+  return rows.length;
 }
 
 async function ensureAccounts(trx: Tx, refs: LedgerAccountRef[], at: string): Promise<void> {
@@ -62,8 +74,10 @@ export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void
   const payableKey = ledgerAccountKey(payable.owner, payable.kind);
   const feesKey = ledgerAccountKey(fees.owner, fees.kind);
   const total = legs.hostMicro + legs.feeMicro;
-  // Balances first: the update takes the three row locks in key order, as every ledger transfer does.
+  // Balances first, their rows locked in key order as every ledger transfer locks them (an update's own scan order
+  // is the table's, not the key's: with both orders in use, two replicas' charges deadlocked).
   const keys = [holdKey, ...wanted.map((leg) => ledgerAccountKey(leg.to.owner, leg.to.kind))];
+  if (isPostgres(trx)) await lockKeysInOrder(trx, keys);
   const updated = await sql`update ledger_accounts
     set balance_micro = balance_micro + (case key
           when ${payableKey} then cast(${legs.hostMicro} as bigint)
@@ -172,12 +186,14 @@ export async function postMeteredCharges(trx: Tx, charges: readonly ChargeLegs[]
   if (postings.length === 0) return;
   const keys = [...deltas.keys()].sort();
   const at = (charges[0] as ChargeLegs).at.toISOString();
-  const locked = await trx.selectFrom('ledger_accounts').select('key').where('key', 'in', keys).orderBy('key').forUpdate().execute();
-  if (locked.length !== keys.length)
-    throw new Error(`metered charges: ledger accounts missing (${keys.length - locked.length} of ${keys.length})`);
+  // The postings and lots first, the balances last: the fees account (and a busy host's) is in every group of every
+  // replica, so its row lock is taken as late as possible and held only for the update and the commit. The postings'
+  // foreign keys take key-share locks, which a no-key update lets through.
+  await trx.insertInto('ledger_postings').values(postings).execute();
+  if (lots.length > 0) await trx.insertInto('pending_earnings').values(lots).execute();
+  const locked = await lockKeysInOrder(trx, keys);
+  if (locked !== keys.length) throw new Error(`metered charges: ledger accounts missing (${keys.length - locked} of ${keys.length})`);
   const values = keys.map((key) => sql`(${key}, cast(${deltas.get(key) as bigint} as bigint))`);
   await sql`update ledger_accounts as a set balance_micro = a.balance_micro + v.delta, updated_at = ${at}
     from (values ${sql.join(values)}) as v(key, delta) where a.key = v.key`.execute(trx);
-  await trx.insertInto('ledger_postings').values(postings).execute();
-  if (lots.length > 0) await trx.insertInto('pending_earnings').values(lots).execute();
 }

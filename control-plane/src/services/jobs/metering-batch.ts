@@ -22,8 +22,8 @@ export interface ReceiptOfMachine {
  * The 'meter_receipt' handler for a group of receipts the gateway applies in one transaction (group commit across
  * jobs, gateway/applier.ts). On Postgres every round trip costs more than the work, so the ordinary case, a receipt
  * accepted in full that crosses no budget threshold and stops nothing, is written for all the group's jobs at once:
- * one statement locks the jobs (id order), one moves the ledger's balances, one inserts the postings, one the
- * lots, one updates the jobs. Everything else (a refused or partly counted receipt, a job's first charge, a
+ * one statement locks the jobs (id order), one updates them, one inserts the postings, one the lots, one locks
+ * the ledger's accounts (key order) and one moves their balances. Everything else (a refused or partly counted receipt, a job's first charge, a
  * threshold, a stop, a second receipt of one job in the group) goes through applyMeterReceipt after those writes, in
  * the group's order, and so reads them. The same rules decide both ways (domain/metering), so the ledger and the
  * jobs end where one receipt at a time would leave them. SQLite has no round trips to save: one at a time.
@@ -57,8 +57,9 @@ export async function applyMeterReceipts(deps: JobDeps, trx: Tx, receipts: reado
     charges.push(written.charge);
     patches.push(written.patch);
   }
-  await postMeteredCharges(trx, charges);
+  // The jobs first, the ledger last: its shared rows (fees, a host's earnings) stay locked only until the commit.
   await updateJobMeters(trx, patches, now);
+  await postMeteredCharges(trx, charges);
   for (const { machineId, msg } of alone) await applyMeterReceipt(deps, trx, machineId, msg, now);
 }
 
