@@ -186,14 +186,14 @@ export async function postMeteredCharges(trx: Tx, charges: readonly ChargeLegs[]
   if (postings.length === 0) return;
   const keys = [...deltas.keys()].sort();
   const at = (charges[0] as ChargeLegs).at.toISOString();
-  // The accounts are locked before the postings' foreign keys take their key-share locks: taken after, a transfer
-  // holding one of them for update (ledger.ts) and waiting on another could deadlock with this group. The caller
-  // posts last in its transaction, so the fees row (and a busy host's), in every group of every replica, is held
-  // only for these statements and the commit.
-  const locked = await lockKeysInOrder(trx, keys);
-  if (locked !== keys.length) throw new Error(`metered charges: ledger accounts missing (${keys.length - locked} of ${keys.length})`);
+  // The postings and lots first, the balances last: the fees account (and a busy host's) is in every group of every
+  // replica, so its row is locked as late as possible, for one update and the commit. The postings' foreign keys take
+  // key-share locks, which every ledger lock lets through (no-key locks, ledger.ts and here), so this order cannot
+  // deadlock with a transfer.
   await trx.insertInto('ledger_postings').values(postings).execute();
   if (lots.length > 0) await trx.insertInto('pending_earnings').values(lots).execute();
+  const locked = await lockKeysInOrder(trx, keys);
+  if (locked !== keys.length) throw new Error(`metered charges: ledger accounts missing (${keys.length - locked} of ${keys.length})`);
   const values = keys.map((key) => sql`(${key}, cast(${deltas.get(key) as bigint} as bigint))`);
   await sql`update ledger_accounts as a set balance_micro = a.balance_micro + v.delta, updated_at = ${at}
     from (values ${sql.join(values)}) as v(key, delta) where a.key = v.key`.execute(trx);
