@@ -33,6 +33,7 @@ import { createTestStore } from '@ark/control-plane/testing/stores';
 import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { receiptOf as crashReceiptOf, RECEIPT_PERIOD_MS } from '../e2e/meter-crash-child.js';
 import { type ReplicaReceiptFigures, receiptsOnReplicas } from './meter-replicas.js';
 
 export interface ReceiptRate {
@@ -70,7 +71,7 @@ export interface MeterReceiptBenchOptions {
   log?: (line: string) => void;
 }
 
-const PERIOD_MS = 30_000;
+const PERIOD_MS = RECEIPT_PERIOD_MS;
 /** Receipts prepared per job (periods the clock has passed); a phase that runs out of them ends early. */
 const MAX_RECEIPTS_PER_JOB = 2_000;
 
@@ -150,26 +151,10 @@ async function measureDialect(
 
     // The gateway's applier, built as the gateway builds it.
     const applier = new GroupApplier({ store, handlers: ctx.channel, clock });
-    const receiptOf = (job: RunningJob): MeterReceiptMessage => {
-      const seq = job.next++;
-      const periodStart = new Date(job.start.getTime() + (seq - 1) * PERIOD_MS);
-      return {
-        v: 1,
-        t: 'meter_receipt',
-        sid: 'bench',
-        seq: 1,
-        // One machine per job: the meter seq is a valid message id (rising per machine), and the replicas phase's
-        // children (test/e2e/meter-crash-child.ts) go on from it.
-        id: seq,
-        job_id: job.jobId,
-        fence: '1',
-        meter_seq: seq,
-        period_start: periodStart.toISOString(),
-        period_end: new Date(periodStart.getTime() + PERIOD_MS).toISOString(),
-        runtime_ms: String(PERIOD_MS),
-        final: false,
-      };
-    };
+    // One machine per job: the meter seq is the message id (rising per machine), so the replicas phase's children
+    // (test/e2e/meter-crash-child.ts, the same receipts) go on from it.
+    const receiptOf = (job: RunningJob): MeterReceiptMessage =>
+      crashReceiptOf({ jobId: job.jobId, machineId: job.machineId, start: job.start.toISOString() }, job.next++);
     const hasNext = (job: RunningJob) => job.next <= MAX_RECEIPTS_PER_JOB;
 
     // One receipt per transaction: one at a time, so the applier is idle and applies each alone.
