@@ -22,6 +22,10 @@
 // database on the local server. The bench machines are not rows of the machines table (they would need accounts
 // and enrollment): the heartbeat handler's lookup finds none, so its update path is not exercised. Sockets: each side needs N descriptors (ulimit -n is read and
 // reported; EMFILE ends the ramp and the largest N reached is reported).
+// Replicas (issue 26 item 5): ARK_BENCH_REPLICAS=3 starts three control-plane processes on one PostgreSQL database and
+// spreads the agents over them round robin; each level reports every replica's agents, CPU per frame and p99. Without
+// a count, run() (what `pnpm bench` calls) does the single process first and then three replicas at
+// ARK_BENCH_REPLICA_AGENTS (default 6000,12000,18000), so both sets of figures come from one run.
 // The run is bounded by ARK_BENCH_MAX_S (default 170 s): a ramp that would overrun stops, and the level is reported
 // with the agents it reached. Run: pnpm exec tsx test/bench/agents.bench.ts   (ARK_BENCH_AGENTS=1000,2000 ARK_BENCH_HOLD_S=20)
 import { type ChildProcess, execSync, spawn } from 'node:child_process';
@@ -67,6 +71,11 @@ export interface AgentsBenchOptions {
   verifyAll?: boolean;
   /** The control plane's store (default from ARK_BENCH_STORE, else sqlite); sqlite uses ARK_SQLITE_SYNCHRONOUS (FULL). */
   store?: 'sqlite' | 'postgres';
+  /**
+   * Control-plane processes over one PostgreSQL database, the agents spread over them round robin (default from
+   * ARK_BENCH_REPLICAS, else 1). More than one implies postgres.
+   */
+  replicas?: number;
   log?: (line: string) => void;
 }
 
@@ -102,6 +111,15 @@ export interface AgentsLevelFigures {
   rawSocketHeapBytes: number | null;
   /** The same on the JS heap (steadier than RSS). */
   beyondRawSocketHeapBytes: number | null;
+  /** Per replica (one entry on a single process): agents connected to it, its CPU per frame and its p99. */
+  replicas: Array<{
+    agents: number;
+    frames: number;
+    cpuPctOfCore: number;
+    cpuUsPerFrame: number | null;
+    p99Ms: number | null;
+    rssMb: number;
+  }>;
   /** All connected, no closes, and 99% of frames handled within 50 ms server side (the budget's measure). */
   held: boolean;
   /** The same with the agents' round trip p99 under 50 ms instead (includes this process and OS scheduling). */
@@ -110,6 +128,8 @@ export interface AgentsLevelFigures {
 
 export interface AgentsBenchFigures {
   store: string;
+  /** Control-plane processes the agents were spread over. */
+  replicas: number;
   /** The machine's 1-minute load average when the run started and ended: other work competing for the 2 cores. */
   loadAverage: { start: number; end: number };
   cpus: number;
@@ -202,7 +222,9 @@ function percentile(sorted: number[], p: number): number | null {
 
 /** Shared state of the simulated fleet. */
 class Fleet {
-  readonly url: string;
+  readonly urls: string[];
+  /** Agents assigned so far (round robin over `urls`). */
+  assigned = 0;
   readonly verify: FrameVerifier;
   readonly heartbeatIntervalMs: number;
   readonly telemetryIntervalMs: number;
@@ -217,9 +239,9 @@ class Fleet {
   /** Verify every control-plane frame, or only the handshake's (acks are then checked for sequence only). */
   readonly verifyAll: boolean;
 
-  constructor(url: string, controlPlaneKey: string, heartbeatIntervalS: number, telemetryIntervalS: number, verifyAll: boolean) {
+  constructor(urls: string[], controlPlaneKey: string, heartbeatIntervalS: number, telemetryIntervalS: number, verifyAll: boolean) {
     this.verifyAll = verifyAll;
-    this.url = url;
+    this.urls = urls;
     this.verify = nodeEd25519Verifier(ed25519PublicKeyFromBase64(controlPlaneKey));
     this.heartbeatIntervalMs = heartbeatIntervalS * 1000;
     this.telemetryIntervalMs = telemetryIntervalS * 1000;
@@ -262,12 +284,15 @@ class SimAgent {
   nextHeartbeatAt = 0;
   nextTelemetryAt = 0;
   readonly sign: FrameSigner;
+  /** The replica this agent connects to (an index into fleet.urls). */
+  readonly replica: number;
 
   constructor(
     readonly fleet: Fleet,
     readonly machine: BenchMachine,
   ) {
     this.sign = nodeEd25519Signer(machine.privateKey);
+    this.replica = fleet.assigned++ % fleet.urls.length;
   }
 
   connect(): Promise<boolean> {
@@ -283,7 +308,7 @@ class SimAgent {
         this.ws?.terminate();
         settle(false);
       }, 30_000);
-      const ws = new WebSocket(this.fleet.url, { perMessageDeflate: false, maxPayload: CHANNEL_MAX_FRAME_BYTES });
+      const ws = new WebSocket(this.fleet.urls[this.replica] as string, { perMessageDeflate: false, maxPayload: CHANNEL_MAX_FRAME_BYTES });
       this.ws = ws;
       ws.on('error', (error: Error & { code?: string }) => {
         if (error.code === 'EMFILE' || error.code === 'ENFILE') this.fleet.fdExhausted = true;
@@ -474,7 +499,20 @@ async function rawSocketBaseline(levels: number[], log: (line: string) => void):
   return result;
 }
 
-export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBenchFigures> {
+/**
+ * The bench as `pnpm bench` runs it: one process (SQLite unless told), then, unless a replica count was given, the
+ * same agents spread over three processes on one PostgreSQL database (ARK_BENCH_REPLICA_AGENTS, default
+ * 6000,12000,18000: this process holds every agent's socket, and its descriptors are bounded by the hard ulimit).
+ */
+export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBenchFigures & { onThreeReplicas?: AgentsBenchFigures }> {
+  const single = await runOnce(options);
+  if (options.replicas !== undefined || process.env.ARK_BENCH_REPLICAS !== undefined) return single;
+  const levels = (process.env.ARK_BENCH_REPLICA_AGENTS ?? '6000,12000,18000').split(',').map((n) => Number(n.trim()));
+  const onThreeReplicas = await runOnce({ ...options, replicas: 3, levels, skipRawBaseline: true });
+  return { ...single, onThreeReplicas };
+}
+
+async function runOnce(options: AgentsBenchOptions = {}): Promise<AgentsBenchFigures> {
   const log = options.log ?? (() => {});
   const levels = (options.levels ?? (process.env.ARK_BENCH_AGENTS ?? '2000,5000,10000').split(',').map((n) => Number(n.trim())))
     .filter((n) => Number.isSafeInteger(n) && n > 0)
@@ -492,7 +530,8 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
 
   const raw = options.skipRawBaseline ? new Map<number, { rss: number; heap: number }>() : await rawSocketBaseline(levels, log);
 
-  const storeKind = options.store ?? (process.env.ARK_BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite');
+  const replicaCount = Math.max(1, Math.min(options.replicas ?? Number(process.env.ARK_BENCH_REPLICAS ?? 1), 8));
+  const storeKind = replicaCount > 1 ? 'postgres' : (options.store ?? (process.env.ARK_BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'));
   const synchronous = (process.env.ARK_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
   const storeLabel = storeKind === 'postgres' ? 'postgres' : `sqlite (synchronous=${synchronous})`;
   const loadStart = loadavg()[0] as number;
@@ -506,7 +545,7 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
   const machines = Array.from({ length: largestLevel + 1 }, (_, i) => benchMachine(seed, i));
   const keysFile = join(dataDir, 'bench-keys.txt');
   writeFileSync(keysFile, machines.map((m) => m.publicKeyBase64).join('\n'));
-  const server = await startServer('app', {
+  const serverEnv = {
     ARK_BENCH_KEYS_FILE: keysFile,
     HOST: '127.0.0.1',
     PORT: '0',
@@ -519,7 +558,14 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
     // Every simulated rig dials from 127.0.0.1; real rigs each have an address of their own. With the default bound
     // (256 connections an address) the levels stopped at 256 agents.
     ARK_HTTP_MAX_CONNECTIONS_PER_ADDRESS: '0',
-  });
+  };
+  // One process, or several over the one PostgreSQL database (each holds the agents that connect to it).
+  const servers: ChildServer[] = [];
+  for (let r = 0; r < replicaCount; r++) servers.push(await startServer('app', serverEnv));
+  const memoryOfAll = async () => {
+    const all = await Promise.all(servers.map((s) => s.memory()));
+    return { rss: all.reduce((sum, m) => sum + m.rss, 0), heapUsed: all.reduce((sum, m) => sum + m.heapUsed, 0), each: all };
+  };
   const agents: SimAgent[] = [];
   const figures: AgentsLevelFigures[] = [];
   let fdExhaustedAt: number | null = null;
@@ -530,7 +576,7 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
     const controlPlaneKey = (await loadControlPlaneIdentity(store, secretKey)).publicKeyBase64;
     await store.close();
     const fleet = new Fleet(
-      `ws://127.0.0.1:${server.port}${CHANNEL_PATH}?v=1`,
+      servers.map((s) => `ws://127.0.0.1:${s.port}${CHANNEL_PATH}?v=1`),
       controlPlaneKey,
       heartbeatIntervalS,
       telemetryIntervalS,
@@ -538,11 +584,15 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
     );
 
     // One agent first, so the gateway has started (identity, timers) before the baseline.
-    const warm = new SimAgent(fleet, machines[largestLevel] as BenchMachine);
-    if (!(await warm.connect())) throw new Error('the warm-up agent could not connect');
-    warm.close();
+    for (let r = 0; r < servers.length; r++) {
+      const warm = new SimAgent(fleet, machines[largestLevel] as BenchMachine);
+      if (!(await warm.connect())) throw new Error('the warm-up agent could not connect');
+      warm.close();
+      await sleep(200);
+    }
+    fleet.assigned = 0;
     await sleep(500);
-    const baseline = await server.memory();
+    const baseline = await memoryOfAll();
 
     for (const level of levels) {
       const rampStart = performance.now();
@@ -571,29 +621,50 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
       log(`${level} agents: ${connected} connected in ${rampS.toFixed(1)} s`);
 
       await sleep(2_000);
-      const memory = await server.memory();
-      const before = await scrape(server.port);
+      const memory = await memoryOfAll();
+      const befores = await Promise.all(servers.map((s) => scrape(s.port)));
+      const before = befores[0] as Awaited<ReturnType<typeof scrape>>;
       fleet.rtts = [];
       fleet.heartbeats = 0;
       fleet.telemetryBatches = 0;
       const closesBefore = fleet.closesAfterWelcome;
-      const serverCpuBefore = cpuMs(server.child.pid as number);
+      const cpusBefore = servers.map((s) => cpuMs(s.child.pid as number));
       const agentsCpuBefore = process.cpuUsage();
       const holdStart = performance.now();
       fleet.measuring = true;
       await sleep(holdS * 1000);
       fleet.measuring = false;
       const holdMs = performance.now() - holdStart;
-      const serverCpu = cpuMs(server.child.pid as number) - serverCpuBefore;
+      const cpus = servers.map((s, r) => cpuMs(s.child.pid as number) - (cpusBefore[r] as number));
+      const serverCpu = cpus.reduce((sum, c) => sum + c, 0);
       const agentsCpu = process.cpuUsage(agentsCpuBefore);
-      const after = await scrape(server.port);
-      const framesHandled = after.handling.count - before.handling.count;
-      const { p99Ms, within50Pct } = histogramDelta(before.handling, after.handling);
+      const afters = await Promise.all(servers.map((s) => scrape(s.port)));
+      const after = afters[0] as Awaited<ReturnType<typeof scrape>>;
+      const perReplica = servers.map((_, r) => {
+        const b = befores[r] as Awaited<ReturnType<typeof scrape>>;
+        const a = afters[r] as Awaited<ReturnType<typeof scrape>>;
+        const frames = a.handling.count - b.handling.count;
+        const cpu = cpus[r] as number;
+        return {
+          agents: agents.filter((agent) => agent.ready && agent.replica === r).length,
+          frames,
+          cpuPctOfCore: Math.round((1000 * cpu) / holdMs) / 10,
+          cpuUsPerFrame: frames > 0 ? Math.round((1000 * cpu) / frames) : null,
+          ...histogramDelta(b.handling, a.handling),
+          rssMb: Math.round((memory.each[r]?.rss ?? 0) / 1_048_576),
+        };
+      });
+      const framesHandled = perReplica.reduce((sum, r) => sum + r.frames, 0);
+      // Several replicas: the worst replica's p99 and share within 50 ms.
+      const p99s = perReplica.map((r) => r.p99Ms);
+      const p99Ms = p99s.includes(null) ? null : Math.max(...(p99s as number[]));
+      const shares = perReplica.map((r) => r.within50Pct);
+      const within50Pct = shares.includes(null) ? null : Math.min(...(shares as number[]));
       const rtts = fleet.rtts.sort((a, b) => a - b);
       const rssPerAgent = (memory.rss - baseline.rss) / connected;
       const heapPerAgent = (memory.heapUsed - baseline.heapUsed) / connected;
       const rawPerSocket = raw.get(level) ?? null;
-      const closes = fleet.closesAfterWelcome - closesBefore + (after.closes - before.closes);
+      const closes = fleet.closesAfterWelcome - closesBefore + afters.reduce((sum, a, r) => sum + a.closes - (befores[r]?.closes ?? 0), 0);
       const level_: AgentsLevelFigures = {
         agents: level,
         connected,
@@ -624,6 +695,14 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
         beyondRawSocketBytes: rawPerSocket === null ? null : Math.round(rssPerAgent - rawPerSocket.rss),
         rawSocketHeapBytes: rawPerSocket === null ? null : Math.round(rawPerSocket.heap),
         beyondRawSocketHeapBytes: rawPerSocket === null ? null : Math.round(heapPerAgent - rawPerSocket.heap),
+        replicas: perReplica.map(({ agents: n, frames, cpuPctOfCore, cpuUsPerFrame, p99Ms: p99, rssMb }) => ({
+          agents: n,
+          frames,
+          cpuPctOfCore,
+          cpuUsPerFrame,
+          p99Ms: p99,
+          rssMb,
+        })),
         held: connected === level && closes === 0 && fleet.badFrames === 0 && within50Pct !== null && within50Pct >= 99,
         heldEndToEnd: false,
       };
@@ -645,13 +724,16 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
           (level_.beyondRawSocketHeapBytes === null
             ? ''
             : ` (${(level_.beyondRawSocketHeapBytes / 1024).toFixed(1)} KB beyond a bare socket)`) +
+          (replicaCount > 1
+            ? `; per replica: ${level_.replicas.map((r) => `${r.agents} agents, ${r.cpuUsPerFrame} us/frame, p99 <= ${r.p99Ms} ms`).join(' | ')}`
+            : '') +
           `; closes ${closes}; ${level_.held ? 'HELD' : 'NOT HELD'}${level_.heldEndToEnd ? ' (end to end too)' : ''}`,
       );
       if (!level_.held || fleet.fdExhausted || timeBoundAt !== null) break;
     }
   } finally {
     for (const agent of agents) agent.close();
-    await server.stop();
+    for (const s of servers) await s.stop();
     rmSync(dataDir, { recursive: true, force: true });
     await database?.drop();
   }
@@ -664,6 +746,7 @@ export async function run(options: AgentsBenchOptions = {}): Promise<AgentsBench
   const largest = figures.at(-1);
   return {
     store: storeLabel,
+    replicas: replicaCount,
     loadAverage: { start: Math.round(loadStart * 100) / 100, end: Math.round((loadavg()[0] as number) * 100) / 100 },
     cpus: availableParallelism(),
     fdLimit: limit,

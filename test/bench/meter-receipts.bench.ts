@@ -9,7 +9,10 @@
 // SQLite runs with synchronous=FULL (money); Postgres gets a fresh database, dropped afterwards. Every receipt must
 // be accepted: the bench checks the jobs' accepted runtime and the ledger afterwards.
 //
-// Run: pnpm exec tsx test/bench/meter-receipts.bench.ts [--jobs 16] [--phase-s 3]
+// On PostgreSQL a third way follows: the jobs spread over three replicas (test/bench/meter-replicas.ts), each its own
+// process and pool, applying at once, against the single process's figures above.
+//
+// Run: pnpm exec tsx test/bench/meter-receipts.bench.ts [--jobs 64] [--phase-s 3] [--replicas 3]
 import type { MeterReceiptMessage } from '@ark/shared';
 import { assembleApp } from '@ark/control-plane/app';
 import { ManualClock } from '@ark/control-plane/clock';
@@ -23,12 +26,15 @@ import { createAccountAuthenticator } from '@ark/control-plane/store/accounts-au
 import type { Dialect } from '@ark/control-plane/store/db';
 import { verifyLedger } from '@ark/control-plane/store/ledger';
 import { seedAccount, testConfig } from '@ark/control-plane/testing/app';
+import { fakeReadinessProbes } from '@ark/control-plane/testing/readiness';
 import { enrollDirect, sampleManifest } from '@ark/control-plane/testing/hosting';
 import { agentHeartbeat, fund, reserveJob, runJob } from '@ark/control-plane/testing/renting';
 import { createTestStore } from '@ark/control-plane/testing/stores';
 import { loadavg } from 'node:os';
 import { pathToFileURL } from 'node:url';
 import { parseArgs } from 'node:util';
+import { receiptOf as crashReceiptOf, RECEIPT_PERIOD_MS } from '../e2e/meter-crash-child.js';
+import { type ReplicaReceiptFigures, receiptsOnReplicas } from './meter-replicas.js';
 
 export interface ReceiptRate {
   receipts: number;
@@ -44,6 +50,8 @@ export interface DialectReceiptFigures {
   batched: ReceiptRate;
   /** batched.perSecond / onePerTransaction.perSecond */
   batchGain: number;
+  /** PostgreSQL: the jobs spread over several replicas (separate processes and pools) applying at once. */
+  onReplicas?: ReplicaReceiptFigures;
 }
 
 export interface MeterReceiptFigures {
@@ -54,14 +62,16 @@ export interface MeterReceiptFigures {
 }
 
 export interface MeterReceiptBenchOptions {
-  /** RUNNING jobs, each on its own machine (default 16). */
+  /** RUNNING jobs, each on its own machine (default 64: at 1,700 receipts a second many jobs send at once). */
   jobs?: number;
+  /** Replicas of the PostgreSQL replicas phase (default 3; 1 skips it). */
+  replicas?: number;
   /** Seconds each way of applying receipts runs, per store (default 3). */
   phaseS?: number;
   log?: (line: string) => void;
 }
 
-const PERIOD_MS = 30_000;
+const PERIOD_MS = RECEIPT_PERIOD_MS;
 /** Receipts prepared per job (periods the clock has passed); a phase that runs out of them ends early. */
 const MAX_RECEIPTS_PER_JOB = 2_000;
 
@@ -77,6 +87,7 @@ async function measureDialect(
   dialect: Dialect,
   jobs: number,
   phaseMs: number,
+  replicaCount: number,
   log: (line: string) => void,
 ): Promise<DialectReceiptFigures> {
   const setupStarted = performance.now();
@@ -91,7 +102,18 @@ async function measureDialect(
   const authenticator = createAccountAuthenticator(store);
   const rateLimiter = new MemoryRateLimiter();
   const mailer = { async send() {} };
-  const services = buildServices({ store, clock, config, mailer, ...serviceAdapters(config, clock), x402Chain: null, walletCode: null });
+  // No agent runs an SSH server here: readiness is verified by the test probes (testing/readiness.ts), as in the
+  // route tests, so runJob's ready status makes the job RUNNING with its meter started.
+  const services = buildServices({
+    store,
+    clock,
+    config,
+    mailer,
+    ...serviceAdapters(config, clock),
+    readinessProbes: fakeReadinessProbes(clock),
+    x402Chain: null,
+    walletCode: null,
+  });
   const replicas = replicaAdapters(store, config.databaseUrl);
   // The app fills ctx.channel from the services: the handler table the gateway's applier runs below.
   const { app, ctx } = await assembleApp({
@@ -129,25 +151,10 @@ async function measureDialect(
 
     // The gateway's applier, built as the gateway builds it.
     const applier = new GroupApplier({ store, handlers: ctx.channel, clock });
-    let messageId = 1;
-    const receiptOf = (job: RunningJob): MeterReceiptMessage => {
-      const seq = job.next++;
-      const periodStart = new Date(job.start.getTime() + (seq - 1) * PERIOD_MS);
-      return {
-        v: 1,
-        t: 'meter_receipt',
-        sid: 'bench',
-        seq: 1,
-        id: messageId++,
-        job_id: job.jobId,
-        fence: '1',
-        meter_seq: seq,
-        period_start: periodStart.toISOString(),
-        period_end: new Date(periodStart.getTime() + PERIOD_MS).toISOString(),
-        runtime_ms: String(PERIOD_MS),
-        final: false,
-      };
-    };
+    // One machine per job: the meter seq is the message id (rising per machine), so the replicas phase's children
+    // (test/e2e/meter-crash-child.ts, the same receipts) go on from it.
+    const receiptOf = (job: RunningJob): MeterReceiptMessage =>
+      crashReceiptOf({ jobId: job.jobId, machineId: job.machineId, start: job.start.toISOString() }, job.next++);
     const hasNext = (job: RunningJob) => job.next <= MAX_RECEIPTS_PER_JOB;
 
     // One receipt per transaction: one at a time, so the applier is idle and applies each alone.
@@ -176,6 +183,25 @@ async function measureDialect(
     const batched = rate(batchedCount, performance.now() - started);
     log(`meter-receipts: ${dialect}: batched: ${batched.perSecond}/s`);
 
+    // PostgreSQL: the same jobs spread over three replicas (child processes, each its own pool), all at once.
+    let onReplicas: ReplicaReceiptFigures | null = null;
+    if (dialect === 'postgres' && replicaCount > 1) {
+      const { figures, last } = await receiptsOnReplicas({
+        databaseUrl: store.location,
+        secretKeyHex: config.secretKey.toString('hex'),
+        now: clock.now(),
+        jobs: running.map((job) => ({ jobId: job.jobId, machineId: job.machineId, start: job.start.toISOString(), firstSeq: job.next })),
+        maxSeq: MAX_RECEIPTS_PER_JOB,
+        replicas: replicaCount,
+        phaseMs,
+      });
+      for (const job of running) job.next = (last.get(job.jobId) ?? job.next - 1) + 1;
+      onReplicas = figures;
+      log(
+        `meter-receipts: ${dialect}: on ${replicaCount} replicas: ${figures.perSecond}/s (${figures.perReplica.map((r) => r.perSecond).join(' + ')})`,
+      );
+    }
+
     // Every receipt was accepted in full, and the ledger still balances.
     const sent = running.reduce((sum, job) => sum + BigInt(job.next - 1), 0n);
     const accepted = await store.db
@@ -195,6 +221,7 @@ async function measureDialect(
       onePerTransaction: single,
       batched,
       batchGain: Math.round((batched.perSecond / Math.max(1, single.perSecond)) * 100) / 100,
+      ...(onReplicas ? { onReplicas } : {}),
     };
   } finally {
     await app.close();
@@ -213,18 +240,19 @@ const rate = (receipts: number, ms: number): ReceiptRate => ({
 });
 
 export async function run(options: MeterReceiptBenchOptions = {}): Promise<MeterReceiptFigures> {
-  const jobs = Math.max(1, Math.min(options.jobs ?? 16, 256));
+  const jobs = Math.max(1, Math.min(options.jobs ?? 64, 256));
+  const replicas = Math.max(1, Math.min(options.replicas ?? 3, 8));
   const phaseMs = Math.max(500, Math.min((options.phaseS ?? 3) * 1000, 60_000));
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const loadAvgBefore = Math.round((loadavg()[0] as number) * 100) / 100;
-  const sqlite = await measureDialect('sqlite', jobs, phaseMs, log);
-  const postgres = await measureDialect('postgres', jobs, phaseMs, log);
+  const sqlite = await measureDialect('sqlite', jobs, phaseMs, 1, log);
+  const postgres = await measureDialect('postgres', jobs, phaseMs, replicas, log);
   return { loadAvgBefore, sqliteSynchronous: 'FULL', sqlite, postgres };
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const { values } = parseArgs({ options: { jobs: { type: 'string' }, 'phase-s': { type: 'string' } } });
+  const { values } = parseArgs({ options: { jobs: { type: 'string' }, 'phase-s': { type: 'string' }, replicas: { type: 'string' } } });
   const num = (v: string | undefined) => (v === undefined ? undefined : Number(v));
-  const figures = await run({ jobs: num(values.jobs), phaseS: num(values['phase-s']) });
+  const figures = await run({ jobs: num(values.jobs), phaseS: num(values['phase-s']), replicas: num(values.replicas) });
   process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
 }

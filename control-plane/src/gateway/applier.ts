@@ -1,7 +1,7 @@
 import type { ReliableAgentMessage } from '@ark/shared';
 import type { Clock } from '../clock.js';
 import type { Store } from '../store/db.js';
-import { markMessageApplied } from '../store/channel-state.js';
+import { markMessageApplied, markMessagesApplied } from '../store/channel-state.js';
 import type { ChannelHandlers } from './handlers.js';
 
 interface Job {
@@ -19,8 +19,15 @@ interface Job {
  * handler fails only its own message.
  *
  * On Postgres several groups run at once (each on its own pooled connection: statements of one transaction run one
- * after another, so a single lane would serialize every machine's telemetry behind one connection's round trips).
- * SQLite has one connection: one lane, bigger groups.
+ * after another, so a single lane would serialize every machine's telemetry behind one connection's round trips),
+ * and a group costs a fixed number of round trips, not a few per message: its marks are written in three statements
+ * (store/channel-state.ts, markMessagesApplied) and its meter receipts charged in five (services/jobs/
+ * metering-batch.ts). SQLite has one connection and no round trips: one lane, each message's statements in turn.
+ *
+ * The queue is bounded (`maxQueued`): past it, apply waits for room, so a session stops reading its socket and its
+ * own inbox bound holds the rest. A message's promise resolves only after its group committed, and the session
+ * acknowledges it to the agent only then: a crash before the commit loses nothing acknowledged, and the agent's
+ * resend after it is deduplicated by the mark written in the same transaction as the effect.
  */
 export class GroupApplier {
   readonly #store: Store;
@@ -28,21 +35,32 @@ export class GroupApplier {
   readonly #clock: Clock;
   readonly #maxBatch: number;
   readonly #lanes: number;
+  readonly #maxQueued: number;
   #pending: Job[] = [];
+  #roomWaiters: Array<() => void> = [];
   #activeLanes = 0;
   #idleWaiters: Array<() => void> = [];
 
-  constructor(options: { store: Store; handlers: ChannelHandlers; clock: Clock; maxBatch?: number; lanes?: number }) {
+  constructor(options: {
+    store: Store;
+    handlers: ChannelHandlers;
+    clock: Clock;
+    maxBatch?: number;
+    lanes?: number;
+    maxQueued?: number;
+  }) {
     this.#store = options.store;
     this.#handlers = options.handlers;
     this.#clock = options.clock;
     const postgres = options.store.dialect === 'postgres';
-    this.#maxBatch = options.maxBatch ?? (postgres ? 8 : 64);
+    this.#maxBatch = options.maxBatch ?? (postgres ? 256 : 64);
     this.#lanes = options.lanes ?? (postgres ? 2 : 1);
+    this.#maxQueued = options.maxQueued ?? 20_000;
   }
 
   /** Resolves once the message is applied (now, or earlier by another connection); rejects if its handler failed. */
-  apply(machineId: string, msg: ReliableAgentMessage): Promise<void> {
+  async apply(machineId: string, msg: ReliableAgentMessage): Promise<void> {
+    while (this.#pending.length >= this.#maxQueued) await new Promise<void>((room) => this.#roomWaiters.push(room));
     return new Promise((resolve, reject) => {
       this.#pending.push({ machineId, msg, resolve, reject });
       if (this.#activeLanes < this.#lanes) {
@@ -62,6 +80,7 @@ export class GroupApplier {
     try {
       while (this.#pending.length > 0) {
         const batch = this.#pending.splice(0, this.#maxBatch);
+        for (const room of this.#roomWaiters.splice(0, batch.length)) room();
         await this.#commit(batch, true);
       }
     } finally {
@@ -77,6 +96,19 @@ export class GroupApplier {
     try {
       const now = this.#clock.now();
       await this.#store.db.transaction().execute(async (trx) => {
+        if (batch.length > 1 && this.#store.dialect === 'postgres') {
+          const marks = await markMessagesApplied(
+            trx,
+            batch.map((job) => ({ machineId: job.machineId, id: job.msg.id })),
+            now,
+          );
+          await this.#handlers.applyAll(
+            trx,
+            batch.filter((_, i) => marks[i]),
+            now,
+          );
+          return;
+        }
         for (const job of batch) {
           if (await markMessageApplied(trx, job.machineId, job.msg.id, now)) await this.#handlers.apply(trx, job.machineId, job.msg, now);
         }

@@ -37,6 +37,8 @@ export function channelHandlerTable(services: Pick<Services, 'jobs' | 'hosting'>
     connected: (machineId, now) => hosting.replicas.connected(machineId, now),
     disconnected: (machineId) => hosting.replicas.disconnected(machineId),
     // A readiness report is verified as soon as it is committed (the verifier's worker is only the safety net).
+    // Receipts arriving together are charged together (group commit across jobs, services/jobs/metering-batch.ts).
+    meterReceipts: (trx, receipts, now) => jobs.applyMeterReceipts(trx, receipts, now),
     committed: (_machineId, msg) => {
       if (msg.t === 'job_status' && msg.status === 'ready') jobs.readiness.wake();
     },

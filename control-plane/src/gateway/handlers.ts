@@ -5,6 +5,7 @@ import {
   type HeartbeatMessage,
   type HandledAgentMessage,
   type HandledAgentMessageType,
+  type MeterReceiptMessage,
   type ReliableAgentMessage,
 } from '@ark/shared';
 import type { Tx } from '../store/db.js';
@@ -47,7 +48,21 @@ export interface ChannelHandlerTable {
   readonly disconnected: ConnectionHook;
   /** After the apply-once transaction holding `msg` committed: work to wake that must see the message's effect. */
   readonly committed?: CommitHook;
+  /**
+   * Meter receipts of several machines applied at once in the group's transaction (group commit across jobs):
+   * the same effect as meter_receipt's handler applied to each in order, in fewer statements.
+   */
+  readonly meterReceipts?: GroupHandler<MeterReceiptMessage>;
 }
+
+/** A reliable message with the machine whose channel carried it: what a group handler and applyAll take. */
+export interface MessageOfMachine<M = ReliableAgentMessage> {
+  machineId: string;
+  msg: M;
+}
+
+/** Applies a group of one type's messages inside the gateway's transaction, as its handler would one by one. */
+export type GroupHandler<M> = (trx: Tx, messages: ReadonlyArray<MessageOfMachine<M>>, now: Date) => Promise<void>;
 
 /** Runs after a reliable message's transaction committed; must not throw nor wait (it only wakes work). */
 export type CommitHook = (machineId: string, msg: ReliableAgentMessage) => void;
@@ -65,11 +80,14 @@ export class ChannelHandlers {
   readonly #connect: ConnectionHook[] = [];
   readonly #disconnect: ConnectionHook[] = [];
   readonly #committed: CommitHook[] = [];
+  /** The table's group handler for receipts, with the one handler it stands for. */
+  #meterReceipts: { group: GroupHandler<MeterReceiptMessage>; single: AnyHandler } | null = null;
 
   /** Registers every handler of a complete table (the composition root's, through fillChannelHandlers). */
   install(table: ChannelHandlerTable): this {
     for (const type of HANDLED_AGENT_MESSAGE_TYPES) this.#add(type, table.messages[type]);
     if (table.committed) this.#committed.push(table.committed);
+    if (table.meterReceipts) this.#meterReceipts = { group: table.meterReceipts, single: table.messages.meter_receipt };
     return this.onConnect(table.connected).onDisconnect(table.disconnected);
   }
 
@@ -100,6 +118,27 @@ export class ChannelHandlers {
   /** A reliable message, inside the applying transaction. */
   async apply(trx: Tx, machineId: string, msg: ReliableAgentMessage, now: Date): Promise<void> {
     for (const handler of this.#byType.get(msg.t) ?? []) await handler(trx, machineId, msg, now);
+  }
+
+  /**
+   * A group of reliable messages, inside one transaction, with the effect of `apply` on each in order. The receipts
+   * of machines that sent nothing else in the group go to the table's group handler together (while meter_receipt
+   * has only the table's handler: a test's spy sees each); every other message is applied alone, in order. Machines
+   * are independent of each other, and each machine's messages keep their order.
+   */
+  async applyAll(trx: Tx, messages: readonly MessageOfMachine[], now: Date): Promise<void> {
+    const grouped = this.#meterReceipts;
+    const receiptHandlers = this.#byType.get('meter_receipt') ?? [];
+    if (!grouped || receiptHandlers.length !== 1 || receiptHandlers[0] !== grouped.single || messages.length < 2) {
+      for (const { machineId, msg } of messages) await this.apply(trx, machineId, msg, now);
+      return;
+    }
+    const mixed = new Set(messages.filter((m) => m.msg.t !== 'meter_receipt').map((m) => m.machineId));
+    const receipts = messages.filter(
+      (m): m is MessageOfMachine<MeterReceiptMessage> => m.msg.t === 'meter_receipt' && !mixed.has(m.machineId),
+    );
+    if (receipts.length > 0) await grouped.group(trx, receipts, now);
+    for (const { machineId, msg } of messages) if (mixed.has(machineId)) await this.apply(trx, machineId, msg, now);
   }
 
   /** A reliable message's transaction committed (the applier, and tests' deliver). */

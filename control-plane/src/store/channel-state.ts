@@ -1,3 +1,4 @@
+import { sql } from 'kysely';
 import { iso } from '../clock.js';
 import type { Executor } from './db.js';
 
@@ -54,4 +55,56 @@ export async function markMessageApplied(trx: Executor, machineId: string, messa
     )
     .executeTakeFirst();
   return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
+}
+
+/**
+ * Marks a group of reliable messages applied in three statements whatever its size (Postgres; the gateway's group
+ * commit, gateway/applier.ts): the machines' rows are created if missing, locked in machine order and read, and the
+ * new marks written in one update. `messages` come sorted by machine, then id; the answer says, for each, whether
+ * it is applied now (true) or was already (false), exactly as markMessageApplied would one after another. The lock is
+ * taken on rows that exist (created first), so a replica racing on the same message waits for this commit and then
+ * reads the new mark.
+ */
+export async function markMessagesApplied(
+  trx: Executor,
+  messages: ReadonlyArray<{ machineId: string; id: number }>,
+  now: Date,
+): Promise<boolean[]> {
+  const at = iso(now);
+  const machines = [...new Set(messages.map((m) => m.machineId))].sort();
+  await trx
+    .insertInto('agent_channel_state')
+    .values(
+      machines.map((machine_id) => ({
+        machine_id,
+        last_applied_msg_id: 0n,
+        commands_acked_upto: 0n,
+        last_command_seq: 0n,
+        updated_at: at,
+      })),
+    )
+    .onConflict((oc) => oc.column('machine_id').doNothing())
+    .execute();
+  const rows = await trx
+    .selectFrom('agent_channel_state')
+    .select(['machine_id', 'last_applied_msg_id'])
+    .where('machine_id', 'in', machines)
+    .orderBy('machine_id')
+    .forUpdate()
+    .execute();
+  const before = new Map(rows.map((row) => [row.machine_id, BigInt(row.last_applied_msg_id)]));
+  const marks = new Map(before);
+  const applied = messages.map((m) => {
+    const id = BigInt(m.id);
+    if (id <= (marks.get(m.machineId) ?? 0n)) return false;
+    marks.set(m.machineId, id);
+    return true;
+  });
+  const moved = [...marks].filter(([machineId, id]) => id > (before.get(machineId) ?? 0n));
+  if (moved.length > 0) {
+    await sql`update agent_channel_state as s set last_applied_msg_id = v.id, updated_at = ${at}
+      from (values ${sql.join(moved.map(([machineId, id]) => sql`(${machineId}, cast(${id} as bigint))`))}) as v(machine_id, id)
+      where s.machine_id = v.machine_id`.execute(trx);
+  }
+  return applied;
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
 import { type PostingKind, transferProblem } from '../domain/ledger/postings.js';
-import type { Tx } from './db.js';
+import { isPostgres, type Tx } from './db.js';
 import { insertPendingLot } from './pending-earnings.js';
 
 // A metered charge posts two legs from the job's hold: the host share to the host's pending earnings (a lot that
@@ -24,6 +24,18 @@ export interface ChargeLegs {
   at: Date;
   /** When the host share becomes payable (issue 24 item 4); null: maturity is off, it is payable at once. */
   maturesAt: Date | null;
+}
+
+/** Locks ledger accounts in key order (Postgres), the one order of every ledger write; answers how many exist. */
+async function lockKeysInOrder(trx: Tx, keys: readonly string[]): Promise<number> {
+  const rows = await trx
+    .selectFrom('ledger_accounts')
+    .select('key')
+    .where('key', 'in', [...keys])
+    .orderBy('key')
+    .forNoKeyUpdate()
+    .execute();
+  return rows.length;
 }
 
 async function ensureAccounts(trx: Tx, refs: LedgerAccountRef[], at: string): Promise<void> {
@@ -62,8 +74,10 @@ export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void
   const payableKey = ledgerAccountKey(payable.owner, payable.kind);
   const feesKey = ledgerAccountKey(fees.owner, fees.kind);
   const total = legs.hostMicro + legs.feeMicro;
-  // Balances first: the update takes the three row locks in key order, as every ledger transfer does.
+  // Balances first, their rows locked in key order as every ledger transfer locks them (an update's own scan order
+  // is the table's, not the key's: with both orders in use, two replicas' charges deadlocked).
   const keys = [holdKey, ...wanted.map((leg) => ledgerAccountKey(leg.to.owner, leg.to.kind))];
+  if (isPostgres(trx)) await lockKeysInOrder(trx, keys);
   const updated = await sql`update ledger_accounts
     set balance_micro = balance_micro + (case key
           when ${payableKey} then cast(${legs.hostMicro} as bigint)
@@ -98,4 +112,89 @@ export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void
       maturesAt: legs.maturesAt,
     });
   }
+}
+
+/**
+ * Posts the metered charges of several jobs in one transaction with one statement each, whatever their number (the
+ * gateway's group of receipts on Postgres, services/jobs/metering-batch.ts): the accounts are locked in key order
+ * (every ledger transfer's order), their balances moved by the summed deltas, the postings and the lots inserted.
+ * Each job's accounts must exist already (not its first charge: postMeteredCharge creates them). Postgres only.
+ */
+export async function postMeteredCharges(trx: Tx, charges: readonly ChargeLegs[]): Promise<void> {
+  const deltas = new Map<string, bigint>();
+  const move = (key: string, amount: bigint) => deltas.set(key, (deltas.get(key) ?? 0n) + amount);
+  const postings: Array<{
+    id: string;
+    at: string;
+    from_key: string;
+    to_key: string;
+    amount_micro: bigint;
+    kind: PostingKind;
+    reference: string;
+    external_ref: null;
+  }> = [];
+  const lots: Array<{
+    id: string;
+    host_account_id: string;
+    job_id: string;
+    amount_micro: bigint;
+    remaining_micro: bigint;
+    charged_at: string;
+    matures_at: string;
+    matured_at: null;
+  }> = [];
+  for (const legs of charges) {
+    if (legs.first) throw new Error(`metered charge for job ${legs.jobId}: a first charge goes through postMeteredCharge`);
+    const hold = ledgerAccounts.hold(legs.jobId, legs.renterAccountId);
+    const payable = legs.maturesAt === null ? ledgerAccounts.payable(legs.hostAccountId) : ledgerAccounts.pending(legs.hostAccountId);
+    const at = legs.at.toISOString();
+    const holdKey = ledgerAccountKey(hold.owner, hold.kind);
+    for (const leg of [
+      { to: payable, amountMicro: legs.hostMicro, kind: 'charge_host' as const },
+      { to: ledgerAccounts.fees(), amountMicro: legs.feeMicro, kind: 'charge_fee' as const },
+    ]) {
+      if (leg.amountMicro <= 0n) continue;
+      const problem = transferProblem({ from: hold, to: leg.to, amountMicro: leg.amountMicro, kind: leg.kind, reference: legs.jobId });
+      if (problem) throw new RangeError(`invalid metered charge: ${problem}`);
+      const toKey = ledgerAccountKey(leg.to.owner, leg.to.kind);
+      move(holdKey, -leg.amountMicro);
+      move(toKey, leg.amountMicro);
+      postings.push({
+        id: randomUUID(),
+        at,
+        from_key: holdKey,
+        to_key: toKey,
+        amount_micro: leg.amountMicro,
+        kind: leg.kind,
+        reference: legs.jobId,
+        external_ref: null,
+      });
+    }
+    if (legs.maturesAt !== null && legs.hostMicro > 0n) {
+      lots.push({
+        id: randomUUID(),
+        host_account_id: legs.hostAccountId,
+        job_id: legs.jobId,
+        amount_micro: legs.hostMicro,
+        remaining_micro: legs.hostMicro,
+        charged_at: at,
+        matures_at: legs.maturesAt.toISOString(),
+        matured_at: null,
+      });
+    }
+  }
+  if (postings.length === 0) return;
+  const keys = [...deltas.keys()].sort();
+  const at = (charges[0] as ChargeLegs).at.toISOString();
+  // The postings and lots first, the balances last: the fees account (and a busy host's) is in every group of every
+  // replica, so its row is locked as late as possible, for one update and the commit. The postings' foreign keys take
+  // key-share locks, which every ledger lock lets through (no-key locks, ledger.ts and here), so this order cannot
+  // deadlock with a transfer.
+  await trx.insertInto('ledger_postings').values(postings).execute();
+  if (lots.length > 0) await trx.insertInto('pending_earnings').values(lots).execute();
+  const locked = await lockKeysInOrder(trx, keys);
+  if (locked !== keys.length) throw new Error(`metered charges: ledger accounts missing (${keys.length - locked} of ${keys.length})`);
+  const values = keys.map((key) => sql`(${key}, cast(${deltas.get(key) as bigint} as bigint))`);
+  await sql`update ledger_accounts as a set balance_micro = a.balance_micro + v.delta, updated_at = ${at}
+    from (values ${sql.join(values)}) as v(key, delta) where a.key = v.key`.execute(trx);
 }

@@ -1,5 +1,5 @@
 import type { JobState, TemplateKind } from '@ark/shared';
-import type { Selectable, Updateable } from 'kysely';
+import { type Selectable, sql, type Updateable } from 'kysely';
 import type { JobAccessReport, JobRecord } from '../domain/jobs/job.js';
 import { OCCUPYING_STATES, type CloseReason } from '../domain/jobs/states.js';
 import { type Executor, fromJson, isPostgres, toJson, type Tx } from './db.js';
@@ -171,6 +171,43 @@ export async function lockJob(trx: Tx, id: string): Promise<JobRow | undefined> 
   let query = trx.selectFrom('jobs').selectAll().where('id', '=', id);
   if (isPostgres(trx)) query = query.forUpdate();
   return query.executeTakeFirst();
+}
+
+/** Several job rows held at once, in id order (Postgres: the lock order of every group of jobs). */
+export async function lockJobs(trx: Tx, ids: readonly string[]): Promise<JobRow[]> {
+  if (ids.length === 0) return [];
+  let query = trx
+    .selectFrom('jobs')
+    .selectAll()
+    .where('id', 'in', [...ids])
+    .orderBy('id');
+  if (isPostgres(trx)) query = query.forUpdate();
+  return query.execute();
+}
+
+/** The meter columns an accepted receipt moves. */
+export interface JobMeterPatch {
+  id: string;
+  acceptedRuntimeMs: bigint;
+  cumulativeChargeMicro: bigint;
+  chargedHostMicro: bigint;
+  chargedFeeMicro: bigint;
+  meterSeq: bigint;
+  meteredUntil: Date;
+}
+
+/** Writes the meter columns of several held jobs in one statement (Postgres: the gateway's group of receipts). */
+export async function updateJobMeters(trx: Tx, patches: readonly JobMeterPatch[], now: Date): Promise<void> {
+  if (patches.length === 0) return;
+  const at = now.toISOString();
+  const rows = patches.map(
+    (p) =>
+      sql`(${p.id}, cast(${p.acceptedRuntimeMs} as bigint), cast(${p.cumulativeChargeMicro} as bigint), cast(${p.chargedHostMicro} as bigint), cast(${p.chargedFeeMicro} as bigint), cast(${p.meterSeq} as bigint), ${p.meteredUntil.toISOString()})`,
+  );
+  await sql`update jobs set accepted_runtime_ms = v.runtime, cumulative_charge_micro = v.cumulative, charged_host_micro = v.host,
+      charged_fee_micro = v.fee, meter_seq = v.seq, metered_until = v.until, last_meter_receipt_at = ${at}, updated_at = ${at}
+    from (values ${sql.join(rows)}) as v(id, runtime, cumulative, host, fee, seq, until)
+    where jobs.id = v.id`.execute(trx);
 }
 
 /** The machine a job runs on (read before its row is held, to take the machine's channel row first). */

@@ -337,7 +337,7 @@ async function lockAccounts(
   const keys = wanted.map((w) => w.key).sort();
   const select = async () => {
     let query = trx.selectFrom('ledger_accounts').select(['key', 'account_id', 'balance_micro']).where('key', 'in', keys).orderBy('key');
-    if (postgres) query = query.forUpdate();
+    if (postgres) query = query.forNoKeyUpdate();
     return new Map((await query.execute()).map((r) => [r.key, r] as const));
   };
   let byKey = await select();

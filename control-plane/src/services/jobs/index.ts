@@ -20,6 +20,7 @@ import type { JobDeps, JobSettings } from './deps.js';
 import { type BudgetExtended, extendBudget, stopJob } from './funding.js';
 import { checkGpusFromTelemetry } from './gpu-health.js';
 import { applyMeterReceipt } from './metering.js';
+import { applyMeterReceipts, type ReceiptOfMachine } from './metering-batch.js';
 import { createQuote } from './quote.js';
 import { type ReadinessVerifier, readinessVerifier } from './readiness.js';
 import { type JobReads, jobReads } from './reads.js';
@@ -66,6 +67,8 @@ export interface JobServices {
   applyMeterReceipt(trx: Tx, machineId: string, msg: MeterReceiptMessage, now: Date): Promise<void>;
   /** The telemetry hook: a RUNNING job whose GPU is gone from the batch fails `gpu_lost`, credited. Answers those. */
   checkGpusFromTelemetry(trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<string[]>;
+  /** The same for a group of receipts in one transaction (the gateway's group commit, services/jobs/metering-batch.ts). */
+  applyMeterReceipts(trx: Tx, receipts: readonly ReceiptOfMachine[], now: Date): Promise<void>;
   /** The heartbeat hook: reconciling jobs the agent lists as running come back. Returns how many did. */
   reconcileFromHeartbeat(machineId: string, msg: HeartbeatMessage, now: Date): Promise<number>;
   /** GET /api/v1/account/spend-cap: the cap, the operator's default and what the account's unstopped jobs commit. */
@@ -91,6 +94,7 @@ export function buildJobServices(deps: JobDeps): JobServices {
     applyJobEvent: (trx, machineId, msg, now) => applyJobEvent(deps, trx, machineId, msg, now),
     applyMeterReceipt: (trx, machineId, msg, now) => applyMeterReceipt(deps, trx, machineId, msg, now),
     checkGpusFromTelemetry: (trx, machineId, msg, now) => checkGpusFromTelemetry(deps, trx, machineId, msg, now),
+    applyMeterReceipts: (trx, receipts, now) => applyMeterReceipts(deps, trx, receipts, now),
     reconcileFromHeartbeat: (machineId, msg, now) => reconcileFromHeartbeat(deps, machineId, msg, now),
     readSpendCap: (accountId) => readSpendCap(deps, accountId),
     changeSpendCap: (change, commit) => changeSpendCap(deps, change, commit),
