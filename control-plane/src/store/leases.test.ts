@@ -40,9 +40,9 @@ describe.each(DIALECTS)('single-holder leases on %s', (dialect) => {
   it('a holder that wakes after a takeover cannot write under its old lease', async () => {
     // a wakes at 9 s (b holds until 13 s) and tries to move the cursor: the write itself checks the lease.
     await expect(
-      store.db.transaction().execute((trx) =>
-        moveCursor(trx, { chainId: CHAIN, owner: 'a', expectedBlock: 10n, block: 12n, hash: '0xb', now: at(9) }),
-      ),
+      store.db
+        .transaction()
+        .execute((trx) => moveCursor(trx, { chainId: CHAIN, owner: 'a', expectedBlock: 10n, block: 12n, hash: '0xb', now: at(9) })),
     ).rejects.toBeInstanceOf(LeaseLostError);
     // Nor renew it: the lease is b's.
     expect(await acquireLease(store.db, CHAIN, 'a', at(9), LEASE_MS)).toBe(false);
