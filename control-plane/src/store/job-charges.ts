@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
 import { type PostingKind, transferProblem } from '../domain/ledger/postings.js';
 import { isPostgres, type Tx } from './db.js';
+import type { LedgerPostingsTable } from './tables/ledger.js';
 import { insertPendingLot } from './pending-earnings.js';
 
 // A metered charge posts two legs from the job's hold: the host share to the host's pending earnings (a lot that
@@ -123,16 +124,7 @@ export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void
 export async function postMeteredCharges(trx: Tx, charges: readonly ChargeLegs[]): Promise<void> {
   const deltas = new Map<string, bigint>();
   const move = (key: string, amount: bigint) => deltas.set(key, (deltas.get(key) ?? 0n) + amount);
-  const postings: Array<{
-    id: string;
-    at: string;
-    from_key: string;
-    to_key: string;
-    amount_micro: bigint;
-    kind: PostingKind;
-    reference: string;
-    external_ref: null;
-  }> = [];
+  const postings: LedgerPostingsTable[] = [];
   const lots: Array<{
     id: string;
     host_account_id: string;

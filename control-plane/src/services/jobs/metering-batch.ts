@@ -2,15 +2,13 @@ import type { MeterReceiptMessage } from '@ark/shared';
 import { maturesAtOf } from '../../domain/earnings/maturity.js';
 import type { JobRecord } from '../../domain/jobs/job.js';
 import { stopAfterCharge } from '../../domain/jobs/ending.js';
-import { meterStateOf } from '../../domain/jobs/meter.js';
 import { chargeDelta, chargesFor } from '../../domain/metering/charges.js';
-import { evaluateReceipt } from '../../domain/metering/receipts.js';
 import { budgetThresholdsCrossed } from '../../domain/webhooks/delivery.js';
 import { isPostgres, type Tx } from '../../store/db.js';
 import { type ChargeLegs, postMeteredCharges } from '../../store/job-charges.js';
 import { type JobMeterPatch, lockJobs, toJobRecord, updateJobMeters } from '../../store/jobs.js';
 import type { JobDeps } from './deps.js';
-import { applyMeterReceipt } from './metering.js';
+import { applyMeterReceipt, receiptVerdict } from './metering.js';
 
 /** A receipt of the gateway's group, with the machine whose channel carried it. */
 export interface ReceiptOfMachine {
@@ -71,18 +69,7 @@ function acceptedInFull(
   now: Date,
 ): { charge: ChargeLegs; patch: JobMeterPatch } | null {
   if (job.cumulativeChargeMicro === 0n) return null;
-  const verdict = evaluateReceipt(
-    meterStateOf(job),
-    {
-      fence: BigInt(msg.fence),
-      seq: BigInt(msg.meter_seq),
-      periodStart: new Date(msg.period_start),
-      periodEnd: new Date(msg.period_end),
-      runtimeMs: BigInt(msg.runtime_ms),
-    },
-    now,
-    deps.settings.meterSkewMs,
-  );
+  const verdict = receiptVerdict(deps, job, msg, now);
   if (verdict.outcome !== 'accepted' || verdict.uncountedMs > 1000n) return null;
   const runtime = job.acceptedRuntimeMs + verdict.countedMs;
   const charges = chargesFor(job.rate, job.fundedBudgetMicro, runtime);

@@ -1,10 +1,11 @@
 import type { MeterReceiptMessage } from '@ark/shared';
 import { iso } from '../../clock.js';
 import { maturesAtOf } from '../../domain/earnings/maturity.js';
+import type { JobRecord } from '../../domain/jobs/job.js';
 import { stopAfterCharge } from '../../domain/jobs/ending.js';
 import { meterStateOf } from '../../domain/jobs/meter.js';
 import { chargeDelta, chargesFor } from '../../domain/metering/charges.js';
-import { describeReceiptVerdict, evaluateReceipt } from '../../domain/metering/receipts.js';
+import { describeReceiptVerdict, evaluateReceipt, type ReceiptVerdict } from '../../domain/metering/receipts.js';
 import { budgetThresholdsCrossed } from '../../domain/webhooks/delivery.js';
 import type { Tx } from '../../store/db.js';
 import { postMeteredCharge } from '../../store/job-charges.js';
@@ -22,18 +23,7 @@ export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: strin
   const held = await holdJob(deps, trx, msg.job_id);
   if (!held || held.job.machineId !== machineId) return;
   const job = held.job;
-  const verdict = evaluateReceipt(
-    meterStateOf(job),
-    {
-      fence: BigInt(msg.fence),
-      seq: BigInt(msg.meter_seq),
-      periodStart: new Date(msg.period_start),
-      periodEnd: new Date(msg.period_end),
-      runtimeMs: BigInt(msg.runtime_ms),
-    },
-    now,
-    deps.settings.meterSkewMs,
-  );
+  const verdict = receiptVerdict(deps, job, msg, now);
   if (verdict.outcome === 'duplicate') return;
   if (verdict.outcome !== 'accepted') {
     // A rejected period uses up its seq (the meter moves on); a refused receipt leaves the sequence alone.
@@ -107,4 +97,20 @@ export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: strin
   }
   const stop = stopAfterCharge(held.job, now);
   if (stop !== null) await held.beginStop(stop, now);
+}
+
+/** The meter's verdict on one receipt message for the job as it stands (both the one-receipt and the group path). */
+export function receiptVerdict(deps: JobDeps, job: JobRecord, msg: MeterReceiptMessage, now: Date): ReceiptVerdict {
+  return evaluateReceipt(
+    meterStateOf(job),
+    {
+      fence: BigInt(msg.fence),
+      seq: BigInt(msg.meter_seq),
+      periodStart: new Date(msg.period_start),
+      periodEnd: new Date(msg.period_end),
+      runtimeMs: BigInt(msg.runtime_ms),
+    },
+    now,
+    deps.settings.meterSkewMs,
+  );
 }
