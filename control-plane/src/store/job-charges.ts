@@ -3,6 +3,7 @@ import { sql } from 'kysely';
 import { type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
 import { type PostingKind, transferProblem } from '../domain/ledger/postings.js';
 import { isPostgres, type Tx } from './db.js';
+import type { PendingEarningsTable } from './tables/earnings.js';
 import type { LedgerPostingsTable } from './tables/ledger.js';
 import { insertPendingLot } from './pending-earnings.js';
 
@@ -125,16 +126,7 @@ export async function postMeteredCharges(trx: Tx, charges: readonly ChargeLegs[]
   const deltas = new Map<string, bigint>();
   const move = (key: string, amount: bigint) => deltas.set(key, (deltas.get(key) ?? 0n) + amount);
   const postings: LedgerPostingsTable[] = [];
-  const lots: Array<{
-    id: string;
-    host_account_id: string;
-    job_id: string;
-    amount_micro: bigint;
-    remaining_micro: bigint;
-    charged_at: string;
-    matures_at: string;
-    matured_at: null;
-  }> = [];
+  const lots: PendingEarningsTable[] = [];
   for (const legs of charges) {
     if (legs.first) throw new Error(`metered charge for job ${legs.jobId}: a first charge goes through postMeteredCharge`);
     const hold = ledgerAccounts.hold(legs.jobId, legs.renterAccountId);
