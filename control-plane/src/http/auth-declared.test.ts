@@ -130,6 +130,7 @@ describe.each(DIALECTS)('declared requirements on %s', (dialect) => {
     expect(machineRoutes.map(({ method, path }) => `${method} ${path}`).sort()).toEqual([
       'GET /api/v1/hosts/machines/{id}',
       'GET /api/v1/hosts/machines/{id}/telemetry',
+      'POST /api/v1/hosts/machines/{id}/cpu-listing',
       'POST /api/v1/hosts/machines/{id}/go-live',
       'POST /api/v1/hosts/machines/{id}/nettest',
       'POST /api/v1/hosts/machines/{id}/offer',

@@ -241,6 +241,12 @@ describe.each(DIALECTS)('authorization matrix on %s', (dialect) => {
       request: () => ({ payload: { go_live: true } }),
       ok: [200],
     },
+    'POST /api/v1/hosts/machines/{id}/cpu-listing': {
+      need: { scope: 'host' },
+      owner: { account: 'hostA', admin: false, resource: 'machine' },
+      request: () => ({ payload: { cpu_listing: true } }),
+      ok: [200],
+    },
     'POST /api/v1/hosts/machines/{id}/offer': {
       need: { scope: 'host' },
       owner: { account: 'hostA', admin: false, resource: 'machine' },
