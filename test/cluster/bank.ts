@@ -19,6 +19,7 @@ import { Cluster } from './cluster.js';
 import { type InjectedFault, injectFault, planFaults, prng } from './faults.js';
 import { SimAgents } from './sim-agents.js';
 import { checkPaidOnce, type Withdrawer, withdraw, withdrawer } from './withdrawals.js';
+import { checkSimReceipts, hostEarnings, payoutLoop, simJobLoop, simOffers } from './host-work.js';
 
 export interface BankOptions {
   seed?: number;
@@ -29,6 +30,8 @@ export interface BankOptions {
   gapMs?: [number, number];
   /** Simulated agents on the real signed channel beside the real one. */
   simAgents?: number;
+  /** Renting loops on the simulated machines (one machine each). */
+  simJobLoops?: number;
   /** An agent must be back on a channel within this after each fault. */
   reconnectBoundMs?: number;
   log?: (line: string) => void;
@@ -63,6 +66,7 @@ interface Renter {
 }
 
 const DEPOSIT_MICRO = 20n * USDC;
+const PAYOUT_MIN_MICRO = 10_000n;
 
 /** The index of the replica holding a lease (its owner name carries the holder's PID: store/leases.ts). */
 async function leaseHolder(cluster: Cluster, table: 'chain_watch_state' | 'payout_wallet_state'): Promise<number | null> {
@@ -108,6 +112,9 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       ARK_WITHDRAWAL_REVIEW_ABOVE_MICRO: String(1_000n * USDC),
       ARK_WITHDRAWAL_NEW_ADDRESS_HOLD_S: '0',
       ARK_WITHDRAWAL_REVIEW_FIRST: '0',
+      // Host earnings are payable at once and small payouts allowed: the host is paid out during the faults.
+      ARK_EARNINGS_MATURITY_S: '0',
+      ARK_WITHDRAWAL_MIN_MICRO: String(PAYOUT_MIN_MICRO),
       // One host pairs the real agent and the simulated ones.
       ARK_NEW_HOST_MACHINE_CAP: '100',
     });
@@ -215,6 +222,31 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         workloadErrors.push(`${name}: ${error.message}`);
       });
     const loops = [guard('jobs', jobLoop), guard('deposits', depositLoop), guard('withdrawals', withdrawLoop)];
+    // Jobs on the simulated machines (metered by sim-jobs.ts), one loop per machine, and the host's payouts.
+    const simOfferIds = await simOffers(client, (renters[0] as Renter).token, simulated);
+    for (const offerId of simOfferIds.slice(0, options.simJobLoops ?? 2)) {
+      loops.push(
+        guard('simulated jobs', () =>
+          simJobLoop({
+            client,
+            sims: simulated,
+            offerId,
+            imageDigest: s.world.image.digestRef,
+            sshPublicKey: s.ssh.publicKey,
+            renters,
+            random,
+            running: () => running,
+          }),
+        ),
+      );
+    }
+    const host = await withdrawer(client, s.hostEmail);
+    const paidOut = { micro: 0n };
+    loops.push(
+      guard('payouts', () =>
+        payoutLoop({ client, host, hostToken: s.hostToken, minMicro: PAYOUT_MIN_MICRO, random, running: () => running, paid: paidOut }),
+      ),
+    );
 
     // Faults on the seeded schedule, each followed by the agent's return to a channel.
     const plan = planFaults(seed, options.rounds ?? 1, { pauseMs: options.pauseMs ?? 12_000, gapMs: options.gapMs ?? [1_000, 3_000] });
@@ -297,18 +329,28 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         `${credited.rows.length} transfers, ${creditedMicro} credited of ${sent} sent`,
       );
 
-      const unpaid = await checkPaidOnce(
-        client,
-        chain,
-        anvil,
-        wallet.address,
-        renters.map((r) => r.withdrawer),
-      );
+      const unpaid = await checkPaidOnce(client, chain, anvil, wallet.address, [...renters.map((r) => r.withdrawer), host]);
       const withdrawals = renters.reduce((n, r) => n + r.withdrawer.withdrawals.length, 0);
       check(
-        'every withdrawal paid once on chain',
-        unpaid.length === 0,
-        unpaid.join('; ') || `${withdrawals} withdrawals confirmed, one transfer each`,
+        'every withdrawal and host payout paid once on chain',
+        unpaid.length === 0 && host.withdrawals.length > 0,
+        unpaid.join('; ') || `${withdrawals} withdrawals and ${host.withdrawals.length} host payouts confirmed, one transfer each`,
+      );
+      const earned = await hostEarnings(client, renters);
+      const hostLedger = JSON.parse(await controlPlaneCli(cp, ['ledger', 'balance', '--email', s.hostEmail]));
+      const hostHas = BigInt(hostLedger.pending_micro) + BigInt(hostLedger.payable_micro) + BigInt(hostLedger.held_micro);
+      check(
+        "the host's ledger accounts equal its earnings less its payouts",
+        hostHas === earned - paidOut.micro && earned > 0n,
+        `ledger ${hostHas} (pending ${hostLedger.pending_micro}, payable ${hostLedger.payable_micro}), earned ${earned} less paid out ${paidOut.micro}`,
+      );
+      const simProblems = await checkSimReceipts(client, simulated, renters);
+      const simJobs = renters.flatMap((r) => r.jobs).filter((j) => simulated.jobs.sent(j.jobId) !== null).length;
+      check(
+        'every simulated meter receipt counted once (accepted runtime equals what the agents sent)',
+        simProblems.length === 0 && simJobs > 0,
+        simProblems.join('; ') ||
+          `${simJobs} jobs, ${simulated.jobs.receiptsSent} receipts, ${simulated.jobs.resent} messages resent after reconnects`,
       );
 
       // Jobs: charges follow accepted runtime once; runtime at most wall time; the agent agrees on the end.
