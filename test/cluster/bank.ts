@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Address } from 'viem';
 import { chargesFor } from '@ark/control-plane/domain/metering/charges';
 import pg from 'pg';
-import { randomDepositXpub, renterKey, setupDepositChain } from '../e2e/deposit-helpers.js';
+import { randomDepositXpub, renterKey, setupDepositChain, x402Setup } from '../e2e/deposit-helpers.js';
 import { controlPlaneCli } from '../e2e/host-side-helpers.js';
 import { fundedPayoutWallet, USDC } from '../e2e/payout-chain.js';
 import { jobContainers, RENTAL_CP_ENV, RentalSite, startDockerWorld } from '../e2e/rental-helpers.js';
@@ -19,6 +19,7 @@ import { Cluster } from './cluster.js';
 import { type InjectedFault, injectFault, planFaults, prng } from './faults.js';
 import { SimAgents } from './sim-agents.js';
 import { checkPaidOnce, type Withdrawer, withdraw, withdrawer } from './withdrawals.js';
+import { checkTopUps, type TopUps, topUp, x402Payer } from './top-ups.js';
 import { checkSimReceipts, hostEarnings, payoutLoop, simJobLoop, simOffers } from './host-work.js';
 
 export interface BankOptions {
@@ -60,6 +61,8 @@ interface Renter {
   token: string;
   address: Address;
   depositedMicro: bigint;
+  /** Paid by x402 top-ups (renter 1 only). */
+  toppedUpMicro: bigint;
   withdrawnMicro: bigint;
   withdrawer: Withdrawer;
   jobs: Array<{ jobId: string; quote: any }>;
@@ -98,7 +101,10 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
   try {
     const chain = await setupDepositChain(anvil);
     const wallet = await fundedPayoutWallet(chain, anvil, 1_000n * USDC);
+    const x402 = await x402Setup(chain, anvil);
+    const x402Wallet = await x402Payer(chain, 200n * USDC);
     cluster = await Cluster.start({
+      ...x402.env,
       ...RENTAL_CP_ENV,
       ARK_CHAINS: chain.chainsFile,
       ARK_DEPOSIT_XPUB: randomDepositXpub(),
@@ -136,7 +142,16 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       const answer = await client.call('GET', '/api/v1/billing/deposit-address', token);
       if (answer.status !== 200) throw new Error(`deposit address: ${answer.status} ${JSON.stringify(answer.body)}`);
       const who = await withdrawer(client, email);
-      renters.push({ email, token, address: answer.body.address, depositedMicro: 0n, withdrawnMicro: 0n, withdrawer: who, jobs: [] });
+      renters.push({
+        email,
+        token,
+        address: answer.body.address,
+        depositedMicro: 0n,
+        toppedUpMicro: 0n,
+        withdrawnMicro: 0n,
+        withdrawer: who,
+        jobs: [],
+      });
     }
     const deposit = async (renter: Renter) => {
       await chain.sendUsdc(renter.address, DEPOSIT_MICRO);
@@ -221,7 +236,16 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       loop().catch((error: Error) => {
         workloadErrors.push(`${name}: ${error.message}`);
       });
-    const loops = [guard('jobs', jobLoop), guard('deposits', depositLoop), guard('withdrawals', withdrawLoop)];
+    // x402 top-ups for the first renter, through the load balancer.
+    const topUps: TopUps = { payer: x402Wallet.account.address, paid: [] };
+    const topUpLoop = async () => {
+      const renter = renters[0] as Renter;
+      while (running) {
+        await new Promise((resolve) => setTimeout(resolve, 3_000 + random() * 4_000));
+        if (running) renter.toppedUpMicro += await topUp(c.lbBase, renter.token, x402Wallet.account, 2n * USDC, topUps);
+      }
+    };
+    const loops = [guard('jobs', jobLoop), guard('deposits', depositLoop), guard('withdrawals', withdrawLoop), guard('x402', topUpLoop)];
     // Jobs on the simulated machines (metered by sim-jobs.ts), one loop per machine, and the host's payouts.
     const simOfferIds = await simOffers(client, (renters[0] as Renter).token, simulated);
     for (const offerId of simOfferIds.slice(0, options.simJobLoops ?? 2)) {
@@ -329,6 +353,13 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         `${credited.rows.length} transfers, ${creditedMicro} credited of ${sent} sent`,
       );
 
+      const topUpProblems = await checkTopUps(c.lbBase, (renters[0] as Renter).token, chain, anvil, x402.treasury, topUps);
+      check(
+        'every x402 top-up settled and credited once',
+        topUpProblems.length === 0 && topUps.paid.length > 0,
+        topUpProblems.join('; ') ||
+          `${topUps.paid.length} top-ups confirmed (${topUps.refused ?? 0} refused), the treasury holds what was paid`,
+      );
       const unpaid = await checkPaidOnce(client, chain, anvil, wallet.address, [...renters.map((r) => r.withdrawer), host]);
       const withdrawals = renters.reduce((n, r) => n + r.withdrawer.withdrawals.length, 0);
       check(
@@ -344,13 +375,13 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         hostHas === earned - paidOut.micro && earned > 0n,
         `ledger ${hostHas} (pending ${hostLedger.pending_micro}, payable ${hostLedger.payable_micro}), earned ${earned} less paid out ${paidOut.micro}`,
       );
-      const simProblems = await checkSimReceipts(client, simulated, renters);
+      const { problems: simProblems, refusedBy } = await checkSimReceipts(client, simulated, renters);
       const simJobs = renters.flatMap((r) => r.jobs).filter((j) => simulated.jobs.sent(j.jobId) !== null).length;
       check(
-        'every simulated meter receipt counted once (accepted runtime equals what the agents sent)',
+        'every simulated meter receipt counted once (accepted runtime equals the receipts not refused)',
         simProblems.length === 0 && simJobs > 0,
         simProblems.join('; ') ||
-          `${simJobs} jobs, ${simulated.jobs.receiptsSent} receipts, ${simulated.jobs.resent} messages resent after reconnects`,
+          `${simJobs} jobs, ${simulated.jobs.receiptsSent} receipts, ${simulated.jobs.resent} messages resent after reconnects, refused ${JSON.stringify(refusedBy)}`,
       );
 
       // Jobs: charges follow accepted runtime once; runtime at most wall time; the agent agrees on the end.
@@ -382,9 +413,9 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
           }
         }
         const balance = await available(renter);
-        if (balance !== renter.depositedMicro - charged - renter.withdrawnMicro) {
+        if (balance !== renter.depositedMicro + renter.toppedUpMicro - charged - renter.withdrawnMicro) {
           jobProblems.push(
-            `${renter.email}: balance ${balance}, deposits ${renter.depositedMicro} less charges ${charged} less withdrawals ${renter.withdrawnMicro}`,
+            `${renter.email}: balance ${balance}, deposits ${renter.depositedMicro} and top-ups ${renter.toppedUpMicro} less charges ${charged} less withdrawals ${renter.withdrawnMicro}`,
           );
         }
       }

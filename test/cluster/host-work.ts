@@ -108,8 +108,13 @@ export async function payoutLoop(input: {
 }
 
 /** Every simulated job: accepted runtime equals what the agent sent (each meter_seq once, all acknowledged). */
-export async function checkSimReceipts(client: WorkloadClient, sims: SimAgents, renters: JobRenter[]): Promise<string[]> {
+export async function checkSimReceipts(
+  client: WorkloadClient,
+  sims: SimAgents,
+  renters: JobRenter[],
+): Promise<{ problems: string[]; refusedBy: Record<string, number> }> {
   const problems: string[] = [];
+  const refusedBy: Record<string, number> = {};
   await waitFor(() => sims.unacknowledged() === 0, { timeoutMs: 30_000, description: 'every simulated message acknowledged' }).catch(() =>
     problems.push(`${sims.unacknowledged()} simulated messages never acknowledged`),
   );
@@ -119,14 +124,31 @@ export async function checkSimReceipts(client: WorkloadClient, sims: SimAgents, 
       if (sent === null) continue;
       const job = (await client.call('GET', `/api/v1/jobs/${jobId}`, renter.token)).body;
       const accepted = Number(job.accepted_runtime_ms);
-      // A job that failed (its machine lost) stops counting where the control plane stopped metering it.
-      const exact = job.state === 'CLOSED';
-      if (exact ? accepted !== sent.runtimeMs : accepted > sent.runtimeMs) {
-        problems.push(`${jobId} (${job.state}): accepted ${accepted} ms, the agent sent ${sent.runtimeMs} ms in ${sent.receipts} receipts`);
+      const events = ((await client.call('GET', `/api/v1/jobs/${jobId}/events?limit=100`, renter.token)).body?.items ?? []) as any[];
+      const refusals = events.filter((e) => e.kind === 'receipt_refused');
+      for (const e of refusals) refusedBy[e.data?.reason] = (refusedBy[e.data?.reason] ?? 0) + 1;
+      // Each receipt sent is either refused (an event says why) or counted, once: accepted runtime is exactly the
+      // runtime of the receipts not refused. A refusal is legitimate for a stale fence, for a job not metering (the
+      // machine lost: RECONCILING, whose gap is never charged; or the job over), and for a seq gap behind a
+      // not_metering refusal of the same fence (a refused receipt leaves the sequence where it was).
+      const key = (fence: unknown, seq: unknown) => `${fence}/${seq}`;
+      const refusedKeys = new Set(refusals.map((e) => key(e.data?.fence, e.data?.meter_seq)));
+      const stuck = new Set(refusals.filter((e) => e.data?.reason === 'not_metering').map((e) => String(e.data?.fence)));
+      const lost = refusals.filter(
+        (e) =>
+          !['stale_fence', 'not_metering'].includes(e.data?.reason) && !(e.data?.reason === 'seq_gap' && stuck.has(String(e.data?.fence))),
+      );
+      const counted = sent.receipts.filter((r) => !refusedKeys.has(key(r.fence, r.seq))).reduce((sum, r) => sum + r.runtimeMs, 0);
+      if (accepted !== counted || lost.length > 0 || sent.unacked > 0) {
+        const states = events.filter((e) => e.kind !== 'receipt_refused').map((e) => `${e.kind}@${String(e.at).slice(17, 23)}`);
+        const refused = refusals.map((e) => JSON.stringify(e.data));
+        problems.push(
+          `${jobId} (${job.state}): accepted ${accepted} ms, receipts not refused ${counted} ms, sent ${sent.runtimeMs} ms in ${sent.receipts.length} receipts, ${sent.unacked} unacknowledged (${sent.detail}); meter_started_at ${job.meter_started_at}; events ${states.join(' ')}; refused: ${refused.join(' ')}`,
+        );
       }
     }
   }
-  return problems;
+  return { problems, refusedBy };
 }
 
 /** The host's earnings from every job (each job's host share of its charges), as the workload computes them. */

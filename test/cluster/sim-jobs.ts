@@ -13,9 +13,11 @@ export interface SimJob {
   meteredUntil: number | null;
   meterSeq: number;
   /** Runtime sent, one entry per meter_seq, and the message id that carried it. */
-  receipts: Array<{ id: number; runtimeMs: number; acked: boolean }>;
+  receipts: Array<{ id: number; fence: string; seq: number; runtimeMs: number; acked: boolean }>;
   stopped: boolean;
   cleaned: boolean;
+  /** What happened to the job on this side, for a failure's detail. */
+  log: string[];
 }
 
 type SendReliable = (sim: Sim, body: Record<string, unknown>) => void;
@@ -46,16 +48,52 @@ export class SimJobs {
       runtime_ms: String(runtimeMs),
       final,
     });
-    job.receipts.push({ id: job.sim.lastId, runtimeMs, acked: false });
+    job.receipts.push({ id: job.sim.lastId, fence: job.fence, seq: job.meterSeq, runtimeMs, acked: false });
+    job.log.push(
+      `#${job.meterSeq} id ${job.sim.lastId} ${new Date(job.meteredUntil).toISOString().slice(17, 23)}+${runtimeMs}${final ? ' final' : ''}`,
+    );
     job.meteredUntil = end;
     this.receiptsSent++;
+  }
+
+  /**
+   * A launch_job for a job already here is a rebind (the control plane took the job back from RECONCILING with a
+   * fresh fence, as the real agent's job-supervisor.ts handles it): adopt the newer fence, restart the meter sequence,
+   * announce the job's state again. Runtime before the rebind is never charged (the gap), so the new fence's first
+   * period starts now: everything the new fence meters is countable.
+   */
+  #rebind(job: SimJob, fence: string): void {
+    if (BigInt(fence) < BigInt(job.fence)) return;
+    if (BigInt(fence) > BigInt(job.fence)) {
+      job.fence = fence;
+      job.meterSeq = 0;
+      if (job.meteredUntil !== null) job.meteredUntil = Date.now();
+      job.log.push(`rebind fence ${fence} ${new Date().toISOString()}`);
+    }
+    if (job.stopped) return;
+    this.#status(job, 'ready', this.#ready(job.sim));
+  }
+
+  #ready(sim: Sim): Record<string, unknown> {
+    return {
+      evidence: { container_running: true },
+      access: {
+        ssh_port: sim.endpoint.port,
+        ssh_host_key_fingerprint: sim.endpoint.fingerprint,
+        public_host: sim.endpoint.host,
+        ports: [],
+      },
+    };
   }
 
   /** One command, applied once (the caller checks command_seq). */
   async apply(sim: Sim, kind: string, body: any): Promise<void> {
     const known = this.byId.get(body.job_id);
     if (kind === 'launch_job') {
-      if (known !== undefined) return;
+      if (known !== undefined) {
+        this.#rebind(known, body.fence);
+        return;
+      }
       const job: SimJob = {
         jobId: body.job_id,
         fence: body.fence,
@@ -65,18 +103,11 @@ export class SimJobs {
         receipts: [],
         stopped: false,
         cleaned: false,
+        log: [`launch ${new Date().toISOString()}`],
       };
       this.byId.set(job.jobId, job);
       this.#status(job, 'accepted');
-      this.#status(job, 'ready', {
-        evidence: { container_running: true },
-        access: {
-          ssh_port: sim.endpoint.port,
-          ssh_host_key_fingerprint: sim.endpoint.fingerprint,
-          public_host: sim.endpoint.host,
-          ports: [],
-        },
-      });
+      this.#status(job, 'ready', this.#ready(sim));
     } else if (kind === 'stop_job') {
       if (known === undefined) {
         this.sendReliable(sim, {
@@ -90,6 +121,7 @@ export class SimJobs {
         return;
       }
       if (known.stopped) return;
+      known.log.push(`stop_job ${new Date().toISOString()}`);
       this.#receipt(known, true);
       known.stopped = true;
       this.#status(known, 'stopped');
@@ -116,7 +148,10 @@ export class SimJobs {
   /** The workload saw the job RUNNING: metering starts at its meter_started_at. */
   running(jobId: string, meterStartedAt: string): void {
     const job = this.byId.get(jobId);
-    if (job !== undefined && job.meteredUntil === null && !job.stopped) job.meteredUntil = Date.parse(meterStartedAt);
+    if (job !== undefined && job.meteredUntil === null && !job.stopped) {
+      job.meteredUntil = Date.parse(meterStartedAt);
+      job.log.push(`running (seen ${new Date().toISOString()})`);
+    }
   }
 
   /** The workload saw the job end (CLOSED or FAILED): nothing more is metered for it. */
@@ -144,14 +179,20 @@ export class SimJobs {
       .map((job) => ({ job_id: job.jobId, fence: job.fence, container_state: 'running' }));
   }
 
-  /** Runtime sent for a job (each meter_seq once), and whether every receipt was acknowledged. */
-  sent(jobId: string): { runtimeMs: number; receipts: number; unacked: number } | null {
+  /** The receipts sent for a job (each meter_seq of each fence once), and how many were never acknowledged. */
+  sent(jobId: string): {
+    runtimeMs: number;
+    receipts: Array<{ fence: string; seq: number; runtimeMs: number }>;
+    unacked: number;
+    detail: string;
+  } | null {
     const job = this.byId.get(jobId);
     if (job === undefined) return null;
     return {
       runtimeMs: job.receipts.reduce((sum, r) => sum + r.runtimeMs, 0),
-      receipts: job.receipts.length,
+      receipts: job.receipts,
       unacked: job.receipts.filter((r) => !r.acked).length,
+      detail: job.log.join(' '),
     };
   }
 }
