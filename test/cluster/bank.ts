@@ -375,7 +375,8 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         hostHas === earned - paidOut.micro && earned > 0n,
         `ledger ${hostHas} (pending ${hostLedger.pending_micro}, payable ${hostLedger.payable_micro}), earned ${earned} less paid out ${paidOut.micro}`,
       );
-      const { problems: simProblems, refusedBy } = await checkSimReceipts(client, simulated, renters);
+      const { problems: simProblems, refusedBy, refusedJobs } = await checkSimReceipts(client, simulated, renters);
+      for (const line of refusedJobs) log(`receipts refused on job ${line}`);
       const simJobs = renters.flatMap((r) => r.jobs).filter((j) => simulated.jobs.sent(j.jobId) !== null).length;
       check(
         'every simulated meter receipt counted once (accepted runtime equals the receipts not refused)',

@@ -112,8 +112,10 @@ export async function checkSimReceipts(
   client: WorkloadClient,
   sims: SimAgents,
   renters: JobRenter[],
-): Promise<{ problems: string[]; refusedBy: Record<string, number> }> {
+): Promise<{ problems: string[]; refusedBy: Record<string, number>; refusedJobs: string[] }> {
   const problems: string[] = [];
+  /** A job with refusals, and its events (why the job was not metering). */
+  const refusedJobs: string[] = [];
   const refusedBy: Record<string, number> = {};
   await waitFor(() => sims.unacknowledged() === 0, { timeoutMs: 30_000, description: 'every simulated message acknowledged' }).catch(() =>
     problems.push(`${sims.unacknowledged()} simulated messages never acknowledged`),
@@ -127,6 +129,12 @@ export async function checkSimReceipts(
       const events = ((await client.call('GET', `/api/v1/jobs/${jobId}/events?limit=100`, renter.token)).body?.items ?? []) as any[];
       const refusals = events.filter((e) => e.kind === 'receipt_refused');
       for (const e of refusals) refusedBy[e.data?.reason] = (refusedBy[e.data?.reason] ?? 0) + 1;
+      if (refusals.length > 0) {
+        const story = events
+          .map((e) => (e.kind === 'receipt_refused' ? `refused:${e.data?.reason}` : e.kind === 'state_changed' ? `>${e.data?.to}` : e.kind))
+          .join(',');
+        refusedJobs.push(`${jobId.slice(0, 8)} ${story}`);
+      }
       // Each receipt sent is either refused (an event says why) or counted, once: accepted runtime is exactly the
       // runtime of the receipts not refused. A refusal is legitimate for a stale fence, for a job not metering (the
       // machine lost: RECONCILING, whose gap is never charged; or the job over), and for a seq gap behind a
@@ -148,7 +156,7 @@ export async function checkSimReceipts(
       }
     }
   }
-  return { problems, refusedBy };
+  return { problems, refusedBy, refusedJobs };
 }
 
 /** The host's earnings from every job (each job's host share of its charges), as the workload computes them. */
