@@ -358,7 +358,7 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         'every x402 top-up settled and credited once',
         topUpProblems.length === 0 && topUps.paid.length > 0,
         topUpProblems.join('; ') ||
-          `${topUps.paid.length} top-ups confirmed (${topUps.refused ?? 0} refused), the treasury holds what was paid`,
+          `${topUps.paid.length} top-ups confirmed (${topUps.refused ?? 0} refused, ${topUps.resent ?? 0} resends of a header), the treasury holds what was paid`,
       );
       const unpaid = await checkPaidOnce(client, chain, anvil, wallet.address, [...renters.map((r) => r.withdrawer), host]);
       const withdrawals = renters.reduce((n, r) => n + r.withdrawer.withdrawals.length, 0);

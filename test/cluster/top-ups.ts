@@ -17,6 +17,8 @@ export interface TopUps {
   payer: Address;
   paid: Array<{ amountMicro: bigint; header: string; intentId: string | null }>;
   refused?: number;
+  /** Requests resent with the same header after a lost or retryable answer. */
+  resent?: number;
 }
 
 export async function x402Payer(chain: DepositChain, usdc: bigint): Promise<{ account: ReturnType<typeof privateKeyToAccount> }> {
@@ -78,6 +80,7 @@ export async function topUp(
   for (let attempt = 0; answer === null || answer.status >= 500 || answer.status === 202; attempt++) {
     if (attempt > 120) throw new Error(`x402 top-up: no final answer (${JSON.stringify(answer)})`);
     await new Promise((resolve) => setTimeout(resolve, 500));
+    topUps.resent = (topUps.resent ?? 0) + 1;
     answer = await send(lbBase, token, amountMicro, signed).catch(() => null);
   }
   if (answer.status !== 200) {
