@@ -229,7 +229,9 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       while (running) {
         await new Promise((resolve) => setTimeout(resolve, 5_000 + random() * 5_000));
         const renter = renters[Math.floor(random() * renters.length)] as Renter;
-        if (running) renter.withdrawnMicro += await withdraw(client, renter.withdrawer, USDC);
+        // Read the total after the await: `x += await f()` would add to a value read before (a race with other loops).
+        const taken = running ? await withdraw(client, renter.withdrawer, USDC) : 0n;
+        renter.withdrawnMicro += taken;
       }
     };
     const guard = (name: string, loop: () => Promise<void>) =>
@@ -242,7 +244,8 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       const renter = renters[0] as Renter;
       while (running) {
         await new Promise((resolve) => setTimeout(resolve, 3_000 + random() * 4_000));
-        if (running) renter.toppedUpMicro += await topUp(c.lbBase, renter.token, x402Wallet.account, 2n * USDC, topUps);
+        const paid = running ? await topUp(c.lbBase, renter.token, x402Wallet.account, 2n * USDC, topUps) : 0n;
+        renter.toppedUpMicro += paid;
       }
     };
     const loops = [guard('jobs', jobLoop), guard('deposits', depositLoop), guard('withdrawals', withdrawLoop), guard('x402', topUpLoop)];
@@ -291,15 +294,23 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         if (holder !== null) planned.replica = holder;
         log(`the SIGSTOP goes to replica ${planned.replica + 1}${holder === null ? '' : `, holder of the ${lease} lease`}`);
       }
-      const fault = await injectFault(c, planned, () =>
-        client.mutate('POST', '/api/v1/quotes', burstRenter.token, {
+      // The burst of a kill mid-request: quotes, and three x402 top-ups whose settlement may be in flight on the
+      // killed replica (resent with the same header elsewhere: it must settle and credit once).
+      let burstCalls = 0;
+      const fault = await injectFault(c, planned, async () => {
+        if (burstCalls++ % 4 === 0) {
+          const paid = await topUp(c.lbBase, burstRenter.token, x402Wallet.account, USDC + BigInt(burstCalls), topUps);
+          burstRenter.toppedUpMicro += paid;
+          return;
+        }
+        await client.mutate('POST', '/api/v1/quotes', burstRenter.token, {
           offer_id: s.offerId,
           gpu_count: 1,
           duration_limit_s: 600,
           budget_micro: String(USDC),
           image_digest: s.world.image.digestRef,
-        }),
-      );
+        });
+      });
       faults.push(fault);
       log(`fault ${faults.length}/${plan.length}: ${fault.kind}: ${fault.note} (${fault.took} ms)`);
       const since = Date.now();

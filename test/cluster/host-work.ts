@@ -103,7 +103,8 @@ export async function payoutLoop(input: {
     const earnings = await input.client.call('GET', '/api/v1/hosts/earnings', input.hostToken);
     const payable = BigInt(earnings.body?.payable_micro ?? '0');
     if (payable / 2n < input.minMicro) continue;
-    input.paid.micro += await withdraw(input.client, input.host, payable / 2n);
+    const paid = await withdraw(input.client, input.host, payable / 2n);
+    input.paid.micro += paid;
   }
 }
 
