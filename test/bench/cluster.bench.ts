@@ -25,7 +25,13 @@ export async function run(options: { rounds?: number; seed?: number } = {}): Pro
   const rounds = options.rounds ?? Number(process.env.ARK_CLUSTER_ROUNDS ?? 2);
   // The replicas and the agent run the bundles: rebuild whichever is stale, as vitest's global setup does.
   await buildBundles();
-  const report: BankReport = await runBank({ seed, rounds, renters: 3, log: (line) => process.stderr.write(`[cluster] ${line}\n`) });
+  const report: BankReport = await runBank({
+    seed,
+    rounds,
+    renters: 3,
+    simJobLoops: 4,
+    log: (line) => process.stderr.write(`[cluster] ${line}\n`),
+  });
   return {
     seed: report.seed,
     faults: report.faults.map((f) => `${f.kind}: ${f.note}`),

@@ -8,7 +8,7 @@ import { randomBytes } from 'node:crypto';
 import type { Address } from 'viem';
 import { chargesFor } from '@ark/control-plane/domain/metering/charges';
 import pg from 'pg';
-import { randomDepositXpub, renterKey, setupDepositChain } from '../e2e/deposit-helpers.js';
+import { randomDepositXpub, renterKey, setupDepositChain, x402Setup } from '../e2e/deposit-helpers.js';
 import { controlPlaneCli } from '../e2e/host-side-helpers.js';
 import { fundedPayoutWallet, USDC } from '../e2e/payout-chain.js';
 import { jobContainers, RENTAL_CP_ENV, RentalSite, startDockerWorld } from '../e2e/rental-helpers.js';
@@ -19,6 +19,8 @@ import { Cluster } from './cluster.js';
 import { type InjectedFault, injectFault, planFaults, prng } from './faults.js';
 import { SimAgents } from './sim-agents.js';
 import { checkPaidOnce, type Withdrawer, withdraw, withdrawer } from './withdrawals.js';
+import { checkTopUps, type TopUps, topUp, x402Payer } from './top-ups.js';
+import { checkSimReceipts, hostEarnings, payoutLoop, simJobLoop, simOffers } from './host-work.js';
 
 export interface BankOptions {
   seed?: number;
@@ -29,6 +31,8 @@ export interface BankOptions {
   gapMs?: [number, number];
   /** Simulated agents on the real signed channel beside the real one. */
   simAgents?: number;
+  /** Renting loops on the simulated machines (one machine each). */
+  simJobLoops?: number;
   /** An agent must be back on a channel within this after each fault. */
   reconnectBoundMs?: number;
   log?: (line: string) => void;
@@ -57,12 +61,15 @@ interface Renter {
   token: string;
   address: Address;
   depositedMicro: bigint;
+  /** Paid by x402 top-ups (renter 1 only). */
+  toppedUpMicro: bigint;
   withdrawnMicro: bigint;
   withdrawer: Withdrawer;
   jobs: Array<{ jobId: string; quote: any }>;
 }
 
 const DEPOSIT_MICRO = 20n * USDC;
+const PAYOUT_MIN_MICRO = 10_000n;
 
 /** The index of the replica holding a lease (its owner name carries the holder's PID: store/leases.ts). */
 async function leaseHolder(cluster: Cluster, table: 'chain_watch_state' | 'payout_wallet_state'): Promise<number | null> {
@@ -94,7 +101,10 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
   try {
     const chain = await setupDepositChain(anvil);
     const wallet = await fundedPayoutWallet(chain, anvil, 1_000n * USDC);
+    const x402 = await x402Setup(chain, anvil);
+    const x402Wallet = await x402Payer(chain, 200n * USDC);
     cluster = await Cluster.start({
+      ...x402.env,
       ...RENTAL_CP_ENV,
       ARK_CHAINS: chain.chainsFile,
       ARK_DEPOSIT_XPUB: randomDepositXpub(),
@@ -108,6 +118,9 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       ARK_WITHDRAWAL_REVIEW_ABOVE_MICRO: String(1_000n * USDC),
       ARK_WITHDRAWAL_NEW_ADDRESS_HOLD_S: '0',
       ARK_WITHDRAWAL_REVIEW_FIRST: '0',
+      // Host earnings are payable at once and small payouts allowed: the host is paid out during the faults.
+      ARK_EARNINGS_MATURITY_S: '0',
+      ARK_WITHDRAWAL_MIN_MICRO: String(PAYOUT_MIN_MICRO),
       // One host pairs the real agent and the simulated ones.
       ARK_NEW_HOST_MACHINE_CAP: '100',
     });
@@ -129,7 +142,16 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       const answer = await client.call('GET', '/api/v1/billing/deposit-address', token);
       if (answer.status !== 200) throw new Error(`deposit address: ${answer.status} ${JSON.stringify(answer.body)}`);
       const who = await withdrawer(client, email);
-      renters.push({ email, token, address: answer.body.address, depositedMicro: 0n, withdrawnMicro: 0n, withdrawer: who, jobs: [] });
+      renters.push({
+        email,
+        token,
+        address: answer.body.address,
+        depositedMicro: 0n,
+        toppedUpMicro: 0n,
+        withdrawnMicro: 0n,
+        withdrawer: who,
+        jobs: [],
+      });
     }
     const deposit = async (renter: Renter) => {
       await chain.sendUsdc(renter.address, DEPOSIT_MICRO);
@@ -207,14 +229,51 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       while (running) {
         await new Promise((resolve) => setTimeout(resolve, 5_000 + random() * 5_000));
         const renter = renters[Math.floor(random() * renters.length)] as Renter;
-        if (running) renter.withdrawnMicro += await withdraw(client, renter.withdrawer, USDC);
+        // Read the total after the await: `x += await f()` would add to a value read before (a race with other loops).
+        const taken = running ? await withdraw(client, renter.withdrawer, USDC) : 0n;
+        renter.withdrawnMicro += taken;
       }
     };
     const guard = (name: string, loop: () => Promise<void>) =>
       loop().catch((error: Error) => {
         workloadErrors.push(`${name}: ${error.message}`);
       });
-    const loops = [guard('jobs', jobLoop), guard('deposits', depositLoop), guard('withdrawals', withdrawLoop)];
+    // x402 top-ups for the first renter, through the load balancer.
+    const topUps: TopUps = { payer: x402Wallet.account.address, paid: [] };
+    const topUpLoop = async () => {
+      const renter = renters[0] as Renter;
+      while (running) {
+        await new Promise((resolve) => setTimeout(resolve, 3_000 + random() * 4_000));
+        const paid = running ? await topUp(c.lbBase, renter.token, x402Wallet.account, 2n * USDC, topUps) : 0n;
+        renter.toppedUpMicro += paid;
+      }
+    };
+    const loops = [guard('jobs', jobLoop), guard('deposits', depositLoop), guard('withdrawals', withdrawLoop), guard('x402', topUpLoop)];
+    // Jobs on the simulated machines (metered by sim-jobs.ts), one loop per machine, and the host's payouts.
+    const simOfferIds = await simOffers(client, (renters[0] as Renter).token, simulated);
+    for (const offerId of simOfferIds.slice(0, options.simJobLoops ?? 2)) {
+      loops.push(
+        guard('simulated jobs', () =>
+          simJobLoop({
+            client,
+            sims: simulated,
+            offerId,
+            imageDigest: s.world.image.digestRef,
+            sshPublicKey: s.ssh.publicKey,
+            renters,
+            random,
+            running: () => running,
+          }),
+        ),
+      );
+    }
+    const host = await withdrawer(client, s.hostEmail);
+    const paidOut = { micro: 0n };
+    loops.push(
+      guard('payouts', () =>
+        payoutLoop({ client, host, hostToken: s.hostToken, minMicro: PAYOUT_MIN_MICRO, random, running: () => running, paid: paidOut }),
+      ),
+    );
 
     // Faults on the seeded schedule, each followed by the agent's return to a channel.
     const plan = planFaults(seed, options.rounds ?? 1, { pauseMs: options.pauseMs ?? 12_000, gapMs: options.gapMs ?? [1_000, 3_000] });
@@ -235,15 +294,23 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         if (holder !== null) planned.replica = holder;
         log(`the SIGSTOP goes to replica ${planned.replica + 1}${holder === null ? '' : `, holder of the ${lease} lease`}`);
       }
-      const fault = await injectFault(c, planned, () =>
-        client.mutate('POST', '/api/v1/quotes', burstRenter.token, {
+      // The burst of a kill mid-request: quotes, and three x402 top-ups whose settlement may be in flight on the
+      // killed replica (resent with the same header elsewhere: it must settle and credit once).
+      let burstCalls = 0;
+      const fault = await injectFault(c, planned, async () => {
+        if (burstCalls++ % 4 === 0) {
+          const paid = await topUp(c.lbBase, burstRenter.token, x402Wallet.account, USDC + BigInt(burstCalls), topUps);
+          burstRenter.toppedUpMicro += paid;
+          return;
+        }
+        await client.mutate('POST', '/api/v1/quotes', burstRenter.token, {
           offer_id: s.offerId,
           gpu_count: 1,
           duration_limit_s: 600,
           budget_micro: String(USDC),
           image_digest: s.world.image.digestRef,
-        }),
-      );
+        });
+      });
       faults.push(fault);
       log(`fault ${faults.length}/${plan.length}: ${fault.kind}: ${fault.note} (${fault.took} ms)`);
       const since = Date.now();
@@ -297,18 +364,36 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         `${credited.rows.length} transfers, ${creditedMicro} credited of ${sent} sent`,
       );
 
-      const unpaid = await checkPaidOnce(
-        client,
-        chain,
-        anvil,
-        wallet.address,
-        renters.map((r) => r.withdrawer),
+      const topUpProblems = await checkTopUps(c.lbBase, (renters[0] as Renter).token, chain, anvil, x402.treasury, topUps);
+      check(
+        'every x402 top-up settled and credited once',
+        topUpProblems.length === 0 && topUps.paid.length > 0,
+        topUpProblems.join('; ') ||
+          `${topUps.paid.length} top-ups confirmed (${topUps.refused ?? 0} refused, ${topUps.resent ?? 0} resends of a header), the treasury holds what was paid`,
       );
+      const unpaid = await checkPaidOnce(client, chain, anvil, wallet.address, [...renters.map((r) => r.withdrawer), host]);
       const withdrawals = renters.reduce((n, r) => n + r.withdrawer.withdrawals.length, 0);
       check(
-        'every withdrawal paid once on chain',
-        unpaid.length === 0,
-        unpaid.join('; ') || `${withdrawals} withdrawals confirmed, one transfer each`,
+        'every withdrawal and host payout paid once on chain',
+        unpaid.length === 0 && host.withdrawals.length > 0,
+        unpaid.join('; ') || `${withdrawals} withdrawals and ${host.withdrawals.length} host payouts confirmed, one transfer each`,
+      );
+      const earned = await hostEarnings(client, renters);
+      const hostLedger = JSON.parse(await controlPlaneCli(cp, ['ledger', 'balance', '--email', s.hostEmail]));
+      const hostHas = BigInt(hostLedger.pending_micro) + BigInt(hostLedger.payable_micro) + BigInt(hostLedger.held_micro);
+      check(
+        "the host's ledger accounts equal its earnings less its payouts",
+        hostHas === earned - paidOut.micro && earned > 0n,
+        `ledger ${hostHas} (pending ${hostLedger.pending_micro}, payable ${hostLedger.payable_micro}), earned ${earned} less paid out ${paidOut.micro}`,
+      );
+      const { problems: simProblems, refusedBy, refusedJobs } = await checkSimReceipts(client, simulated, renters);
+      for (const line of refusedJobs) log(`receipts refused on job ${line}`);
+      const simJobs = renters.flatMap((r) => r.jobs).filter((j) => simulated.jobs.sent(j.jobId) !== null).length;
+      check(
+        'every simulated meter receipt counted once (accepted runtime equals the receipts not refused)',
+        simProblems.length === 0 && simJobs > 0,
+        simProblems.join('; ') ||
+          `${simJobs} jobs, ${simulated.jobs.receiptsSent} receipts, ${simulated.jobs.resent} messages resent after reconnects, refused ${JSON.stringify(refusedBy)}`,
       );
 
       // Jobs: charges follow accepted runtime once; runtime at most wall time; the agent agrees on the end.
@@ -340,9 +425,9 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
           }
         }
         const balance = await available(renter);
-        if (balance !== renter.depositedMicro - charged - renter.withdrawnMicro) {
+        if (balance !== renter.depositedMicro + renter.toppedUpMicro - charged - renter.withdrawnMicro) {
           jobProblems.push(
-            `${renter.email}: balance ${balance}, deposits ${renter.depositedMicro} less charges ${charged} less withdrawals ${renter.withdrawnMicro}`,
+            `${renter.email}: balance ${balance}, deposits ${renter.depositedMicro} and top-ups ${renter.toppedUpMicro} less charges ${charged} less withdrawals ${renter.withdrawnMicro}`,
           );
         }
       }
