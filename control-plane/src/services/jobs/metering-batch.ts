@@ -1,14 +1,12 @@
 import type { MeterReceiptMessage } from '@ark/shared';
-import { maturesAtOf } from '../../domain/earnings/maturity.js';
 import type { JobRecord } from '../../domain/jobs/job.js';
 import { stopAfterCharge } from '../../domain/jobs/ending.js';
-import { chargeDelta, chargesFor } from '../../domain/metering/charges.js';
 import { budgetThresholdsCrossed } from '../../domain/webhooks/delivery.js';
 import { isPostgres, type Tx } from '../../store/db.js';
 import { type ChargeLegs, postMeteredCharges } from '../../store/job-charges.js';
 import { type JobMeterPatch, lockJobs, toJobRecord, updateJobMeters } from '../../store/jobs.js';
 import type { JobDeps } from './deps.js';
-import { applyMeterReceipt, receiptVerdict } from './metering.js';
+import { applyMeterReceipt, meteredCharge, receiptVerdict } from './metering.js';
 
 /** A receipt of the gateway's group, with the machine whose channel carried it. */
 export interface ReceiptOfMachine {
@@ -71,32 +69,11 @@ function acceptedInFull(
   if (job.cumulativeChargeMicro === 0n) return null;
   const verdict = receiptVerdict(deps, job, msg, now);
   if (verdict.outcome !== 'accepted' || verdict.uncountedMs > 1000n) return null;
-  const runtime = job.acceptedRuntimeMs + verdict.countedMs;
-  const charges = chargesFor(job.rate, job.fundedBudgetMicro, runtime);
+  const { runtime, charges, legs, after } = meteredCharge(deps, job, msg, verdict, now);
   if (budgetThresholdsCrossed(job.cumulativeChargeMicro, charges.cumulativeMicro, job.fundedBudgetMicro).length > 0) return null;
-  const after: JobRecord = {
-    ...job,
-    acceptedRuntimeMs: runtime,
-    cumulativeChargeMicro: charges.cumulativeMicro,
-    chargedHostMicro: charges.hostMicro,
-    chargedFeeMicro: charges.feeMicro,
-    meterSeq: BigInt(msg.meter_seq),
-    meteredUntil: verdict.meteredUntil,
-    lastMeterReceiptAt: now,
-  };
   if (stopAfterCharge(after, now) !== null) return null;
-  const delta = chargeDelta({ hostMicro: job.chargedHostMicro, feeMicro: job.chargedFeeMicro }, charges);
   return {
-    charge: {
-      jobId: job.id,
-      renterAccountId: job.accountId,
-      hostAccountId: job.hostAccountId,
-      hostMicro: delta.hostMicro,
-      feeMicro: delta.feeMicro,
-      first: false,
-      at: now,
-      maturesAt: maturesAtOf(now, deps.settings.earningsMaturityS),
-    },
+    charge: legs,
     patch: {
       id: job.id,
       acceptedRuntimeMs: runtime,

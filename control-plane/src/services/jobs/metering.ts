@@ -8,7 +8,7 @@ import { chargeDelta, chargesFor } from '../../domain/metering/charges.js';
 import { describeReceiptVerdict, evaluateReceipt, type ReceiptVerdict } from '../../domain/metering/receipts.js';
 import { budgetThresholdsCrossed } from '../../domain/webhooks/delivery.js';
 import type { Tx } from '../../store/db.js';
-import { postMeteredCharge } from '../../store/job-charges.js';
+import { type ChargeLegs, postMeteredCharge } from '../../store/job-charges.js';
 import { updateJob } from '../../store/jobs.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
 import type { JobDeps } from './deps.js';
@@ -40,19 +40,8 @@ export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: strin
     );
     return;
   }
-  const runtime = job.acceptedRuntimeMs + verdict.countedMs;
-  const charges = chargesFor(job.rate, job.fundedBudgetMicro, runtime);
-  const delta = chargeDelta({ hostMicro: job.chargedHostMicro, feeMicro: job.chargedFeeMicro }, charges);
-  await postMeteredCharge(trx, {
-    jobId: job.id,
-    renterAccountId: job.accountId,
-    hostAccountId: job.hostAccountId,
-    hostMicro: delta.hostMicro,
-    feeMicro: delta.feeMicro,
-    first: job.cumulativeChargeMicro === 0n,
-    at: now,
-    maturesAt: maturesAtOf(now, deps.settings.earningsMaturityS),
-  });
+  const { runtime, charges, legs, after } = meteredCharge(deps, job, msg, verdict, now);
+  await postMeteredCharge(trx, legs);
   await updateJob(trx, job.id, {
     accepted_runtime_ms: runtime,
     cumulative_charge_micro: charges.cumulativeMicro,
@@ -63,16 +52,7 @@ export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: strin
     last_meter_receipt_at: iso(now),
     updated_at: iso(now),
   });
-  held.job = {
-    ...job,
-    acceptedRuntimeMs: runtime,
-    cumulativeChargeMicro: charges.cumulativeMicro,
-    chargedHostMicro: charges.hostMicro,
-    chargedFeeMicro: charges.feeMicro,
-    meterSeq: BigInt(msg.meter_seq),
-    meteredUntil: verdict.meteredUntil,
-    lastMeterReceiptAt: now,
-  };
+  held.job = after;
   if (verdict.uncountedMs > 1000n) {
     await held.events(
       [
@@ -113,4 +93,37 @@ export function receiptVerdict(deps: JobDeps, job: JobRecord, msg: MeterReceiptM
     now,
     deps.settings.meterSkewMs,
   );
+}
+
+type Accepted = Extract<ReceiptVerdict, { outcome: 'accepted' }>;
+
+/**
+ * What an accepted receipt charges (both the one-receipt and the group path): the job's new accepted runtime and
+ * cumulative charges, the ledger legs of the difference, and the job as it stands after them.
+ */
+export function meteredCharge(deps: JobDeps, job: JobRecord, msg: MeterReceiptMessage, verdict: Accepted, now: Date) {
+  const runtime = job.acceptedRuntimeMs + verdict.countedMs;
+  const charges = chargesFor(job.rate, job.fundedBudgetMicro, runtime);
+  const delta = chargeDelta({ hostMicro: job.chargedHostMicro, feeMicro: job.chargedFeeMicro }, charges);
+  const legs: ChargeLegs = {
+    jobId: job.id,
+    renterAccountId: job.accountId,
+    hostAccountId: job.hostAccountId,
+    hostMicro: delta.hostMicro,
+    feeMicro: delta.feeMicro,
+    first: job.cumulativeChargeMicro === 0n,
+    at: now,
+    maturesAt: maturesAtOf(now, deps.settings.earningsMaturityS),
+  };
+  const after: JobRecord = {
+    ...job,
+    acceptedRuntimeMs: runtime,
+    cumulativeChargeMicro: charges.cumulativeMicro,
+    chargedHostMicro: charges.hostMicro,
+    chargedFeeMicro: charges.feeMicro,
+    meterSeq: BigInt(msg.meter_seq),
+    meteredUntil: verdict.meteredUntil,
+    lastMeterReceiptAt: now,
+  };
+  return { runtime, charges, legs, after };
 }
