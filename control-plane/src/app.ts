@@ -9,14 +9,14 @@ import { identityLoader } from './gateway/identity.js';
 import { installChannelGateway } from './gateway/install.js';
 import type { ChannelGateway } from './gateway/server.js';
 import { installAuth } from './http/auth.js';
-import { edgeOptionsFrom, edgeServerOptions, installEdge, rawErrorAnswer } from './http/edge.js';
+import { type EdgeOptions, edgeOptionsFrom, edgeServerOptions, installEdge, rawErrorAnswer } from './http/edge.js';
 import { envelope, installErrorHandling } from './http/errors.js';
 import { documentRoute } from './http/schemas.js';
 import { declareApiReferenceRoutes, registerApiReference } from './http/api-reference.js';
 import { completeOpenApiDocument } from './http/openapi-docs.js';
 import { installIdempotency } from './http/idempotency.js';
 import { requestLogging } from './http/lazy-logger.js';
-import { metricsRecorder } from './http/metrics.js';
+import { metricsRecorder, proxyHeaderRefusalCounter } from './http/metrics.js';
 import { registerReceiptRefusalMetric } from './gateway/metrics.js';
 import { observeRequestEnds } from './http/request-end.js';
 import { Paginator } from './http/pagination.js';
@@ -91,7 +91,8 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
     channel: fillChannelHandlers(input.channel ?? new ChannelHandlers(), services),
     channelIdentity: input.channelIdentity ?? identityLoader(input.store, input.config.secretKey),
   };
-  const edge = edgeOptionsFrom(ctx.config);
+  const proxyHeaderRefusals = proxyHeaderRefusalCounter(ctx.metrics.registry);
+  const edge: EdgeOptions = { ...edgeOptionsFrom(ctx.config), onProxyHeaderRefused: (reason) => proxyHeaderRefusals.inc({ reason }) };
   registerReceiptRefusalMetric(ctx.metrics.registry, services.hosting.receiptRefusals);
   // Fastify gets no logger of its own (it would then add listeners to every response for its "request completed"
   // line): the app's logger, the request loggers and that line come from requestLogging (http/lazy-logger.ts).
@@ -107,7 +108,6 @@ export async function assembleApp(input: AppContextInput, options: { logger?: Fa
     // A fresh request id per request, never taken from the client.
     genReqId: () => randomUUID(),
     requestIdHeader: false,
-    trustProxy: false,
     return503OnClosing: true,
     ajv: { customOptions: { removeAdditional: false } },
     // Malformed URLs and overlong path parameters fail before routing: they still get the envelope.

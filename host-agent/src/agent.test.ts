@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 import type { CommandMessage } from '@ark/shared/channel/messages';
 import { afterEach, beforeEach, describe, expect, it, vi } from 'vitest';
-import { Agent, type AgentChannel, type HeartbeatBody, type ReliableBody } from './agent.js';
+import { Agent } from './agent.js';
+import type { AgentChannel, HeartbeatBody, ReliableBody } from './agent-ports.js';
 import type { AgentStatusReport } from './state.js';
 
 const MACHINE = '3f1c6a3e-2b7d-4a59-9c1e-0d5b8e6f7a21';

@@ -1,4 +1,4 @@
-import type { AgentChannel } from './agent.js';
+import type { AgentChannel } from './agent-ports.js';
 import { ChannelClient } from './channel/client.js';
 import type { ChannelSettings } from './cli/context.js';
 

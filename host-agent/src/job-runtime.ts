@@ -1,5 +1,5 @@
 import { availableParallelism, totalmem } from 'node:os';
-import type { AgentJobs, JobMessagePort } from './agent.js';
+import type { AgentJobs, JobMessagePort } from './agent-ports.js';
 import type { Clock } from '@ark/shared';
 import type { GpuInventorySource } from './collectors/index.js';
 import type { AgentConfig } from './config.js';

@@ -11,6 +11,7 @@ export * from './channel/messages.js';
 export * from './channel/catalog.js';
 export * from './channel/manifest.js';
 export * from './channel/codec.js';
+export * from './channel/session-mac.js';
 export * from './channel/receipts.js';
 export * from './http/billing.js';
 export * from './http/credits.js';

@@ -1,15 +1,18 @@
 // The control-plane side of agents.bench.ts, run as a child process so its memory is measured alone.
 // ARK_BENCH_MODE=app: the real control-plane app (createRuntime + buildApp: store, gateway, every area's channel
 // handlers) with a machine directory over keys the bench derived from a seed, so thousands of machines need no
-// enrollment. ARK_BENCH_MODE=raw: a bare ws server holding sockets with the gateway's ws options, the
+// enrollment; the metered machines (test/bench/metered-jobs.ts) are real rows, found in the machines table. ARK_BENCH_MODE=raw: a bare ws server holding sockets with the gateway's ws options, the
 // baseline for "memory beyond the raw socket". Talks to the bench over IPC: {type:'ready', port}, and on {type:'gc'}
 // it collects garbage and answers {type:'memory', ...process.memoryUsage()}.
 import { createHmac, type KeyObject } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { join } from 'node:path';
 import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { buildApp } from '@ark/control-plane/app';
 import { loadConfig } from '@ark/control-plane/config/index';
+import { machinesTableDirectory } from '@ark/control-plane/gateway/directory';
 import type { MachineDirectory } from '@ark/control-plane/gateway/handlers';
 import { createRuntime } from '@ark/control-plane/runtime';
 import { CHANNEL_MAX_FRAME_BYTES, ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64, systemClock } from '@ark/shared';
@@ -30,21 +33,44 @@ export function benchMachine(seed: Buffer, index: number): BenchMachine {
 
 /**
  * The bench's machine directory: public keys the bench process derived (it holds the private keys) and wrote to a
- * file, one base64 key per line, line i for machine i. A map lookup, like a cached machines-table read.
+ * file, one base64 key per line, line i for machine i. A map lookup, like a cached machines-table read. An empty line
+ * is a machine with a row (a metered one): `rows`, the real directory, answers for it.
  */
-export function benchDirectory(seed: Buffer, keysFile: string): MachineDirectory {
+export function benchDirectory(seed: Buffer, keysFile: string, rows?: MachineDirectory): MachineDirectory {
   const prefix = `${seed.toString('hex').slice(0, 8)}-0000-4000-8000-`;
   const keys = readFileSync(keysFile, 'utf8').split('\n');
   return {
     async publicKeyOf(machineId) {
       if (!machineId.startsWith(prefix)) return null;
       const index = Number.parseInt(machineId.slice(prefix.length), 16);
-      return keys[index] || null;
+      return keys[index] || (rows ? rows.publicKeyOf(machineId) : null);
     },
   };
 }
 
+/**
+ * With ARK_BENCH_PROFILE_DIR set, {type:'profile', on:true|false} starts and stops a CPU profile of this process
+ * (node:inspector), written there when stopped: the bench profiles the hold alone, not start-up and the ramp.
+ */
+function answerProfileRequests(): void {
+  const dir = process.env.ARK_BENCH_PROFILE_DIR;
+  if (!dir) return;
+  const session = new Session();
+  session.connect();
+  process.on('message', (message: { type?: string; on?: boolean }) => {
+    if (message?.type !== 'profile') return;
+    if (message.on) {
+      session.post('Profiler.enable', () => session.post('Profiler.start'));
+      return;
+    }
+    session.post('Profiler.stop', (error, result) => {
+      if (!error) writeFileSync(join(dir, `hold-${process.pid}-${Date.now()}.cpuprofile`), JSON.stringify(result.profile));
+    });
+  });
+}
+
 function answerMemoryRequests(): void {
+  answerProfileRequests();
   process.on('message', (message: { type?: string }) => {
     if (message?.type !== 'gc') return;
     const gc = (globalThis as { gc?: () => void }).gc;
@@ -63,7 +89,10 @@ async function serveApp(): Promise<void> {
   const runtime = await createRuntime(config, silent, systemClock);
   const app = await buildApp({
     ...runtime,
-    gateway: { directory: benchDirectory(seed, process.env.ARK_BENCH_KEYS_FILE ?? ''), maxConnections: 100_000 },
+    gateway: {
+      directory: benchDirectory(seed, process.env.ARK_BENCH_KEYS_FILE ?? '', machinesTableDirectory(runtime.store)),
+      maxConnections: 100_000,
+    },
   });
   await app.listen({ host: config.host, port: config.port });
   answerMemoryRequests();

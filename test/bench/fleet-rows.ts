@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 
 // Rows of an enrolled, live, listed machine, seeded straight into the store by the fleet-size benches (market,
-// reliability): its consumed enrollment token, the machine and its offer (current version 2). Versions, listings
+// reliability, agents): its consumed enrollment token, the machine and its offer (current version 2). Versions, listings
 // and history stay each bench's own.
 
 export interface FleetMachine {
@@ -16,6 +16,8 @@ export interface FleetMachine {
   created: string;
   /** Its last heartbeat (RFC 3339). */
   lastHeartbeatAt: string;
+  /** The key it signs channel frames with (base64 ed25519); a placeholder for machines that never connect. */
+  publicKey?: string;
 }
 
 export function fleetMachineRows(m: FleetMachine): {
@@ -38,7 +40,7 @@ export function fleetMachineRows(m: FleetMachine): {
     machine: {
       id: m.machineId,
       owner_account_id: m.hostAccountId,
-      public_key: 'AAAA',
+      public_key: m.publicKey ?? 'AAAA',
       manifest: '{}',
       manifest_hash: `sha256:${'0'.repeat(64)}`,
       hostname: `rig-${m.index}`,

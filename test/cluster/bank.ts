@@ -5,10 +5,9 @@
 // the invariants are checked; each one's result is in the report. Used by cluster.test.ts (short form) and
 // test/bench/cluster.bench.ts (long form).
 import { randomBytes } from 'node:crypto';
-import type { Address } from 'viem';
 import { chargesFor } from '@ark/control-plane/domain/metering/charges';
 import pg from 'pg';
-import { randomDepositXpub, renterKey, setupDepositChain, x402Setup } from '../e2e/deposit-helpers.js';
+import { randomDepositXpub, setupDepositChain, x402Setup } from '../e2e/deposit-helpers.js';
 import { controlPlaneCli } from '../e2e/host-side-helpers.js';
 import { fundedPayoutWallet, USDC } from '../e2e/payout-chain.js';
 import { jobContainers, RENTAL_CP_ENV, RentalSite, startDockerWorld } from '../e2e/rental-helpers.js';
@@ -17,8 +16,9 @@ import { waitFor } from '../harness/processes.js';
 import { WorkloadClient } from './client.js';
 import { Cluster } from './cluster.js';
 import { type InjectedFault, injectFault, planFaults, prng } from './faults.js';
+import { newRenter, type Renter } from './renters.js';
 import { SimAgents } from './sim-agents.js';
-import { checkPaidOnce, type Withdrawer, withdraw, withdrawer } from './withdrawals.js';
+import { checkPaidOnce, withdraw, withdrawer } from './withdrawals.js';
 import { checkTopUps, type TopUps, topUp, x402Payer } from './top-ups.js';
 import { checkSimReceipts, hostEarnings, payoutLoop, simJobLoop, simOffers } from './host-work.js';
 
@@ -56,18 +56,6 @@ export interface BankReport {
   invariants: Invariant[];
 }
 
-interface Renter {
-  email: string;
-  token: string;
-  address: Address;
-  depositedMicro: bigint;
-  /** Paid by x402 top-ups (renter 1 only). */
-  toppedUpMicro: bigint;
-  withdrawnMicro: bigint;
-  withdrawer: Withdrawer;
-  jobs: Array<{ jobId: string; quote: any }>;
-}
-
 const DEPOSIT_MICRO = 20n * USDC;
 const PAYOUT_MIN_MICRO = 10_000n;
 
@@ -90,9 +78,13 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
   const log = options.log ?? ((line: string) => process.stdout.write(`[cluster] ${line}\n`));
   log(`seed ${seed} (ARK_CLUSTER_SEED=${seed} replays the fault schedule)`);
   const random = prng(seed ^ 0x5eed);
-  const anvil = await startAnvil();
-  const world = await startDockerWorld().catch(async (error) => {
-    await anvil.stop();
+  const startedAt = Date.now();
+  // The engine starts beside the chain and the cluster (dockerd and the image push are mostly waiting).
+  const worldStart = startDockerWorld();
+  worldStart.catch(() => undefined); // handled where awaited: no unhandled rejection while the chain starts
+  const stopWorld = async () => (await worldStart.catch(() => undefined))?.stop();
+  const anvil = await startAnvil().catch(async (error) => {
+    await stopWorld();
     throw error;
   });
   let cluster: Cluster | undefined;
@@ -111,7 +103,6 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       ARK_SECRET_KEY: randomBytes(32).toString('hex'),
       ARK_CHAIN_POLL_INTERVAL_MS: '100',
       ARK_BALANCE_CAP_MICRO: String(1_000n * USDC),
-      REDIS_URL: 'redis://127.0.0.1:6379/7',
       ARK_PAYOUT_KEY_FILE: wallet.keyFile,
       ARK_PAYOUT_POLL_INTERVAL_MS: '100',
       ARK_PAYOUT_REPLACE_AFTER_S: '2',
@@ -124,35 +115,27 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       // One host pairs the real agent and the simulated ones.
       ARK_NEW_HOST_MACHINE_CAP: '100',
     });
+    log(`start-up: the cluster answers through HAProxy at ${Date.now() - startedAt} ms`);
     const cp = cluster.asControlPlane();
-    site = await RentalSite.start('postgres', world, { controlPlane: cp, agentBase: cluster.agentBase });
     const client = new WorkloadClient(cluster.lbBase);
+    const world = await worldStart;
+    // The renters (CLI runs) are made beside the agent's pairing, which mostly waits on heartbeats. Settled, not raced:
+    // a site that started is stopped below whatever else failed.
+    const [siteMade, rentersMade] = await Promise.allSettled([
+      RentalSite.start('postgres', world, { controlPlane: cp, agentBase: cluster.agentBase }),
+      Promise.all(Array.from({ length: options.renters ?? 2 }, (_, i) => newRenter(cp, client, i))),
+    ]);
+    if (siteMade.status === 'fulfilled') site = siteMade.value;
+    for (const made of [siteMade, rentersMade]) if (made.status === 'rejected') throw made.reason;
+    const renters = (rentersMade as PromiseFulfilledResult<Renter[]>).value;
     const c = cluster;
-    const s = site;
+    const s = (siteMade as PromiseFulfilledResult<RentalSite>).value;
     sims = new SimAgents(cluster.agentBase);
     await sims.enroll(client, s.hostToken, options.simAgents ?? 4);
     await sims.start();
     const simulated = sims;
 
-    // Renters funded by deposits, through the load balancer.
-    const renters: Renter[] = [];
-    for (let i = 0; i < (options.renters ?? 2); i++) {
-      const email = `bank-${i}-${randomBytes(3).toString('hex')}@example.test`;
-      const token = await renterKey(cp, email);
-      const answer = await client.call('GET', '/api/v1/billing/deposit-address', token);
-      if (answer.status !== 200) throw new Error(`deposit address: ${answer.status} ${JSON.stringify(answer.body)}`);
-      const who = await withdrawer(client, email);
-      renters.push({
-        email,
-        token,
-        address: answer.body.address,
-        depositedMicro: 0n,
-        toppedUpMicro: 0n,
-        withdrawnMicro: 0n,
-        withdrawer: who,
-        jobs: [],
-      });
-    }
+    // The renters funded by deposits, through the load balancer.
     const deposit = async (renter: Renter) => {
       await chain.sendUsdc(renter.address, DEPOSIT_MICRO);
       await anvil.mine(2);
@@ -167,6 +150,7 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       timeoutMs: 60_000,
       description: 'the first deposits credited',
     });
+    log(`start-up: agents paired and renters funded at ${Date.now() - startedAt} ms`);
 
     // The workload: one job at a time on the real machine (rented whole), quotes from every renter, deposits now and then.
     let running = true;
@@ -481,13 +465,12 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
       invariants,
     };
   } catch (error) {
-    if (cluster) log(cluster.logs());
+    // In the error itself, not only on stdout: CI's report keeps the failure's message whole.
+    if (cluster && error instanceof Error) error.message += `\n--- the cluster at the failure ---\n${cluster.logs()}`;
     throw error;
   } finally {
     sims?.stop();
     await site?.stop().catch(() => undefined);
-    await cluster?.stop();
-    await world.stop();
-    await anvil.stop();
+    await Promise.all([cluster?.stop(), stopWorld(), anvil.stop()]);
   }
 }

@@ -7,15 +7,19 @@ import { runCommand } from '../harness/processes.js';
 import { runBank } from './bank.js';
 import { isPrivatePostgresAvailable } from './postgres-instance.js';
 
-const haproxyInstalled = await runCommand('haproxy', ['-v']).then(
-  () => true,
-  () => false,
-);
+const installed = (command: string) =>
+  runCommand(command, ['-v']).then(
+    () => true,
+    () => false,
+  );
+const [haproxyInstalled, redisInstalled] = await Promise.all([installed('haproxy'), installed('redis-server')]);
 
 // As with Docker (harness/dockerd.ts): skipped on a machine without the parts, a failure in CI, where .ci/setup
-// installs haproxy and the PostgreSQL server binaries are on every machine of this kind.
+// installs haproxy and runs redis-server, and the PostgreSQL server binaries are on every machine of this kind.
 const missing = [
   !haproxyInstalled && 'haproxy (Debian package haproxy)',
+  // The cluster's private Redis (redis-instance.ts): the binary .ci/setup runs as the machine's.
+  !redisInstalled && 'redis-server (Debian package redis-server)',
   !isPrivatePostgresAvailable() && 'PostgreSQL server binaries',
 ].filter((m): m is string => typeof m === 'string');
 const inCi = process.env.CI !== undefined && process.env.CI !== '' && process.env.CI !== 'false';

@@ -1,17 +1,22 @@
 // The topology of deploy/cluster/compose.yaml on this machine: three `ark-cp serve` replicas on a private PostgreSQL
 // (postgres-instance.ts) and the machine's Redis, HAProxy in front rendered from the same deploy/cluster/haproxy.cfg
 // (its ${VAR}s filled from the environment), and a cuttable TCP hop in front of HAProxy for agents, so a fault can
-// cut every agent connection at once. Replicas are killed, paused and restarted by their own PIDs.
+// cut every agent connection at once. Replicas are killed, paused and restarted by their own PIDs. Its Redis is a private
+// one (redis-instance.ts). Every port is a stablePort (harness/processes.ts): a replica comes back on its own port after
+// a kill, and PostgreSQL after a restart, so no outgoing connection may take one meanwhile.
 import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Server, type Socket, connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type ControlPlane, repoRoot, startControlPlane } from '../e2e/host-side-helpers.js';
-import { freePort, type SpawnedProcess, spawnProcess, waitFor } from '../harness/processes.js';
+import { type SpawnedProcess, spawnProcess, stablePort, waitFor } from '../harness/processes.js';
 import { type PostgresInstance, startPostgresInstance } from './postgres-instance.js';
+import { type RedisInstance, startRedisInstance } from './redis-instance.js';
 
 export const HAPROXY_CFG = join(repoRoot, 'deploy', 'cluster', 'haproxy.cfg');
 export const REPLICAS = 3;
+/** Where HAProxy's connections to the replicas come from (Linux answers all of 127.0.0.0/8 on loopback). */
+export const LB_SOURCE = '127.0.0.2';
 
 export interface Replica {
   index: number;
@@ -44,7 +49,14 @@ class CuttableHop {
         a.pipe(b);
       }
     });
-    await new Promise<void>((resolve) => this.#server?.listen(port, '127.0.0.1', resolve));
+    // A failed bind rejects (rather than an unhandled 'error' event while start() waits forever).
+    await new Promise<void>((resolve, reject) => {
+      this.#server?.once('error', reject);
+      this.#server?.listen(port, '127.0.0.1', () => {
+        this.#server?.off('error', reject);
+        resolve();
+      });
+    });
   }
 
   /** Resets every connection through the hop; answers how many were open. */
@@ -64,6 +76,7 @@ class CuttableHop {
 export class Cluster {
   readonly replicas: Replica[] = [];
   postgres!: PostgresInstance;
+  redis: RedisInstance | undefined;
   haproxy: SpawnedProcess | undefined;
   /** The load balancer: every client request goes here. */
   lbBase = '';
@@ -79,27 +92,39 @@ export class Cluster {
     try {
       await cluster.#start(env);
     } catch (error) {
+      // Read before stop() removes the logs: the error alone must say which part failed and why.
+      const logs = cluster.logs();
       await cluster.stop();
+      if (error instanceof Error) error.message += `\n--- the cluster at its failed start ---\n${logs}`;
       throw error;
     }
     return cluster;
   }
 
   async #start(env: NodeJS.ProcessEnv): Promise<void> {
+    this.redis = await startRedisInstance();
     this.postgres = await startPostgresInstance();
-    const lbPort = await freePort();
-    const hopPort = await freePort();
+    const lbPort = await stablePort();
+    const hopPort = await stablePort();
     this.lbBase = `http://127.0.0.1:${lbPort}`;
     this.agentBase = `http://127.0.0.1:${hopPort}`;
     this.env = {
       ...env,
       DATABASE_URL: this.postgres.url,
+      REDIS_URL: this.redis.url,
+      // Every client here is 127.0.0.1 (and HAProxy is not a trusted proxy), so all sign-ins and step-ups share one
+      // address's budget, 10 a minute by default: one run alone makes 8 to 10 in a minute (withdrawals sign in and
+      // step up each time), a slow minute more. The limiter is not what this test is about.
+      ARK_AUTH_ATTEMPTS_PER_MIN: '1000',
       // Agents learn their channel URL from here: through the cuttable hop to the load balancer.
       ARK_PUBLIC_URL: this.agentBase,
       LOG_LEVEL: 'warn',
+      // HAProxy connects from 127.0.0.2 with a PROXY header (haproxy.cfg); the test's own requests to a replica come
+      // from 127.0.0.1 without one, and are never read as one.
+      ARK_PROXY_PROTOCOL_FROM: LB_SOURCE,
     };
     for (let index = 0; index < REPLICAS; index++) {
-      const port = await freePort();
+      const port = await stablePort();
       this.replicas.push({
         index,
         port,
@@ -115,18 +140,19 @@ export class Cluster {
     this.haproxy = spawnProcess('haproxy', ['-db', '-f', HAPROXY_CFG], {
       env: {
         ARK_LB_BIND: `127.0.0.1:${lbPort}`,
+        ARK_LB_SOURCE: LB_SOURCE,
         ...Object.fromEntries(this.replicas.map((r) => [`ARK_CP${r.index + 1}`, `127.0.0.1:${r.port}`])),
       },
       logFile: join(this.#dir, 'haproxy.log'),
     });
     await this.#hop.start(hopPort, lbPort);
-    await waitFor(
-      async () => {
-        if (!this.haproxy?.isRunning()) throw new Error(`haproxy exited:\n${this.haproxy?.output()}`);
-        return (await fetch(`${this.lbBase}/readyz`)).ok;
-      },
-      { timeoutMs: 30_000, description: 'HAProxy to answer /readyz' },
-    );
+    // An exit ends the wait at once; its output is in the error (Cluster.start adds every part's logs).
+    const haproxy = this.haproxy;
+    const ready = await waitFor(async () => (haproxy.isRunning() ? (await fetch(`${this.lbBase}/readyz`)).ok : 'exited'), {
+      timeoutMs: 30_000,
+      description: 'HAProxy to answer /readyz',
+    });
+    if (ready !== true) throw new Error(`haproxy exited (${JSON.stringify(await haproxy.exited)})`);
   }
 
   /** The cluster as a ControlPlane for the e2e helpers: its base is the load balancer, its env the CLI's. */
@@ -190,18 +216,32 @@ export class Cluster {
     );
   }
 
+  /** The tail of every part's output: replicas, HAProxy, PostgreSQL's server log, Redis. */
   logs(): string {
-    return this.replicas.map((r) => `--- replica ${r.index + 1} ---\n${r.cp?.process.output().slice(-3000) ?? ''}`).join('\n');
+    const replicas = this.replicas.map((r) => {
+      const state = r.cp === null ? 'not up' : r.cp.process.isRunning() ? `pid ${r.cp.process.pid}` : 'exited';
+      return `--- replica ${r.index + 1} (port ${r.port}, ${state}) ---\n${r.cp?.process.output().slice(-3000) ?? ''}`;
+    });
+    const haproxy = this.haproxy?.output() ?? 'not started';
+    return [
+      ...replicas,
+      `--- haproxy (${this.lbBase || 'no port yet'}) ---\n${haproxy.slice(-3000)}`,
+      `--- postgresql ---\n${this.postgres?.logTail() ?? 'not started'}`,
+      `--- redis ---\n${this.redis?.output().slice(-1500) ?? 'not started'}`,
+    ].join('\n');
   }
 
   async stop(): Promise<void> {
     await this.#hop.stop().catch(() => undefined);
     await this.haproxy?.stop('SIGTERM').catch(() => undefined);
-    for (const replica of this.replicas) {
-      if (replica.paused && replica.cp) process.kill(replica.cp.process.pid, 'SIGCONT');
-      await replica.cp?.process.stop('SIGTERM', { timeoutMs: 5_000 }).catch(() => undefined);
-    }
+    await Promise.all(
+      this.replicas.map(async (replica) => {
+        if (replica.paused && replica.cp) process.kill(replica.cp.process.pid, 'SIGCONT');
+        await replica.cp?.process.stop('SIGTERM', { timeoutMs: 5_000 }).catch(() => undefined);
+      }),
+    );
     await this.postgres?.stop().catch(() => undefined);
+    await this.redis?.stop().catch(() => undefined);
     rmSync(this.#dir, { recursive: true, force: true });
   }
 }

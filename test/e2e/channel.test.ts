@@ -130,7 +130,7 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
     return b;
   }
 
-  function agent(): ChannelClient {
+  function agent(overrides: Partial<ConstructorParameters<typeof ChannelClient>[0]> = {}): ChannelClient {
     const client = new ChannelClient({
       url: proxy.url,
       machineId,
@@ -144,6 +144,7 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
       logger: quietLogger,
       backoff: { initialMs: 50, maxMs: 200 },
       watchdogIntervalMs: 100,
+      ...overrides,
     });
     clients.push(client);
     return client;
@@ -163,7 +164,25 @@ describe.each(DIALECTS)('agent channel end to end on %s', (dialect) => {
     await client.enqueue(telemetry(2));
     await waitUntil(() => client.status().queued === 0 && client.status().lastHeartbeatAckAt !== null);
     expect(applied).toEqual([1, 2]);
-    expect(client.status()).toMatchObject({ connected: true, ackedUpto: 2, nextMessageId: 3 });
+    // The agent asked for MAC keys and the gateway agreed them: heartbeats, telemetry and acks travel under the MAC.
+    expect(client.status()).toMatchObject({ connected: true, ackedUpto: 2, nextMessageId: 3, frameAuth: 'mac' });
+    expect(await counterValue(a.metrics, 'ark_channel_handshakes_total', { auth: 'mac' })).toBe(1);
+  });
+
+  it('speaks signatures only with an agent that does not ask for MAC keys (agents before them)', async () => {
+    const applied: number[] = [];
+    a.channel.on('telemetry', async (_trx, id, msg) => {
+      if (id === machineId) applied.push(msg.id);
+    });
+    const client = agent({ agentVersion: 'e2e-signatures', sessionMac: false });
+    await client.start();
+    await client.connected();
+    client.sendHeartbeat({ t: 'heartbeat', at: new Date().toISOString(), uptime_s: 1, healthy: true, problems: [], running_jobs: [] });
+    await client.enqueue(telemetry(1));
+    await waitUntil(() => client.status().queued === 0 && client.status().lastHeartbeatAckAt !== null);
+    expect(applied).toEqual([1]);
+    expect(client.status().frameAuth).toBe('signature');
+    expect(await counterValue(a.metrics, 'ark_channel_handshakes_total', { auth: 'signature' })).toBe(1);
   });
 
   it('applies a reliable message once when the connection dies between its commit and its acknowledgement', async () => {

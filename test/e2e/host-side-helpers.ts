@@ -57,16 +57,16 @@ export async function startControlPlane(options: ControlPlaneOptions = {}): Prom
     exitSignal: 'SIGKILL',
   });
   const base = `http://127.0.0.1:${port}`;
-  await waitFor(
-    async () => {
-      if (!child.isRunning()) throw new Error(`the control plane exited:\n${child.output()}`);
-      const response = await fetch(`${base}/healthz`);
-      return response.ok;
-    },
-    { timeoutMs: 60_000, intervalMs: 200, description: 'the control plane to answer /healthz' },
-  ).catch((error: Error) => {
-    throw new Error(`${error.message}\n--- control plane output ---\n${child.output()}`);
-  });
+  // An exit ends the wait at once (waitFor would take a throw for "not yet" and poll on to its timeout).
+  const started = await waitFor(async () => (child.isRunning() ? (await fetch(`${base}/healthz`)).ok : 'exited'), {
+    timeoutMs: 60_000,
+    intervalMs: 200,
+    description: 'the control plane to answer /healthz',
+  }).catch((error: Error) => error);
+  if (started !== true) {
+    const why = started instanceof Error ? started.message : `the control plane exited (${JSON.stringify(await child.exited)})`;
+    throw new Error(`${why}\n--- control plane output (port ${port}) ---\n${child.output()}`);
+  }
   return { base, port, dataDir, env, process: child };
 }
 

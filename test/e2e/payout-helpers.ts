@@ -119,67 +119,77 @@ export async function hostEarns(
   machine.id = enrolled.body.machine_id;
   const agent = await RawAgent.connect(cp.base, machine, enrolled.body.control_plane_public_key);
   let messageId = (await agent.handshake()).acked_upto;
-  const offer = await waitFor(
-    async () => {
-      agent.heartbeat();
-      const listed = await call(cp, 'GET', '/api/v1/offers?limit=100', { token: input.renterToken });
-      return (listed.body.items as any[]).find((item) => item.machine_id === machine.id);
-    },
-    { timeoutMs: 30_000, intervalMs: 300, description: 'the seeded offer listed' },
-  );
-  const quote = await call(cp, 'POST', '/api/v1/quotes', {
-    token: input.renterToken,
-    body: { offer_id: offer.offer_id, gpu_count: 1, duration_limit_s: 600, image_digest: customImage() },
-  });
-  expect(quote.status, JSON.stringify(quote.body)).toBe(201);
-  const reserved = await call(cp, 'POST', '/api/v1/jobs', {
-    token: input.renterToken,
-    body: { quote_id: quote.body.quote_id, ssh_public_keys: [sshPublicKey()] },
-  });
-  expect(reserved.status, JSON.stringify(reserved.body)).toBe(202);
-  const jobId = reserved.body.job_id as string;
-  await waitFor(() => agent.received.some((m) => m.t === 'command' && m.kind === 'launch_job'), {
-    timeoutMs: 15_000,
-    intervalMs: 20,
-    description: 'launch_job on the channel',
-  });
-  const status = (state: string, extra: Record<string, unknown> = {}) =>
-    agent.send({ t: 'job_status', id: ++messageId, job_id: jobId, fence: '1', status: state, at: new Date().toISOString(), ...extra });
-  status('accepted');
-  // A real SSH endpoint with its own host key: the control plane verifies readiness there before the job runs.
-  const endpoint = await startSshEndpoint({ unref: true });
-  status('ready', {
-    evidence: { container_running: true },
-    access: { ssh_port: endpoint.port, ssh_host_key_fingerprint: endpoint.fingerprint, public_host: endpoint.host, ports: [] },
-  });
-  const running = await waitFor(
-    async () => {
-      const job = await call(cp, 'GET', `/api/v1/jobs/${jobId}`, { token: input.renterToken });
-      return job.body.state === 'RUNNING' ? job.body : null;
-    },
-    { timeoutMs: 15_000, intervalMs: 100, description: 'the job RUNNING' },
-  );
-  const from = new Date(running.meter_started_at);
-  const end = new Date(Math.max(Date.now(), from.getTime() + input.runtimeMs));
-  await new Promise((resolve) => setTimeout(resolve, Math.max(0, end.getTime() - Date.now())));
-  const id = ++messageId;
-  agent.send({
-    t: 'meter_receipt',
-    id,
-    job_id: jobId,
-    fence: '1',
-    meter_seq: 1,
-    period_start: from.toISOString(),
-    period_end: end.toISOString(),
-    runtime_ms: String(input.runtimeMs),
-    final: false,
-  });
-  await waitFor(() => agent.received.some((m) => m.t === 'ack' && m.upto >= id), {
-    timeoutMs: 10_000,
-    intervalMs: 20,
-    description: 'the meter receipt acknowledged',
-  });
-  return { jobId, agent };
+  // The control plane closes a channel silent for three heartbeat intervals (3 s in the tests that set 1 s), and the
+  // waits below (readiness checked over SSH, the metered period) are longer than that on a loaded machine.
+  const stopHeartbeats = agent.keepAlive(500);
+  try {
+    const offer = await waitFor(
+      async () => {
+        agent.heartbeat();
+        const listed = await call(cp, 'GET', '/api/v1/offers?limit=100', { token: input.renterToken });
+        return (listed.body.items as any[]).find((item) => item.machine_id === machine.id);
+      },
+      { timeoutMs: 30_000, intervalMs: 300, description: 'the seeded offer listed' },
+    );
+    const quote = await call(cp, 'POST', '/api/v1/quotes', {
+      token: input.renterToken,
+      body: { offer_id: offer.offer_id, gpu_count: 1, duration_limit_s: 600, image_digest: customImage() },
+    });
+    expect(quote.status, JSON.stringify(quote.body)).toBe(201);
+    const reserved = await call(cp, 'POST', '/api/v1/jobs', {
+      token: input.renterToken,
+      body: { quote_id: quote.body.quote_id, ssh_public_keys: [sshPublicKey()] },
+    });
+    expect(reserved.status, JSON.stringify(reserved.body)).toBe(202);
+    const jobId = reserved.body.job_id as string;
+    await waitFor(() => agent.received.some((m) => m.t === 'command' && m.kind === 'launch_job'), {
+      timeoutMs: 15_000,
+      intervalMs: 20,
+      description: 'launch_job on the channel',
+    });
+    const status = (state: string, extra: Record<string, unknown> = {}) =>
+      agent.send({ t: 'job_status', id: ++messageId, job_id: jobId, fence: '1', status: state, at: new Date().toISOString(), ...extra });
+    status('accepted');
+    // A real SSH endpoint with its own host key: the control plane verifies readiness there before the job runs.
+    const endpoint = await startSshEndpoint({ unref: true });
+    status('ready', {
+      evidence: { container_running: true },
+      access: { ssh_port: endpoint.port, ssh_host_key_fingerprint: endpoint.fingerprint, public_host: endpoint.host, ports: [] },
+    });
+    const running = await waitFor(
+      async () => {
+        const job = await call(cp, 'GET', `/api/v1/jobs/${jobId}`, { token: input.renterToken });
+        return job.body.state === 'RUNNING' ? job.body : null;
+      },
+      { timeoutMs: 15_000, intervalMs: 100, description: 'the job RUNNING' },
+    );
+    const from = new Date(running.meter_started_at);
+    const end = new Date(Math.max(Date.now(), from.getTime() + input.runtimeMs));
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, end.getTime() - Date.now())));
+    const id = ++messageId;
+    agent.send({
+      t: 'meter_receipt',
+      id,
+      job_id: jobId,
+      fence: '1',
+      meter_seq: 1,
+      period_start: from.toISOString(),
+      period_end: end.toISOString(),
+      runtime_ms: String(input.runtimeMs),
+      final: false,
+    });
+    await waitFor(
+      () => {
+        if (agent.ws.readyState !== agent.ws.OPEN)
+          throw new Error(`the channel closed before the receipt's ack (readyState ${agent.ws.readyState})`);
+        return agent.received.some((m) => m.t === 'ack' && m.upto >= id);
+      },
+      { timeoutMs: 30_000, intervalMs: 20, description: 'the meter receipt acknowledged' },
+    );
+    return { jobId, agent };
+  } finally {
+    stopHeartbeats();
+  }
 }
 
 export const randomTag = (): string => randomBytes(4).toString('hex');

@@ -291,20 +291,27 @@ export class RentalSite {
         budget_micro: options.budgetMicro.toString(),
         image_digest: this.world.image.digestRef,
       });
-    // Just after a control plane restart the agent may still be reconnecting: MACHINE_NOT_AVAILABLE is retryable, so
-    // retry it, as a client would, until the agent's heartbeats are fresh again.
+    // Just after a control plane restart the agent may still be reconnecting, and on a loaded machine a heartbeat can
+    // come late enough that the machine reads offline between the quote and the reservation: MACHINE_NOT_AVAILABLE is
+    // retryable, so retry it (quote and reservation), as a client would, until the agent's heartbeats are fresh again.
+    const unavailable = (answer: { status: number; body: any }) =>
+      answer.status === 409 && answer.body?.error?.code === 'MACHINE_NOT_AVAILABLE';
     let quoted = await quote();
-    for (let tries = 0; quoted.status === 409 && quoted.body?.error?.code === 'MACHINE_NOT_AVAILABLE' && tries < 120; tries++) {
+    let reserved: { status: number; body: any } | null = null;
+    for (let tries = 0; tries < 120; tries++) {
+      if (quoted.status === 201) {
+        reserved = await this.renter('POST', '/api/v1/jobs', {
+          quote_id: quoted.body.quote_id,
+          ssh_public_keys: [this.ssh.publicKey],
+          ...(options.env === undefined ? {} : { env: options.env }),
+        });
+        if (!unavailable(reserved)) break;
+      } else if (!unavailable(quoted)) break;
       await new Promise((resolve) => setTimeout(resolve, 250));
       quoted = await quote();
     }
     if (quoted.status !== 201) throw new Error(`quote: ${quoted.status} ${JSON.stringify(quoted.body)}`);
-    const reserved = await this.renter('POST', '/api/v1/jobs', {
-      quote_id: quoted.body.quote_id,
-      ssh_public_keys: [this.ssh.publicKey],
-      ...(options.env === undefined ? {} : { env: options.env }),
-    });
-    if (reserved.status !== 202) throw new Error(`reserve: ${reserved.status} ${JSON.stringify(reserved.body)}`);
+    if (reserved?.status !== 202) throw new Error(`reserve: ${reserved?.status} ${JSON.stringify(reserved?.body)}`);
     return { jobId: reserved.body.job_id as string, quote: quoted.body };
   }
 

@@ -50,18 +50,30 @@ const defaultStopTimeoutMs = 10_000;
 const liveChildren = new Map<number, NodeJS.Signals>();
 let exitHookInstalled = false;
 
+function signalChildren(): void {
+  for (const [pid, signal] of liveChildren) {
+    try {
+      process.kill(pid, signal);
+    } catch {
+      // Already gone.
+    }
+  }
+  liveChildren.clear();
+}
+
 function installExitHook(): void {
   if (exitHookInstalled) return;
   exitHookInstalled = true;
-  process.once('exit', () => {
-    for (const [pid, signal] of liveChildren) {
-      try {
-        process.kill(pid, signal);
-      } catch {
-        // Already gone.
-      }
-    }
-  });
+  process.once('exit', signalChildren);
+  // A signal's death runs no 'exit' handler, and that is how vitest ends a worker whose test timed out (its finally
+  // never ran): a timed-out cluster test left three replicas, HAProxy, PostgreSQL, dockerd and anvil running, each run
+  // after it slower for them. Signal the children, then die of the same signal as before.
+  for (const signal of ['SIGTERM', 'SIGINT', 'SIGHUP'] as const) {
+    process.once(signal, () => {
+      signalChildren();
+      process.kill(process.pid, signal);
+    });
+  }
 }
 
 /** A TCP port on 127.0.0.1 that was free a moment ago (the OS picks it). */
@@ -81,6 +93,44 @@ export async function freePort(host = '127.0.0.1'): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** Linux's first ephemeral port (ip_local_port_range); 32768, its default, where that cannot be read. */
+function ephemeralPortLow(): number {
+  try {
+    const low = Number.parseInt(readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0] ?? '', 10);
+    return Number.isInteger(low) ? low : 32_768;
+  } catch {
+    return 32_768;
+  }
+}
+
+/** Whether a listener could bind `port` on `host` just now. */
+function canListen(port: number, host: string): Promise<boolean> {
+  return new Promise((resolve) => {
+    const server = createServer();
+    server.unref();
+    server.once('error', () => resolve(false));
+    server.listen(port, host, () => server.close(() => resolve(true)));
+  });
+}
+
+/**
+ * A TCP port on 127.0.0.1 from 10000-19999, below the ephemeral range, that no listener holds now. freePort's port
+ * is an ephemeral one: until its server binds it, and again while that server is down for a restart on the same port,
+ * any outgoing connection on the machine may take it as its source port, and the bind fails. No connection takes
+ * this one; only another listener could (no test picks from this range), and that fails loudly at the bind.
+ * 20000-32767 is left to the agents' job port ranges (rental-helpers.ts). Falls back to freePort where the
+ * ephemeral range was moved below 20000.
+ */
+export async function stablePort(host = '127.0.0.1'): Promise<number> {
+  const [low, high] = [10_000, Math.min(20_000, ephemeralPortLow())];
+  if (high - low < 1_000) return freePort(host);
+  for (let attempt = 0; attempt < 50; attempt++) {
+    const port = low + Math.floor(Math.random() * (high - low));
+    if (await canListen(port, host)) return port;
+  }
+  throw new Error(`no free port in ${low}-${high - 1} on ${host} after 50 tries`);
 }
 
 export function isProcessAlive(pid: number): boolean {

@@ -107,6 +107,7 @@ describe('ark-cp and the deposit xpub', () => {
       // A module hook that names every npm package the process loads, on stderr.
       writeFileSync(
         join(dir, 'hooks.mjs'),
+        // biome-ignore lint/suspicious/noTemplateCurlyInString: the hook's own source, whose template the hook evaluates
         'export async function load(url, context, next) { if (url.includes("/node_modules/")) process.stderr.write(`LOADED ${url}\\n`); return next(url, context); }\n',
       );
       writeFileSync(

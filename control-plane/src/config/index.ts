@@ -14,6 +14,7 @@ import { type X402Config, x402ConfigFrom } from './x402.js';
 import { type PayoutsConfig, payoutsConfigFrom } from './payouts.js';
 import { type EarningsConfig, earningsConfigFrom } from './earnings.js';
 import { type TreasuryConfig, treasuryConfigFrom } from './treasury.js';
+import { type ProxiesConfig, proxiesConfigFrom } from './proxies.js';
 import { type FaultsConfig, faultsConfigFrom } from '../faults.js';
 
 /** Everything the control plane reads from its environment, parsed once in main.ts and passed down. */
@@ -82,8 +83,10 @@ export interface Config {
   httpRequestTimeoutMs: number;
   /** HTTP: the request line and headers must arrive within this (at most the request timeout). */
   httpHeadersTimeoutMs: number;
-  /** HTTP: connections one client address may hold open at once; 0: no bound (behind a proxy, which is one address). */
+  /** HTTP: connections one client address may hold open at once; 0: no bound. Behind a balancer see `proxies`. */
   httpMaxConnectionsPerAddress: number;
+  /** HTTP: which peers' PROXY protocol headers and X-Forwarded-For are believed for the client address (config/proxies.ts). */
+  proxies: ProxiesConfig;
   /** Metrics: where a second listener serves /metrics; null port: /metrics is served on the API listener. */
   metricsHost: string;
   metricsPort: number | null;
@@ -247,6 +250,7 @@ export function loadConfig(env: Env = process.env, { stdoutIsTerminal = false }:
     httpRequestTimeoutMs,
     httpHeadersTimeoutMs,
     httpMaxConnectionsPerAddress: int(env, 'ARK_HTTP_MAX_CONNECTIONS_PER_ADDRESS', 256, 0, 1_000_000),
+    proxies: proxiesConfigFrom(env, (message) => new ConfigError(message)),
     metricsHost: env.ARK_METRICS_HOST || host,
     metricsPort,
     metricsToken,

@@ -37,8 +37,16 @@ export function channelHandlerTable(services: Pick<Services, 'jobs' | 'hosting'>
     connected: (machineId, now) => hosting.replicas.connected(machineId, now),
     disconnected: (machineId) => hosting.replicas.disconnected(machineId),
     // A readiness report is verified as soon as it is committed (the verifier's worker is only the safety net).
-    // Receipts arriving together are charged together (group commit across jobs, services/jobs/metering-batch.ts).
-    meterReceipts: (trx, receipts, now) => jobs.applyMeterReceipts(trx, receipts, now),
+    // Receipts arriving together are charged together (group commit across jobs, services/jobs/metering-batch.ts),
+    // and telemetry arriving together is merged together.
+    groups: {
+      meter_receipt: (trx, receipts, now) => jobs.applyMeterReceipts(trx, receipts, now),
+      // The readings of every machine in two upserts, then the GPUs of the few running jobs among them.
+      telemetry: async (trx, batches, now) => {
+        await hosting.ingestTelemetryGroup(trx, batches, now);
+        await jobs.checkGpusFromTelemetryGroup(trx, batches, now);
+      },
+    },
     committed: (_machineId, msg) => {
       if (msg.t === 'job_status' && msg.status === 'ready') jobs.readiness.wake();
     },

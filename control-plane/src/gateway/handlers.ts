@@ -5,7 +5,6 @@ import {
   type HeartbeatMessage,
   type HandledAgentMessage,
   type HandledAgentMessageType,
-  type MeterReceiptMessage,
   type ReliableAgentMessage,
 } from '@ark/shared';
 import type { Tx } from '../store/db.js';
@@ -49,11 +48,15 @@ export interface ChannelHandlerTable {
   /** After the apply-once transaction holding `msg` committed: work to wake that must see the message's effect. */
   readonly committed?: CommitHook;
   /**
-   * Meter receipts of several machines applied at once in the group's transaction (group commit across jobs):
-   * the same effect as meter_receipt's handler applied to each in order, in fewer statements.
+   * Messages of one type from several machines applied at once in the group's transaction (group commit across
+   * machines): the same effect as the type's handler applied to each in order, in fewer statements. Meter receipts
+   * (charged together: services/jobs/metering-batch.ts) and telemetry (merged in two upserts).
    */
-  readonly meterReceipts?: GroupHandler<MeterReceiptMessage>;
+  readonly groups?: { readonly [K in GroupedMessageType]?: GroupHandler<ChannelMessageOf<K>> };
 }
+
+/** The reliable types a table may apply in groups. */
+export type GroupedMessageType = 'meter_receipt' | 'telemetry';
 
 /** A reliable message with the machine whose channel carried it: what a group handler and applyAll take. */
 export interface MessageOfMachine<M = ReliableAgentMessage> {
@@ -80,14 +83,16 @@ export class ChannelHandlers {
   readonly #connect: ConnectionHook[] = [];
   readonly #disconnect: ConnectionHook[] = [];
   readonly #committed: CommitHook[] = [];
-  /** The table's group handler for receipts, with the one handler it stands for. */
-  #meterReceipts: { group: GroupHandler<MeterReceiptMessage>; single: AnyHandler } | null = null;
+  /** The table's group handlers, each with the one handler it stands for. */
+  readonly #groups = new Map<string, { group: GroupHandler<ReliableAgentMessage>; single: AnyHandler }>();
 
   /** Registers every handler of a complete table (the composition root's, through fillChannelHandlers). */
   install(table: ChannelHandlerTable): this {
     for (const type of HANDLED_AGENT_MESSAGE_TYPES) this.#add(type, table.messages[type]);
     if (table.committed) this.#committed.push(table.committed);
-    if (table.meterReceipts) this.#meterReceipts = { group: table.meterReceipts, single: table.messages.meter_receipt };
+    for (const [type, group] of Object.entries(table.groups ?? {}) as Array<[GroupedMessageType, GroupHandler<ReliableAgentMessage>]>) {
+      this.#groups.set(type, { group, single: table.messages[type] });
+    }
     return this.onConnect(table.connected).onDisconnect(table.disconnected);
   }
 
@@ -121,24 +126,42 @@ export class ChannelHandlers {
   }
 
   /**
-   * A group of reliable messages, inside one transaction, with the effect of `apply` on each in order. The receipts
-   * of machines that sent nothing else in the group go to the table's group handler together (while meter_receipt
-   * has only the table's handler: a test's spy sees each); every other message is applied alone, in order. Machines
-   * are independent of each other, and each machine's messages keep their order.
+   * A group of reliable messages, inside one transaction, with the effect of `apply` on each in order. A machine
+   * whose messages in the group are all of one type with a group handler (while that type has only the table's
+   * handler: a test's spy sees each) goes to that handler with the other such machines; every other machine's
+   * messages are applied alone, in order. Machines are independent of each other, and each machine's messages keep
+   * their order.
    */
   async applyAll(trx: Tx, messages: readonly MessageOfMachine[], now: Date): Promise<void> {
-    const grouped = this.#meterReceipts;
-    const receiptHandlers = this.#byType.get('meter_receipt') ?? [];
-    if (!grouped || receiptHandlers.length !== 1 || receiptHandlers[0] !== grouped.single || messages.length < 2) {
+    if (this.#groups.size === 0 || messages.length < 2) {
       for (const { machineId, msg } of messages) await this.apply(trx, machineId, msg, now);
       return;
     }
-    const mixed = new Set(messages.filter((m) => m.msg.t !== 'meter_receipt').map((m) => m.machineId));
-    const receipts = messages.filter(
-      (m): m is MessageOfMachine<MeterReceiptMessage> => m.msg.t === 'meter_receipt' && !mixed.has(m.machineId),
-    );
-    if (receipts.length > 0) await grouped.group(trx, receipts, now);
-    for (const { machineId, msg } of messages) if (mixed.has(machineId)) await this.apply(trx, machineId, msg, now);
+    // The one type each machine sent in this group, or null when it sent several.
+    const typeOf = new Map<string, string | null>();
+    for (const { machineId, msg } of messages) {
+      const seen = typeOf.get(machineId);
+      typeOf.set(machineId, seen === undefined || seen === msg.t ? msg.t : null);
+    }
+    const grouped = new Map<string, MessageOfMachine[]>();
+    const alone: MessageOfMachine[] = [];
+    for (const message of messages) {
+      const type = typeOf.get(message.machineId);
+      const group = type ? this.#groups.get(type) : undefined;
+      const handlers = type ? (this.#byType.get(type as HandledAgentMessageType) ?? []) : [];
+      if (type && group && handlers.length === 1 && handlers[0] === group.single) {
+        const list = grouped.get(type) ?? [];
+        list.push(message);
+        grouped.set(type, list);
+      } else {
+        alone.push(message);
+      }
+    }
+    for (const [type, list] of grouped) {
+      if (list.length === 1) await this.apply(trx, list[0]!.machineId, list[0]!.msg, now);
+      else await this.#groups.get(type)!.group(trx, list, now);
+    }
+    for (const { machineId, msg } of alone) await this.apply(trx, machineId, msg, now);
   }
 
   /** A reliable message's transaction committed (the applier, and tests' deliver). */

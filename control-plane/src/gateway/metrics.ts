@@ -7,6 +7,10 @@ export interface GatewayMetrics {
   /** From the frame's arrival to the end of its handling (queue wait, verification, handler, acknowledgement). */
   frameHandling: Histogram<'type'>;
   closes: Counter<'reason'>;
+  /** Handshakes completed, by how the connection authenticates its frames ('mac' or 'signature'). */
+  handshakes: Counter<'auth'>;
+  /** Reliable messages per group commit, by applier queue ('main', or the type applied apart: 'meter_receipt'). */
+  applyGroups: Histogram<'queue'>;
 }
 
 function reuse<T>(registry: Registry | undefined, name: string, make: () => T): T {
@@ -47,6 +51,29 @@ export function createGatewayMetrics(registry?: Registry): GatewayMetrics {
           name: 'ark_channel_closes_total',
           help: 'Agent connections closed or refused, by reason',
           labelNames: ['reason'],
+          registers,
+        }),
+    ),
+    handshakes: reuse(
+      registry,
+      'ark_channel_handshakes_total',
+      () =>
+        new Counter({
+          name: 'ark_channel_handshakes_total',
+          help: "Agent handshakes completed, by how the connection authenticates its frames: 'mac' (keys agreed) or 'signature'",
+          labelNames: ['auth'],
+          registers,
+        }),
+    ),
+    applyGroups: reuse(
+      registry,
+      'ark_channel_apply_group_size',
+      () =>
+        new Histogram({
+          name: 'ark_channel_apply_group_size',
+          help: "Reliable agent messages applied per transaction (group commit), by applier queue: 'main' or a type grouped apart",
+          labelNames: ['queue'],
+          buckets: [1, 2, 4, 8, 16, 32, 64, 128, 256],
           registers,
         }),
     ),

@@ -109,6 +109,13 @@ describe.each(DIALECTS)('agent gateway on %s', (dialect) => {
     expect(applied).toEqual([{ machineId: machine.id, id: 1 }]);
     expect(await lastApplied()).toBe(1);
     expect(await counterValue(cp.metrics, 'ark_channel_frames_total', { type: 'telemetry' })).toBe(1);
+    // One group commit of one message, in the main queue (only meter receipts are grouped apart).
+    const groups = (await cp.metrics.registry.getSingleMetric('ark_channel_apply_group_size')?.get())?.values ?? [];
+    const ofMain = (suffix: string) =>
+      groups.find(
+        (v) => (v as { metricName?: string }).metricName === `ark_channel_apply_group_size_${suffix}` && v.labels.queue === 'main',
+      )?.value;
+    expect([ofMain('count'), ofMain('sum')]).toEqual([1, 1]);
 
     agent.close();
     await agent.closed;

@@ -2,17 +2,21 @@ import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import {
   type AgentMessage,
   CHANNEL_PROTOCOL_VERSION,
+  createKeyExchange,
   ed25519PublicKeyFromBase64,
+  type FrameMacSigner,
+  type FrameMacVerifier,
   type FrameSigner,
   type FrameVerifier,
   type HelloMessage,
   isHandledAgentMessage,
   isReliableAgentMessage,
+  type KeyExchange,
   nodeEd25519Verifier,
   openFrame,
   peekPayload,
   type ReliableAgentMessage,
-  signFrame,
+  sealFrame,
 } from '@ark/shared';
 import type { WebSocket } from 'ws';
 import type { Clock } from '../clock.js';
@@ -99,6 +103,11 @@ export class Session {
   #state: SessionState = 'awaiting_hello';
   machineId: string | null = null;
   #verify: FrameVerifier | null = null;
+  /** This connection's half of the MAC key agreement, when the agent asked for one (`mac=1`). */
+  readonly #kx: KeyExchange | null;
+  /** The agreed MAC keys: checks the agent's MACs, seals ours. Null until the hello, and for signature-only agents. */
+  #macIn: FrameMacVerifier | null = null;
+  #macOut: FrameMacSigner | null = null;
   #recvSeq = 0;
   #sendSeq = 0;
   /** On the clock's monotonic reading: the handshake and idle timeouts (checkTimeouts) compare against it. */
@@ -114,9 +123,10 @@ export class Session {
   #deliverAgain = false;
   #announced = false;
 
-  constructor(ctx: SessionContext, ws: WebSocket) {
+  constructor(ctx: SessionContext, ws: WebSocket, wantsMac = false) {
     this.#ctx = ctx;
     this.#ws = ws;
+    this.#kx = wantsMac ? createKeyExchange() : null;
     this.#openedAt = ctx.clock.monotonicMs();
     this.#lastFrameAt = this.#openedAt;
   }
@@ -130,7 +140,12 @@ export class Session {
       this.#violation(reason, error.message);
     });
     const now = this.#ctx.clock.now();
-    this.#send({ t: 'challenge', challenge: this.#challenge, server_time: now.toISOString() });
+    this.#send({
+      t: 'challenge',
+      challenge: this.#challenge,
+      server_time: now.toISOString(),
+      ...(this.#kx ? { kx: this.#kx.publicKey } : {}),
+    });
   }
 
   /** Resolves once no handler of this connection is running. */
@@ -238,6 +253,22 @@ export class Session {
     if (hello.seq !== 1)
       return this.#violationNull(hello.seq < 1 ? 'replayed_seq' : 'out_of_order_seq', `seq ${hello.seq}`, claimedMachineId);
     if (hello.challenge !== this.#challenge) return this.#violationNull('bad_challenge', undefined, claimedMachineId);
+    if (hello.kx !== undefined) {
+      // Keys answer an offer: a kx the challenge did not ask for is a confused or tampered-with agent.
+      if (!this.#kx) return this.#violationNull('unexpected_kx', undefined, claimedMachineId);
+      try {
+        const keys = this.#kx.derive(hello.kx, {
+          side: 'control-plane',
+          challenge: this.#challenge,
+          sid: this.#sid,
+          machineId: hello.machine_id,
+        });
+        this.#macIn = keys.check;
+        this.#macOut = keys.seal;
+      } catch (error) {
+        return this.#violationNull('bad_kx', (error as Error).message, claimedMachineId);
+      }
+    }
     this.#recvSeq = 1;
     this.#verify = verify;
     this.machineId = hello.machine_id;
@@ -266,7 +297,9 @@ export class Session {
       telemetry_interval_s: ctx.settings.telemetryIntervalS,
       server_time: now.toISOString(),
     });
-    ctx.logger.debug({ machineId, sid: this.#sid, agentVersion: hello.agent_version }, 'agent connected');
+    const auth = this.#macOut ? 'mac' : 'signature';
+    ctx.metrics.handshakes.inc({ auth });
+    ctx.logger.debug({ machineId, sid: this.#sid, agentVersion: hello.agent_version, auth }, 'agent connected');
     this.#announced = true;
     try {
       await ctx.handlers.connected(machineId, now);
@@ -278,7 +311,7 @@ export class Session {
   }
 
   async #frame(raw: Buffer): Promise<string | null> {
-    const opened = openFrame(raw, this.#verify as FrameVerifier, 'agent');
+    const opened = openFrame(raw, { verify: this.#verify as FrameVerifier, mac: this.#macIn }, 'agent');
     if (!opened.ok) {
       const code = opened.reason === 'unknown_type' ? CLOSE_CODES.unknownType : CLOSE_CODES.protocolViolation;
       return this.#violationNull(opened.reason, opened.detail, null, code);
@@ -364,7 +397,8 @@ export class Session {
     }
     const { t, ...rest } = body;
     this.#sendSeq += 1;
-    this.#ws.send(signFrame({ v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest }, this.#ctx.sign));
+    const payload = { v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest };
+    this.#ws.send(sealFrame(payload, { sign: this.#ctx.sign, mac: this.#macOut }));
     return true;
   }
 

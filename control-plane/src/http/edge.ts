@@ -6,13 +6,16 @@ import type { FastifyBaseLogger, FastifyInstance, FastifyReply, FastifyRequest, 
 import type { Config } from '../config/index.js';
 import { envelope } from './errors.js';
 import { installJsonBodyParser } from './json-body.js';
+import { acceptProxiedConnections, type ProxyHeaderRefusal } from './proxied-connections.js';
 import { installSecurityHeaders, securityHeaders } from './security-headers.js';
 
 // The edge of the HTTP server: what happens before a request reaches Fastify's routing. Node's parser refuses
 // malformed requests (both Content-Length and Transfer-Encoding, two lengths, obs-fold, a bad request line),
 // oversized URLs and headers (431) and requests that arrive too slowly (408); each gets the contract's envelope
 // here, with a fresh request id, like every other answer. Slow and greedy clients are bounded by time and by
-// open connections per address.
+// open connections per address. Behind a load balancer the address is the client's, not the balancer's: from the
+// PROXY protocol header of a balancer's connection (http/proxied-connections.ts), or X-Forwarded-For from a trusted
+// proxy (request.ip only).
 
 export interface EdgeOptions {
   /** The whole request, headers and body, must arrive within this (Node's requestTimeout). */
@@ -23,7 +26,16 @@ export interface EdgeOptions {
   maxConnectionsPerAddress: number;
   /** Headers every answer carries (security headers), added to the ones written here. */
   headers: Readonly<Record<string, string>>;
+  /** Peers whose connections begin with a PROXY protocol header (ARK_PROXY_PROTOCOL_FROM); none when absent. */
+  proxyProtocolFrom?: readonly string[];
+  /** Peers whose X-Forwarded-For is believed for request.ip (ARK_TRUSTED_PROXIES); none when absent. */
+  trustedProxies?: readonly string[];
+  /** Told of each balancer connection closed for a missing, broken or late PROXY header (a metric counts them). */
+  onProxyHeaderRefused?: (refusal: ProxyHeaderRefusal) => void;
 }
+
+/** How long a balancer has to send a connection's PROXY header: it writes it at once, with its first packet. */
+export const PROXY_HEADER_TIMEOUT_MS = 5000;
 
 /** Node checks the two timeouts on this period; never coarser than a second, so a cut lands close to its limit. */
 export function connectionsCheckingIntervalMs(options: Pick<EdgeOptions, 'requestTimeoutMs' | 'headersTimeoutMs'>): number {
@@ -88,8 +100,12 @@ export function clientErrorHandler(
 /** The Fastify options that set the timeouts and the client error answers. */
 export function edgeServerOptions(
   options: EdgeOptions,
-): Pick<FastifyServerOptions, 'requestTimeout' | 'clientErrorHandler'> & { http: ServerOptions } {
+): Pick<FastifyServerOptions, 'requestTimeout' | 'clientErrorHandler' | 'trustProxy'> & { http: ServerOptions } {
+  const trusted = options.trustedProxies ?? [];
   return {
+    // X-Forwarded-For (and -Host, -Proto) only from the named proxies (Fastify walks the list through proxy-addr from
+    // the socket's address back, stopping at the first untrusted hop); never from anyone else, who could choose it.
+    trustProxy: trusted.length > 0 ? [...trusted] : false,
     requestTimeout: options.requestTimeoutMs,
     http: {
       requestTimeout: options.requestTimeoutMs,
@@ -152,11 +168,14 @@ export function edgeOptionsFrom(config: Config): EdgeOptions {
     headersTimeoutMs: config.httpHeadersTimeoutMs,
     maxConnectionsPerAddress: config.httpMaxConnectionsPerAddress,
     headers: securityHeaders(config.publicBaseUrl),
+    proxyProtocolFrom: config.proxies.proxyProtocolFrom,
+    trustedProxies: config.proxies.trustedProxies,
   };
 }
 
 /**
- * What the edge adds to an app built with edgeServerOptions: the connection bound, security headers, the body parser.
+ * What the edge adds to an app built with edgeServerOptions: the PROXY protocol header read from balancers, the
+ * connection bound, security headers, the body parser.
  * `onRequest`: the app's own per-request headers, set right after the security headers in the same hook.
  */
 export function installEdge(
@@ -165,6 +184,15 @@ export function installEdge(
   onRequest?: (request: FastifyRequest, reply: FastifyReply) => void,
 ): void {
   boundConnectionsPerAddress(app.server, options);
+  // After the bound: it, like Node's parser, then sees a balancer's connection only once its header named the client.
+  acceptProxiedConnections(app.server, {
+    from: options.proxyProtocolFrom ?? [],
+    headerTimeoutMs: PROXY_HEADER_TIMEOUT_MS,
+    onRefused: (refusal, detail) => {
+      app.log.debug({ ...detail, refusal }, 'connection closed: no valid PROXY protocol header');
+      options.onProxyHeaderRefused?.(refusal);
+    },
+  });
   installSecurityHeaders(app, options.headers, onRequest);
   installJsonBodyParser(app);
 }

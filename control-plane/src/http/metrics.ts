@@ -244,3 +244,20 @@ const metricsEdge = (publicBaseUrl: string): EdgeOptions => ({
   maxConnectionsPerAddress: 16,
   headers: securityHeaders(publicBaseUrl),
 });
+
+/**
+ * ark_http_proxy_header_refusals_total{reason}: a load balancer's connections closed before any request for their
+ * PROXY protocol header (http/proxied-connections.ts): `invalid`, `timeout` or `closed`. Anything above zero is a
+ * balancer not configured to send the header (send-proxy-v2), or a peer in ARK_PROXY_PROTOCOL_FROM that is no balancer.
+ */
+export function proxyHeaderRefusalCounter(registry: Registry): Counter<'reason'> {
+  const name = 'ark_http_proxy_header_refusals_total';
+  const existing = registry.getSingleMetric(name);
+  if (existing) return existing as Counter<'reason'>;
+  return new Counter({
+    name,
+    help: 'Load balancer connections closed for a missing, broken or late PROXY protocol header, by reason',
+    labelNames: ['reason'],
+    registers: [registry],
+  });
+}

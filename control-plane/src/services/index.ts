@@ -9,6 +9,7 @@ import { JobSecrets } from '../domain/jobs/secrets.js';
 import type { Store } from '../store/db.js';
 import { LIVENESS_GRACE_HEARTBEATS } from '../domain/machines/go-live.js';
 import { HeartbeatBuffer } from '../store/heartbeats.js';
+import { MachineLiveFactsReader } from '../store/machine-live-facts.js';
 import { outboxWriter } from '../store/outbox.js';
 import { type AccountServices, buildAccountServices } from './accounts/index.js';
 import { type AdmissionServices, buildAdmissionServices } from './admissions/index.js';
@@ -133,6 +134,7 @@ export function buildServices(deps: ServiceDeps): Services {
     settings: hostingSettingsOf(config),
     outbox,
     heartbeats,
+    liveFacts: new MachineLiveFactsReader(store),
     admissions: admissionGuard,
     receiptRefusals: new ReceiptRefusalCounts(),
   });

@@ -231,7 +231,8 @@ export function isUniqueViolation(error: unknown): boolean {
 /** Is this a transient conflict worth retrying (serialization failure, deadlock, busy SQLite)? */
 export function isRetryableConflict(error: unknown): boolean {
   const e = error as { code?: string } | null;
-  return e?.code === '40001' || e?.code === '40P01' || e?.code === 'SQLITE_BUSY';
+  // 55P03 lock_not_available: a NOWAIT lock held elsewhere (store/ledger.ts, lockAccounts).
+  return e?.code === '40001' || e?.code === '40P01' || e?.code === '55P03' || e?.code === 'SQLITE_BUSY';
 }
 
 // SQLSTATE classes and codes that say the database is not there right now, not that the request is wrong: 08

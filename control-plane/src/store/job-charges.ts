@@ -1,6 +1,6 @@
-import { randomUUID } from 'node:crypto';
+import { randomInt, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
-import { type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
+import { FEE_SHARDS, feeShardOf, type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
 import { type PostingKind, transferProblem } from '../domain/ledger/postings.js';
 import { isPostgres, type Tx } from './db.js';
 import type { PendingEarningsTable } from './tables/earnings.js';
@@ -28,6 +28,24 @@ export interface ChargeLegs {
   maturesAt: Date | null;
 }
 
+const feesOfTransaction = new WeakMap<Tx, LedgerAccountRef>();
+
+/**
+ * The fees account this transaction's charges credit. On Postgres, one of the FEE_SHARDS accounts, drawn once per
+ * transaction: replicas' charging transactions run at once and would otherwise all queue on one row's lock (each
+ * holds it to its commit); one shard a transaction keeps a group to one fees row. The shards exist from the start
+ * (migration 0029). SQLite has one writer: shard 0.
+ */
+export function feesAccountOf(trx: Tx): LedgerAccountRef {
+  if (!isPostgres(trx)) return ledgerAccounts.fees();
+  let fees = feesOfTransaction.get(trx);
+  if (!fees) {
+    fees = ledgerAccounts.fees(randomInt(FEE_SHARDS));
+    feesOfTransaction.set(trx, fees);
+  }
+  return fees;
+}
+
 /** Locks ledger accounts in key order (Postgres), the one order of every ledger write; answers how many exist. */
 async function lockKeysInOrder(trx: Tx, keys: readonly string[]): Promise<number> {
   const rows = await trx
@@ -38,6 +56,35 @@ async function lockKeysInOrder(trx: Tx, keys: readonly string[]): Promise<number
     .forNoKeyUpdate()
     .execute();
   return rows.length;
+}
+
+/**
+ * Locks every fees account (key order) and answers where `amountMicro` leaving the fees comes from: shard 0 first,
+ * then the others, each giving at most its balance. A job's credit gives back fees its charges put into whichever
+ * shards their transactions drew, so it takes from the fees as a whole. It cannot fall short (the fees hold at least
+ * what this job's charges paid in, and a job is credited once); if it ever did, it throws and nothing moves.
+ */
+export async function takeFromFees(trx: Tx, amountMicro: bigint): Promise<Array<{ from: LedgerAccountRef; amountMicro: bigint }>> {
+  if (amountMicro <= 0n) return [];
+  let query = trx.selectFrom('ledger_accounts').select(['owner_id', 'balance_micro']).where('kind', '=', 'fees').orderBy('key');
+  if (isPostgres(trx)) query = query.forNoKeyUpdate();
+  const rows = await query.execute();
+  const shards = rows
+    .map((row) => ({ shard: feeShardOf(row.owner_id), balance: BigInt(row.balance_micro) }))
+    .filter((row): row is { shard: number; balance: bigint } => row.shard !== null)
+    .sort((a, b) => a.shard - b.shard);
+  const takes: Array<{ from: LedgerAccountRef; amountMicro: bigint }> = [];
+  let left = amountMicro;
+  for (const { shard, balance } of shards) {
+    if (left === 0n) break;
+    let take = left;
+    if (balance < take) take = balance;
+    if (take <= 0n) continue;
+    takes.push({ from: ledgerAccounts.fees(shard), amountMicro: take });
+    left -= take;
+  }
+  if (left > 0n) throw new Error(`fees hold ${amountMicro - left} of the ${amountMicro} micro-USDC to give back`);
+  return takes;
 }
 
 async function ensureAccounts(trx: Tx, refs: LedgerAccountRef[], at: string): Promise<void> {
@@ -61,7 +108,7 @@ async function ensureAccounts(trx: Tx, refs: LedgerAccountRef[], at: string): Pr
 export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void> {
   const hold = ledgerAccounts.hold(legs.jobId, legs.renterAccountId);
   const payable = legs.maturesAt === null ? ledgerAccounts.payable(legs.hostAccountId) : ledgerAccounts.pending(legs.hostAccountId);
-  const fees = ledgerAccounts.fees();
+  const fees = feesAccountOf(trx);
   const wanted: Array<{ to: LedgerAccountRef; amountMicro: bigint; kind: PostingKind }> = [];
   if (legs.hostMicro > 0n) wanted.push({ to: payable, amountMicro: legs.hostMicro, kind: 'charge_host' });
   if (legs.feeMicro > 0n) wanted.push({ to: fees, amountMicro: legs.feeMicro, kind: 'charge_fee' });
@@ -125,6 +172,7 @@ export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void
 export async function postMeteredCharges(trx: Tx, charges: readonly ChargeLegs[]): Promise<void> {
   const deltas = new Map<string, bigint>();
   const move = (key: string, amount: bigint) => deltas.set(key, (deltas.get(key) ?? 0n) + amount);
+  const fees = feesAccountOf(trx);
   const postings: LedgerPostingsTable[] = [];
   const lots: PendingEarningsTable[] = [];
   for (const legs of charges) {
@@ -135,7 +183,7 @@ export async function postMeteredCharges(trx: Tx, charges: readonly ChargeLegs[]
     const holdKey = ledgerAccountKey(hold.owner, hold.kind);
     for (const leg of [
       { to: payable, amountMicro: legs.hostMicro, kind: 'charge_host' as const },
-      { to: ledgerAccounts.fees(), amountMicro: legs.feeMicro, kind: 'charge_fee' as const },
+      { to: fees, amountMicro: legs.feeMicro, kind: 'charge_fee' as const },
     ]) {
       if (leg.amountMicro <= 0n) continue;
       const problem = transferProblem({ from: hold, to: leg.to, amountMicro: leg.amountMicro, kind: leg.kind, reference: legs.jobId });

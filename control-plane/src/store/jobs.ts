@@ -355,6 +355,19 @@ export async function runningGpuJobIdsOfMachine(db: Executor, machineId: string)
   return rows.filter((r) => (fromJson<string[]>(r.gpu_pci_addresses) ?? []).length > 0).map((r) => r.id);
 }
 
+/** Which of `machineIds` have a RUNNING job (the grouped telemetry hook's filter). */
+export async function machinesWithRunningJobs(db: Executor, machineIds: readonly string[]): Promise<Set<string>> {
+  if (machineIds.length === 0) return new Set();
+  const rows = await db
+    .selectFrom('jobs')
+    .select('machine_id')
+    .distinct()
+    .where('machine_id', 'in', machineIds)
+    .where('state', '=', 'RUNNING')
+    .execute();
+  return new Set(rows.map((r) => r.machine_id as string));
+}
+
 /** Ids of a machine's jobs in `states` (the heartbeat's reconciliation check). */
 export async function jobIdsOfMachine(db: Executor, machineId: string, states: readonly JobState[]): Promise<string[]> {
   const rows = await db

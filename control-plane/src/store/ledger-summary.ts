@@ -39,11 +39,11 @@ export interface DailyFlows {
 }
 
 /** Per UTC day in [from, to) (ISO timestamps), days with postings only, oldest first. */
-export async function dailyFlows(db: Executor, input: { feesKey: string; from: string; to: string }): Promise<DailyFlows[]> {
+export async function dailyFlows(db: Executor, input: { from: string; to: string }): Promise<DailyFlows[]> {
   type Raw = bigint | string | number | null;
   const rows = await sql<{ day: string; fees: Raw; money_in: Raw; money_out: Raw; postings: Raw }>`
     select substr(at, 1, 10) as day,
-      sum(case when to_key = ${input.feesKey} then amount_micro else 0 end) as fees,
+      sum(case when to_key like 'fees:%' then amount_micro else 0 end) as fees,
       sum(case when from_key like 'external:%' or from_key like 'adjustment:%' then amount_micro else 0 end) as money_in,
       sum(case when to_key like 'external:%' or to_key like 'adjustment:%' then amount_micro else 0 end) as money_out,
       count(*) as postings

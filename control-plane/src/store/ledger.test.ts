@@ -311,7 +311,9 @@ describe.each(DIALECTS)('ledger on %s', (dialect) => {
     try {
       const renter = fresh('renter');
       await runTransfer(scratch, deposit(renter, 900n));
-      expect(await verifyLedger(scratch)).toEqual({ ok: true, accounts: 2n, postings: 1n, sumMicro: 0n, discrepancies: [] });
+      // On Postgres the fees' 16 shards exist from the start (migration 0029).
+      const accounts = dialect === 'postgres' ? 18n : 2n;
+      expect(await verifyLedger(scratch)).toEqual({ ok: true, accounts, postings: 1n, sumMicro: 0n, discrepancies: [] });
       await scratch.db
         .updateTable('ledger_accounts')
         .set({ balance_micro: 901n })

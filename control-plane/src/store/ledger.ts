@@ -324,9 +324,12 @@ function repeated(
 }
 
 /**
- * Ensures both accounts exist and locks them in key order (one order everywhere). The only deadlock
- * left is two transactions creating the same new account while each holds another; Postgres detects
- * it and inTransactionWithRetry retries it.
+ * Ensures both accounts exist and locks them in key order (one order everywhere). An account's first use breaks
+ * the order once: the existing accounts are locked before the new one is created, so a transaction that already
+ * sees the new account may hold it and wait for one of ours. Postgres would detect that deadlock only after its
+ * deadlock_timeout (1 s a time, which twenty racers for one new account made into minutes); instead the new
+ * accounts are locked NOWAIT, and one held elsewhere fails at once with lock_not_available (55P03), a transient
+ * conflict that inTransactionWithRetry retries from the top, where the account now exists.
  */
 async function lockAccounts(
   trx: Tx,
@@ -335,9 +338,9 @@ async function lockAccounts(
   at: string,
 ): Promise<Map<string, LockedAccount>> {
   const keys = wanted.map((w) => w.key).sort();
-  const select = async () => {
+  const select = async (noWait = false) => {
     let query = trx.selectFrom('ledger_accounts').select(['key', 'account_id', 'balance_micro']).where('key', 'in', keys).orderBy('key');
-    if (postgres) query = query.forNoKeyUpdate();
+    if (postgres) query = noWait ? query.forNoKeyUpdate().noWait() : query.forNoKeyUpdate();
     return new Map((await query.execute()).map((r) => [r.key, r] as const));
   };
   let byKey = await select();
@@ -359,7 +362,7 @@ async function lockAccounts(
       .values(missing)
       .onConflict((oc) => oc.column('key').doNothing())
       .execute();
-    byKey = await select();
+    byKey = await select(true);
   }
   for (const w of wanted) {
     const row = byKey.get(w.key);

@@ -9,38 +9,77 @@ import { type Executor, isPostgres, type Store } from './db.js';
 
 /** Merges a batch's contributions into the stored buckets. Call it inside the batch's transaction. */
 export async function mergeTelemetry(db: Executor, machineId: string, contributions: BucketContribution[]): Promise<void> {
+  await mergeTelemetryOfMachines(db, [{ machineId, contributions }]);
+}
+
+const byKey = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
+
+/** Rows per upsert statement: stats rows carry 8 parameters each, far below either store's bound. */
+const ROWS_PER_STATEMENT = 1000;
+
+/**
+ * Merges the batches of several machines (the gateway's group of telemetry messages, applied together) in two
+ * upserts (or a few, past ROWS_PER_STATEMENT rows): contributions to one key are merged here first, since one
+ * PostgreSQL upsert may not touch a row twice. The stored result is what merging them one by one would give.
+ */
+export async function mergeTelemetryOfMachines(
+  db: Executor,
+  batches: ReadonlyArray<{ machineId: string; contributions: readonly BucketContribution[] }>,
+): Promise<void> {
+  const buckets = new Map<string, { machine_id: string; bucket_start: string; samples: bigint }>();
+  const stats = new Map<string, { machine_id: string; bucket_start: string; device: string; field: string } & FieldStats>();
+  for (const { machineId, contributions } of batches) {
+    for (const bucket of contributions) {
+      const start = iso(bucket.bucketStart);
+      const bucketKey = `${machineId}\0${start}`;
+      const stored = buckets.get(bucketKey);
+      if (stored) stored.samples += BigInt(bucket.samples);
+      else buckets.set(bucketKey, { machine_id: machineId, bucket_start: start, samples: BigInt(bucket.samples) });
+      for (const [device, fields] of bucket.stats) {
+        for (const [field, s] of fields) {
+          const key = `${bucketKey}\0${device}\0${field}`;
+          const merged = stats.get(key);
+          if (!merged) {
+            stats.set(key, {
+              machine_id: machineId,
+              bucket_start: start,
+              device,
+              field,
+              min: s.min,
+              max: s.max,
+              sum: s.sum,
+              count: s.count,
+            });
+            continue;
+          }
+          merged.min = Math.min(merged.min, s.min);
+          merged.max = Math.max(merged.max, s.max);
+          merged.sum += s.sum;
+          merged.count += s.count;
+        }
+      }
+    }
+  }
   // The two-argument min/max of SQLite are least/greatest on Postgres.
   const postgres = isPostgres(db);
   const least = sql.raw(postgres ? 'least' : 'min');
   const greatest = sql.raw(postgres ? 'greatest' : 'max');
-  for (const bucket of contributions) {
-    const start = iso(bucket.bucketStart);
+  // Rows in key order: two groups upserting the same keys (two lanes, or two replicas) lock them in one order.
+  const bucketRows = [...buckets].sort(byKey).map(([, row]) => row);
+  for (let i = 0; i < bucketRows.length; i += ROWS_PER_STATEMENT) {
     await db
       .insertInto('telemetry_buckets')
-      .values({ machine_id: machineId, bucket_start: start, samples: BigInt(bucket.samples) })
+      .values(bucketRows.slice(i, i + ROWS_PER_STATEMENT))
       .onConflict((oc) =>
         oc.columns(['machine_id', 'bucket_start']).doUpdateSet({ samples: sql<bigint>`telemetry_buckets.samples + excluded.samples` }),
       )
       .execute();
-    const rows = [];
-    for (const [device, fields] of bucket.stats) {
-      for (const [field, s] of fields) {
-        rows.push({
-          machine_id: machineId,
-          bucket_start: start,
-          device,
-          field,
-          min: s.min,
-          max: s.max,
-          sum: s.sum,
-          count: BigInt(s.count),
-        });
-      }
-    }
-    if (rows.length === 0) continue;
+  }
+  const statRows = [...stats].sort(byKey).map(([, row]) => ({ ...row, count: BigInt(row.count) }));
+  for (let i = 0; i < statRows.length; i += ROWS_PER_STATEMENT) {
     await db
       .insertInto('telemetry_stats')
-      .values(rows)
+      .values(statRows.slice(i, i + ROWS_PER_STATEMENT))
       .onConflict((oc) =>
         oc.columns(['machine_id', 'bucket_start', 'device', 'field']).doUpdateSet({
           min: sql<number>`${least}(telemetry_stats.min, excluded.min)`,

@@ -47,6 +47,12 @@ export interface ChannelClientOptions {
   logger: ChannelLogger;
   /** Defaults to node:crypto ed25519 with secretKey (signer.ts). */
   signer?: FrameSigner;
+  /**
+   * Ask for per-connection MAC keys (`mac=1`; shared/src/channel/session-mac.ts), so heartbeats, telemetry and
+   * acknowledgements travel under an HMAC instead of an ed25519 signature each; receipts and job status stay signed.
+   * Default true; false speaks signatures only, as agents before it did.
+   */
+  sessionMac?: boolean;
   /** Reconnect delay: doubles from initialMs up to maxMs, each with jitter (half to all of it). */
   backoff?: { initialMs?: number; maxMs?: number };
   /** Unacknowledged messages kept on disk (the oldest telemetry is dropped first beyond it). */
@@ -72,6 +78,12 @@ export interface ChannelStatus {
   state: ChannelState;
   connected: boolean;
   sessionId: string | null;
+  /**
+   * How this connection authenticates the frames that may take a MAC: 'mac' when the handshake agreed keys,
+   * 'signature' when the control plane offered none (one older than MAC keys) or this agent did not ask. Null when
+   * not connected.
+   */
+  frameAuth: 'mac' | 'signature' | null;
   connectedSince: string | null;
   lastHeartbeatAckAt: string | null;
   /** Reliable messages not yet acknowledged. */

@@ -5,17 +5,20 @@ import {
   type Clock,
   type ClockTimer,
   type CommandMessage,
+  type FrameMacSigner,
+  type FrameMacVerifier,
   type FrameSigner,
   type FrameVerifier,
   openFrame,
+  sealFrame,
   type ServerMessage,
-  signFrame,
   systemClock,
   type WelcomeMessage,
 } from '@ark/shared';
 import WebSocket from 'ws';
 import type { ChannelClientOptions, ChannelState, ChannelStatus, HeartbeatBody } from './client-types.js';
 import { PersistentQueue, type ReliableBody } from './queue.js';
+import { answerMacOffer } from './mac-offer.js';
 import { nodeSigner, pinnedVerifier } from './signer.js';
 
 export type { ReliableBody } from './queue.js';
@@ -43,6 +46,9 @@ export class ChannelClient extends EventEmitter {
   #state: ChannelState = 'idle';
   #ws: WebSocket | null = null;
   #sid: string | null = null;
+  /** This connection's MAC keys, once the challenge offered them: check the control plane's MACs, seal ours. */
+  #macIn: FrameMacVerifier | null = null;
+  #macOut: FrameMacSigner | null = null;
   #recvSeq = 0;
   #sendSeq = 0;
   /** Highest reliable id sent on this connection. */
@@ -128,6 +134,7 @@ export class ChannelClient extends EventEmitter {
       state: this.#state,
       connected: this.#state === 'ready',
       sessionId: this.#state === 'ready' ? this.#sid : null,
+      frameAuth: this.#state === 'ready' ? (this.#macOut ? 'mac' : 'signature') : null,
       connectedSince: this.#connectedSince?.toISOString() ?? null,
       lastHeartbeatAckAt: this.#lastHeartbeatAckAt?.toISOString() ?? null,
       queued: queue?.size ?? 0,
@@ -154,12 +161,16 @@ export class ChannelClient extends EventEmitter {
     if (this.#state === 'stopped') return;
     this.#state = 'connecting';
     this.#sid = null;
+    this.#macIn = null;
+    this.#macOut = null;
     this.#recvSeq = 0;
     this.#sendSeq = 0;
     this.#sentUpto = 0;
     this.#heartbeatSentAt = null;
     this.#connectStartedAt = this.#nowMs();
-    const ws = new WebSocket(this.#options.url, {
+    const url = new URL(this.#options.url);
+    if (this.#options.sessionMac ?? true) url.searchParams.set('mac', '1');
+    const ws = new WebSocket(url, {
       perMessageDeflate: false,
       maxPayload: CHANNEL_MAX_FRAME_BYTES,
       handshakeTimeout: this.#options.connectTimeoutMs ?? 10_000,
@@ -258,7 +269,7 @@ export class ChannelClient extends EventEmitter {
       this.#refuse(ws, 'binary');
       return;
     }
-    const opened = openFrame(data, this.#verify, 'control-plane');
+    const opened = openFrame(data, { verify: this.#verify, mac: this.#macIn }, 'control-plane');
     if (!opened.ok) {
       this.#refuse(ws, opened.reason, opened.detail);
       return;
@@ -290,6 +301,15 @@ export class ChannelClient extends EventEmitter {
           return;
         }
         this.#state = 'handshaking';
+        const offer = answerMacOffer(msg, this.#options.machineId, this.#options.sessionMac ?? true);
+        if (!offer.ok) {
+          this.#refuse(ws, offer.reason, offer.detail);
+          return;
+        }
+        this.#macIn = offer.keys?.check ?? null;
+        this.#macOut = offer.keys?.seal ?? null;
+        // The hello is signed (its type never takes a MAC, keys or not): the signature covers our kx, as the
+        // challenge's covers theirs.
         this.#send({
           t: 'hello',
           machine_id: this.#options.machineId,
@@ -297,6 +317,7 @@ export class ChannelClient extends EventEmitter {
           agent_time: this.#clock.now().toISOString(),
           agent_version: this.#options.agentVersion,
           commands_applied_upto: this.#queue?.commandsAppliedUpto ?? 0,
+          ...(offer.kx ? { kx: offer.kx } : {}),
         });
         return;
       }
@@ -456,7 +477,8 @@ export class ChannelClient extends EventEmitter {
     if (!ws || ws.readyState !== WebSocket.OPEN) return false;
     const { t, ...rest } = body;
     this.#sendSeq += 1;
-    ws.send(signFrame({ v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest }, this.#sign));
+    const payload = { v: CHANNEL_PROTOCOL_VERSION, t, sid: this.#sid, seq: this.#sendSeq, ...rest };
+    ws.send(sealFrame(payload, { sign: this.#sign, mac: this.#macOut }));
     return true;
   }
 }

@@ -1,5 +1,5 @@
 import type { Clock, CommandMessage } from '@ark/shared';
-import type { AgentChannel, AgentJobs, AgentLogger } from '../agent.js';
+import type { AgentChannel, AgentJobs, AgentLogger } from '../agent-ports.js';
 import type { GpuCollector, GpuIdentitySource, GpuInventorySource, HostCollector } from '../collectors/index.js';
 import type { AgentConfig } from '../config.js';
 import type { JobRuntimeSettings } from '../job-runtime.js';

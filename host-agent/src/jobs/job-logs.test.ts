@@ -5,6 +5,7 @@ import { PassThrough, type Readable } from 'node:stream';
 import { compileChannelSchema, type LogsOpenMessage, LogsDataMessage, LogsEndMessage, ManualClock } from '@ark/shared';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { ContainerRuntime, FollowLogsOptions } from '../runtime/container-runtime.js';
+import { dockerFrame } from '../runtime/testing/docker-frames.js';
 import { type JobContext, type LiveJob, liveJob, silentLogger } from './job-context.js';
 import { backlogOf, entryLines, JobLogs, type LogsReply, sinceOf } from './job-logs.js';
 import { JOB_RECORD_VERSION, type JobRecord } from './job-record.js';
@@ -16,15 +17,6 @@ const JOB = '5b9d7c1e-2f3a-4b5c-8d6e-7f8091a2b3c4';
 const SECRET = 'sk-very-secret-value';
 const dataCheck = compileChannelSchema(LogsDataMessage);
 const endCheck = compileChannelSchema(LogsEndMessage);
-
-/** One multiplexed Docker frame: stream 1 stdout, 2 stderr. */
-function frame(stream: 1 | 2, text: string): Buffer {
-  const payload = Buffer.from(text);
-  const header = Buffer.alloc(8);
-  header[0] = stream;
-  header.writeUInt32BE(payload.length, 4);
-  return Buffer.concat([header, payload]);
-}
 
 class FollowedRuntime {
   readonly follows: Array<{ id: string; options: FollowLogsOptions; source: PassThrough }> = [];
@@ -108,9 +100,9 @@ describe('job logs on the agent', () => {
     logs.attach(job);
     await until(() => runtime.follows.length === 1);
     const { source } = runtime.follows[0] as { source: PassThrough };
-    source.write(frame(1, `2030-01-01T00:00:01.000000001Z hello ${SECRET} ab\n`));
-    source.write(frame(2, '2030-01-01T00:00:02.5Z oops\n'));
-    source.end(frame(1, `2030-01-01T00:00:03Z ${'x'.repeat(9000)}\n`));
+    source.write(dockerFrame(1, `2030-01-01T00:00:01.000000001Z hello ${SECRET} ab\n`));
+    source.write(dockerFrame(2, '2030-01-01T00:00:02.5Z oops\n'));
+    source.end(dockerFrame(1, `2030-01-01T00:00:03Z ${'x'.repeat(9000)}\n`));
     await new Promise((resolve) => setTimeout(resolve, 20));
     open('a', { limit: 3 });
     await until(() => endOf(sent, 'a') !== undefined);
@@ -133,11 +125,11 @@ describe('job logs on the agent', () => {
     logs.attach(job);
     await until(() => runtime.follows.length === 1);
     const { source } = runtime.follows[0] as { source: PassThrough };
-    source.write(frame(1, '2030-01-01T00:00:01Z one\n'));
+    source.write(dockerFrame(1, '2030-01-01T00:00:01Z one\n'));
     await new Promise((resolve) => setTimeout(resolve, 20));
     open('f', { limit: 10, follow: true });
     await until(() => linesOf(sent, 'f').length === 1);
-    source.write(frame(1, '2030-01-01T00:00:02Z two\n'));
+    source.write(dockerFrame(1, '2030-01-01T00:00:02Z two\n'));
     await until(() => linesOf(sent, 'f').length === 2);
     expect(endOf(sent, 'f')).toBeUndefined();
     source.end();
@@ -150,7 +142,7 @@ describe('job logs on the agent', () => {
     first.logs.attach(first.job);
     await until(() => first.runtime.follows.length === 1);
     const source = (first.runtime.follows[0] as { source: PassThrough }).source;
-    source.write(frame(1, '2030-01-01T00:00:01.000000005Z before\n'));
+    source.write(dockerFrame(1, '2030-01-01T00:00:01.000000005Z before\n'));
     await new Promise((resolve) => setTimeout(resolve, 20));
     first.logs.close();
 
@@ -161,8 +153,8 @@ describe('job logs on the agent', () => {
     expect(again.options.since).toBe(sinceOf('2030-01-01T00:00:01.000000005Z'));
     expect(again.options.since).toBe('1893456001.000000005');
     // Docker's since is inclusive: the last kept line comes again and is skipped.
-    again.source.write(frame(1, '2030-01-01T00:00:01.000000005Z before\n'));
-    again.source.end(frame(1, '2030-01-01T00:00:09Z while down\n'));
+    again.source.write(dockerFrame(1, '2030-01-01T00:00:01.000000005Z before\n'));
+    again.source.end(dockerFrame(1, '2030-01-01T00:00:09Z while down\n'));
     await new Promise((resolve) => setTimeout(resolve, 20));
     second.open('r', { limit: 10 });
     await until(() => endOf(second.sent, 'r') !== undefined);
@@ -185,7 +177,8 @@ describe('job logs on the agent', () => {
     open('f', { limit: 0, follow: true });
     await new Promise((resolve) => setTimeout(resolve, 20));
     // The bucket holds 128 KiB (two whole frames); 400 lines of 1 KiB pass it.
-    for (let i = 0; i < 400; i += 1) source.write(frame(1, `2030-01-01T00:00:01Z ${String(i).padStart(4, '0')}${'y'.repeat(1020)}\n`));
+    for (let i = 0; i < 400; i += 1)
+      source.write(dockerFrame(1, `2030-01-01T00:00:01Z ${String(i).padStart(4, '0')}${'y'.repeat(1020)}\n`));
     await until(() => linesOf(sent, 'f').length > 0);
     await new Promise((resolve) => setTimeout(resolve, 20));
     const passed = linesOf(sent, 'f');
@@ -227,7 +220,7 @@ describe('job logs on the agent', () => {
     expect(endOf(sent, 'f')).toBeUndefined();
     await clock.advance(5_000);
     await until(() => runtime.follows.length === 1);
-    (runtime.follows[0] as { source: PassThrough }).source.write(frame(1, '2030-01-01T00:00:06Z back\n'));
+    (runtime.follows[0] as { source: PassThrough }).source.write(dockerFrame(1, '2030-01-01T00:00:06Z back\n'));
     await until(() => linesOf(sent, 'f').length === 1);
     expect(linesOf(sent, 'f')[0]?.text).toBe('back');
   });
@@ -237,12 +230,13 @@ describe('job logs on the agent', () => {
     logs.attach(job);
     await until(() => runtime.follows.length === 1);
     const { source } = runtime.follows[0] as { source: PassThrough };
-    for (let i = 0; i < 300; i += 1) source.write(frame(1, `2030-01-01T00:00:01Z kept ${String(i).padStart(4, '0')}${'k'.repeat(1000)}\n`));
+    for (let i = 0; i < 300; i += 1)
+      source.write(dockerFrame(1, `2030-01-01T00:00:01Z kept ${String(i).padStart(4, '0')}${'k'.repeat(1000)}\n`));
     await new Promise((resolve) => setTimeout(resolve, 30));
     open('f', { limit: 300, follow: true });
     await until(() => linesOf(sent, 'f').length > 0);
     // The answer (300 KiB) waits for the bucket; meanwhile the job writes 6000 more lines.
-    for (let i = 0; i < 6000; i += 1) source.write(frame(1, `2030-01-01T00:00:02Z new ${i}\n`));
+    for (let i = 0; i < 6000; i += 1) source.write(dockerFrame(1, `2030-01-01T00:00:02Z new ${i}\n`));
     await new Promise((resolve) => setTimeout(resolve, 50));
     for (let step = 0; step < 200 && !linesOf(sent, 'f').some((line) => line.stream === 'ark'); step += 1) {
       await clock.advance(5_000);
@@ -263,7 +257,7 @@ describe('job logs on the agent', () => {
     logs.attach(job);
     await until(() => runtime.follows.length === 1);
     const { source } = runtime.follows[0] as { source: PassThrough };
-    for (let i = 0; i < 300; i += 1) source.write(frame(1, `2030-01-01T00:00:01Z ${String(i).padStart(4, '0')}${'z'.repeat(500)}\n`));
+    for (let i = 0; i < 300; i += 1) source.write(dockerFrame(1, `2030-01-01T00:00:01Z ${String(i).padStart(4, '0')}${'z'.repeat(500)}\n`));
     source.end();
     await new Promise((resolve) => setTimeout(resolve, 50));
     open('all', { limit: 1000, after: '0' });

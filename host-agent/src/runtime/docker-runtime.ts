@@ -1,8 +1,8 @@
 // ContainerRuntime on a Docker engine through dockerode. Every call is bounded by a timeout; the
 // pull has its own overall and stall limits, and attached exec streams are left unbounded because
-// an interactive shell may idle for hours.
+// an interactive shell may idle for hours. The create body (docker-create-options.ts) and the exec session over its
+// hijacked stream (docker-exec-session.ts) live beside it.
 import type { Duplex, Readable } from 'node:stream';
-import { PassThrough, Writable } from 'node:stream';
 import Docker from 'dockerode';
 import {
   type ContainerRuntime,
@@ -17,8 +17,9 @@ import {
   type LogOptions,
   type PulledImage,
   type PullOptions,
-  JOB_CAPABILITIES,
 } from './container-runtime.js';
+import { containerCreateOptions } from './docker-create-options.js';
+import { execSession } from './docker-exec-session.js';
 import {
   containerStateFromInspect,
   containerUsageFromStats,
@@ -26,7 +27,7 @@ import {
   type DockerStatsAnswer,
   engineIsolationFromInfo,
 } from './docker-inspect.js';
-import { demultiplex, demultiplexBuffer } from './docker-stream.js';
+import { demultiplexBuffer } from './docker-stream.js';
 import { formatDigestReference, parseDigestReference, repoDigestsMatch } from './image-reference.js';
 import { type PullEvent, PullProgressTracker } from './pull-progress.js';
 
@@ -286,54 +287,8 @@ export class DockerRuntime implements ContainerRuntime {
   }
 
   async createContainer(spec: ContainerSpec): Promise<string> {
-    const bridge = spec.networkMode === 'bridge';
-    const exposed: Record<string, object> = {};
-    const bindings: Record<string, Array<{ HostIp: string; HostPort: string }>> = {};
-    if (bridge) {
-      for (const binding of spec.portBindings) {
-        const key = `${binding.containerPort}/tcp`;
-        exposed[key] = {};
-        bindings[key] = [...(bindings[key] ?? []), { HostIp: binding.hostIp ?? '0.0.0.0', HostPort: String(binding.hostPort) }];
-      }
-    }
     const created = await this.call('container create', (abortSignal) =>
-      this.docker.createContainer({
-        name: spec.name,
-        Image: spec.image,
-        Env: Object.entries(spec.env).map(([key, value]) => `${key}=${value}`),
-        ...(spec.command !== undefined && spec.command.length > 0 ? { Cmd: [...spec.command] } : {}),
-        Labels: spec.labels,
-        ...(bridge ? { ExposedPorts: exposed } : {}),
-        HostConfig: {
-          NetworkMode: spec.networkMode === 'bridge' && spec.networkName !== undefined ? spec.networkName : spec.networkMode,
-          ...(bridge ? { PortBindings: bindings } : {}),
-          Mounts: [{ Type: 'volume', Source: spec.volumeName, Target: spec.volumeMountPath }],
-          // No GPU, no device request: an empty request would still ask for the nvidia runtime.
-          ...(spec.gpuDeviceIds.length > 0
-            ? { DeviceRequests: [{ Driver: 'nvidia', DeviceIDs: [...spec.gpuDeviceIds], Capabilities: [['gpu']] }] }
-            : {}),
-          RestartPolicy: { Name: 'no' },
-          // The renter's code is trusted no more than it must be: never privileged, no privilege gained through
-          // setuid binaries, a reduced capability set (JOB_CAPABILITIES says what is kept and why).
-          Privileged: false,
-          SecurityOpt: ['no-new-privileges:true'],
-          CapDrop: ['ALL'],
-          CapAdd: [...JOB_CAPABILITIES],
-          ...(spec.limits !== undefined
-            ? {
-                NanoCpus: spec.limits.nanoCpus,
-                Memory: spec.limits.memoryBytes,
-                // Equal to Memory: no swap on top of the limit, so a hog is stopped, not paged out onto the host.
-                MemorySwap: spec.limits.memoryBytes,
-                PidsLimit: spec.limits.pids,
-              }
-            : {}),
-          ...(spec.runtime !== undefined ? { Runtime: spec.runtime } : {}),
-          // Logs are read for failure details only; keep them from filling the disk.
-          LogConfig: { Type: 'json-file', Config: { 'max-size': '10m', 'max-file': '2' } },
-        },
-        ...signalOption(abortSignal),
-      } as Docker.ContainerCreateOptions),
+      this.docker.createContainer({ ...containerCreateOptions(spec), ...signalOption(abortSignal) } as Docker.ContainerCreateOptions),
     );
     return created.id;
   }
@@ -388,64 +343,10 @@ export class DockerRuntime implements ContainerRuntime {
       } as Docker.ExecCreateOptions),
     );
     const stream = (await this.call('exec start', () => exec.start({ hijack: true, stdin: true, Tty: request.tty }))) as Duplex;
-    let stdout: Readable;
-    let stderr: Readable;
-    if (request.tty) {
-      const passthrough = new PassThrough();
-      stream.pipe(passthrough);
-      stdout = passthrough;
-      const empty = new PassThrough();
-      empty.end();
-      stderr = empty;
-    } else {
-      ({ stdout, stderr } = demultiplex(stream));
-    }
-    const stdin = new Writable({
-      write(chunk: Buffer, _encoding, callback) {
-        if (stream.destroyed || stream.writableEnded) {
-          callback();
-          return;
-        }
-        stream.write(chunk, (error) => callback(error ?? null));
-      },
-      final(callback) {
-        // Half-close: the process sees end of input, its output keeps flowing.
-        if (!stream.destroyed && !stream.writableEnded) stream.end();
-        callback();
-      },
+    return execSession(stream, request.tty, {
+      inspect: () => this.call('exec inspect', (abortSignal) => exec.inspect(signalOption(abortSignal))),
+      resize: (rows, cols) => this.call('exec resize', (abortSignal) => exec.resize({ h: rows, w: cols, ...signalOption(abortSignal) })),
     });
-    stdin.on('error', () => undefined);
-    const streamDone = new Promise<void>((resolve) => {
-      stream.once('end', resolve);
-      stream.once('close', resolve);
-      stream.once('error', () => resolve());
-    });
-    const exited = streamDone.then(async () => {
-      // Docker may still mark the exec running for a moment after its output closed.
-      for (let attempt = 0; attempt < 20; attempt += 1) {
-        try {
-          const info = await this.call('exec inspect', (abortSignal) => exec.inspect(signalOption(abortSignal)));
-          if (!info.Running) return info.ExitCode ?? undefined;
-        } catch {
-          return undefined;
-        }
-        await new Promise((resolve) => setTimeout(resolve, 50));
-      }
-      return undefined;
-    });
-    return {
-      stdin,
-      stdout,
-      stderr,
-      exited,
-      resize: async (rows, cols) => {
-        if (!request.tty) return;
-        await this.call('exec resize', (abortSignal) => exec.resize({ h: rows, w: cols, ...signalOption(abortSignal) })).catch(
-          () => undefined,
-        );
-      },
-      close: () => stream.destroy(),
-    };
   }
 
   async stopContainer(id: string, graceS: number): Promise<void> {

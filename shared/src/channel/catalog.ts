@@ -44,6 +44,12 @@ interface SpecBase<T extends string> {
    * acknowledged by `ack.upto`; commands carry `command_seq` and are acknowledged by `command_ack.upto`.
    */
   readonly reliable: boolean;
+  /**
+   * 'mac' where a MAC under the connection's agreed key (session-mac.ts) may stand for the ed25519 signature: frames
+   * nobody disputes later (liveness, readings, acknowledgements, relay and log streams). Omitted, the frame must be
+   * signed: commands, the handshake, and whatever the agent reports as evidence (receipts, job status).
+   */
+  readonly auth?: 'mac';
 }
 
 /** A message the control plane sends; the agent's client handles every one (its switch is exhaustive). */
@@ -75,28 +81,28 @@ export const CHANNEL_CATALOG = defineChannelCatalog({
   // ---- control plane -> agent ----
   challenge: { schema: ChallengeMessage, from: 'control-plane', reliable: false },
   welcome: { schema: WelcomeMessage, from: 'control-plane', reliable: false },
-  ack: { schema: AckMessage, from: 'control-plane', reliable: false },
+  ack: { schema: AckMessage, from: 'control-plane', reliable: false, auth: 'mac' },
   command: { schema: CommandMessage, from: 'control-plane', reliable: true },
-  relay_open: { schema: RelayOpenMessage, from: 'control-plane', reliable: false },
-  relay_cancel: { schema: RelayCancelMessage, from: 'control-plane', reliable: false },
+  relay_open: { schema: RelayOpenMessage, from: 'control-plane', reliable: false, auth: 'mac' },
+  relay_cancel: { schema: RelayCancelMessage, from: 'control-plane', reliable: false, auth: 'mac' },
   // ---- agent -> control plane ----
   hello: { schema: HelloMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
-  command_ack: { schema: CommandAckMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
-  relay_head: { schema: RelayHeadMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
-  relay_data: { schema: RelayDataMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
-  relay_end: { schema: RelayEndMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
-  heartbeat: { schema: HeartbeatMessage, from: 'agent', reliable: false },
-  telemetry: { schema: TelemetryMessage, from: 'agent', reliable: true },
+  command_ack: { schema: CommandAckMessage, from: 'agent', reliable: false, consumedBy: 'gateway', auth: 'mac' },
+  relay_head: { schema: RelayHeadMessage, from: 'agent', reliable: false, consumedBy: 'gateway', auth: 'mac' },
+  relay_data: { schema: RelayDataMessage, from: 'agent', reliable: false, consumedBy: 'gateway', auth: 'mac' },
+  relay_end: { schema: RelayEndMessage, from: 'agent', reliable: false, consumedBy: 'gateway', auth: 'mac' },
+  heartbeat: { schema: HeartbeatMessage, from: 'agent', reliable: false, auth: 'mac' },
+  telemetry: { schema: TelemetryMessage, from: 'agent', reliable: true, auth: 'mac' },
   meter_receipt: { schema: MeterReceiptMessage, from: 'agent', reliable: true },
   job_status: { schema: JobStatusMessage, from: 'agent', reliable: true },
   job_event: { schema: JobEventMessage, from: 'agent', reliable: true },
   nettest_receipt: { schema: NettestReceiptMessage, from: 'agent', reliable: true },
   hardware_receipt: { schema: HardwareReceiptMessage, from: 'agent', reliable: true },
   // ---- job logs (issue 25 item 2): on demand, unreliable, consumed by the gateway's log tunnel ----
-  logs_open: { schema: LogsOpenMessage, from: 'control-plane', reliable: false },
-  logs_cancel: { schema: LogsCancelMessage, from: 'control-plane', reliable: false },
-  logs_data: { schema: LogsDataMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
-  logs_end: { schema: LogsEndMessage, from: 'agent', reliable: false, consumedBy: 'gateway' },
+  logs_open: { schema: LogsOpenMessage, from: 'control-plane', reliable: false, auth: 'mac' },
+  logs_cancel: { schema: LogsCancelMessage, from: 'control-plane', reliable: false, auth: 'mac' },
+  logs_data: { schema: LogsDataMessage, from: 'agent', reliable: false, consumedBy: 'gateway', auth: 'mac' },
+  logs_end: { schema: LogsEndMessage, from: 'agent', reliable: false, consumedBy: 'gateway', auth: 'mac' },
   // ---- end of job logs ----
 });
 

@@ -4,13 +4,16 @@ import {
   ed25519PrivateKeyFromSeed,
   ed25519PublicKeyFromBase64,
   ed25519PublicKeyToBase64,
+  macFrame,
   nodeEd25519Signer,
   nodeEd25519Verifier,
   openFrame,
   peekPayload,
+  sealFrame,
   signFrame,
 } from './codec.js';
 import { CHANNEL_MAX_FRAME_BYTES } from './messages.js';
+import { createKeyExchange } from './session-mac.js';
 
 const agent = generateKeyPairSync('ed25519');
 const other = generateKeyPairSync('ed25519');
@@ -181,5 +184,56 @@ describe('ed25519 keys', () => {
     expect(() => ed25519PublicKeyFromBase64(Buffer.alloc(31).toString('base64'))).toThrow();
     expect(() => ed25519PublicKeyFromBase64('not base64!')).toThrow();
     expect(() => ed25519PrivateKeyFromSeed(Buffer.alloc(16))).toThrow();
+  });
+});
+
+describe('MAC frames (session-mac.ts)', () => {
+  const context = { challenge: 'c'.repeat(43), sid: 'sid-1', machineId: randomUUID() };
+  function agreed() {
+    const cp = createKeyExchange();
+    const ag = createKeyExchange();
+    return {
+      agent: ag.derive(cp.publicKey, { ...context, side: 'agent' }),
+      controlPlane: cp.derive(ag.publicKey, { ...context, side: 'control-plane' }),
+    };
+  }
+
+  it('agrees one key per direction on both sides, and the types the catalog allows travel under it', () => {
+    const { agent: a, controlPlane: c } = agreed();
+    const raw = sealFrame(heartbeat(), { sign: signAgent, mac: a.seal });
+    expect(Object.keys(JSON.parse(raw) as object).sort()).toEqual(['m', 'p']);
+    expect(openFrame(raw, { verify: verifyAgent, mac: c.check }, 'agent')).toEqual({ ok: true, payload: heartbeat() });
+    // Direction matters: the agent's key does not check the agent's own frames as if the control plane sent them.
+    expect(openFrame(raw, { verify: verifyAgent, mac: a.check }, 'agent')).toMatchObject({ ok: false, reason: 'bad_mac' });
+    // A type that must stay signed is signed by sealFrame even with a MAC key at hand.
+    const receipt = sealFrame({ ...heartbeat(), t: 'meter_receipt' }, { sign: signAgent, mac: a.seal });
+    expect(Object.keys(JSON.parse(receipt) as object).sort()).toEqual(['p', 's']);
+  });
+
+  it('refuses a tampered payload, a MAC from another agreement, a MAC without a key, and a MAC on a signed-only type', () => {
+    const { agent: a, controlPlane: c } = agreed();
+    const { agent: stranger } = agreed();
+    const frame = JSON.parse(macFrame(heartbeat(), a.seal)) as { p: string; m: string };
+    const keys = { verify: verifyAgent, mac: c.check };
+    const tampered = JSON.stringify({ p: frame.p.replace('"uptime_s":10', '"uptime_s":11'), m: frame.m });
+    expect(openFrame(tampered, keys, 'agent')).toMatchObject({ ok: false, reason: 'bad_mac' });
+    expect(openFrame(macFrame(heartbeat(), stranger.seal), keys, 'agent')).toMatchObject({ ok: false, reason: 'bad_mac' });
+    expect(openFrame(JSON.stringify(frame), verifyAgent, 'agent')).toMatchObject({ ok: false, reason: 'bad_mac' });
+    expect(openFrame(JSON.stringify({ p: frame.p, m: 'x' }), keys, 'agent')).toMatchObject({ ok: false, reason: 'bad_mac' });
+    expect(openFrame(JSON.stringify({ ...frame, s: 'x' }), keys, 'agent')).toMatchObject({ ok: false, reason: 'malformed_frame' });
+    const receipt = macFrame({ ...heartbeat(), t: 'meter_receipt' }, a.seal);
+    expect(openFrame(receipt, keys, 'agent')).toMatchObject({ ok: false, reason: 'signature_required', detail: 'meter_receipt' });
+  });
+
+  it('binds the keys to the handshake: another challenge, session or machine derives other keys', () => {
+    const cp = createKeyExchange();
+    const ag = createKeyExchange();
+    const sealed = macFrame(heartbeat(), ag.derive(cp.publicKey, { ...context, side: 'agent' }).seal);
+    for (const changed of [{ challenge: 'd'.repeat(43) }, { sid: 'sid-2' }, { machineId: randomUUID() }]) {
+      const check = cp.derive(ag.publicKey, { ...context, ...changed, side: 'control-plane' }).check;
+      expect(openFrame(sealed, { verify: verifyAgent, mac: check }, 'agent')).toMatchObject({ ok: false, reason: 'bad_mac' });
+    }
+    expect(() => cp.derive(Buffer.alloc(32).toString('base64'), { ...context, side: 'control-plane' })).toThrow();
+    expect(() => cp.derive('not a key', { ...context, side: 'control-plane' })).toThrow(/X25519/);
   });
 });

@@ -4,12 +4,14 @@ import { type TypeCheck, TypeCompiler } from '@sinclair/typebox/compiler';
 import { UUID_PATTERN } from '../formats.js';
 import { type AgentMessage, type ChannelDirection, channelMessageSpec, type ServerMessage } from './catalog.js';
 import { CHANNEL_MAX_FRAME_BYTES, CHANNEL_PROTOCOL_VERSION } from './messages.js';
+import type { FrameMacSigner, FrameMacVerifier } from './session-mac.js';
 
 /**
  * The signed-frame codec of the agent channel (messages.ts describes the wire). Both daemons use it: the sender
- * signs the exact UTF-8 bytes of the payload JSON, the receiver checks size, frame shape, signature, protocol
- * version, type (in the catalog, sent by this sender) and schema, in that order, and only then hands the payload on.
- * Nothing of an unverified payload is used.
+ * signs the exact UTF-8 bytes of the payload JSON (or, for the types the catalog lets, MACs them under the
+ * connection's key: session-mac.ts), the receiver checks size, frame shape, signature or MAC, protocol version, type
+ * (in the catalog, sent by this sender, and signed where it must be) and schema, in that order, and only then hands
+ * the payload on. Nothing of an unverified payload is used.
  */
 
 export type FrameSigner = (bytes: Uint8Array) => Uint8Array;
@@ -22,6 +24,10 @@ export type FrameRejection =
   | 'malformed_frame'
   | 'unsigned'
   | 'bad_signature'
+  /** A MAC that does not verify, or a MAC on a connection that agreed no key. */
+  | 'bad_mac'
+  /** An authentic MAC on a type that must be signed (catalog.ts `auth`): a receipt must stay disputable. */
+  | 'signature_required'
   | 'malformed_payload'
   | 'unknown_version'
   /** A type the catalog does not hold, or one the other side sends (catalog.ts). */
@@ -32,6 +38,18 @@ export type OpenedFrame<T> = { ok: true; payload: T } | { ok: false; reason: Fra
 
 /** Who sent the frame, which decides the types it may carry. */
 export type FrameSender = ChannelDirection;
+
+/**
+ * How a receiver checks frames: the sender's signing key, and on a connection that agreed MAC keys, the check of
+ * the sender's MAC. A bare verifier is a connection without MAC keys.
+ */
+export type FrameKeys = FrameVerifier | { readonly verify: FrameVerifier; readonly mac?: FrameMacVerifier | null };
+
+/** How a sender seals frames: its signing key, and on a connection that agreed MAC keys, its MAC key. */
+export interface FrameSealer {
+  readonly sign: FrameSigner;
+  readonly mac?: FrameMacSigner | null;
+}
 
 // The formats the message schemas name. TypeBox's compiler refuses unknown formats, and the patterns beside them
 // already pin the syntax, so these only add the calendar check. Registered once per process.
@@ -58,6 +76,8 @@ export function compileChannelSchema<T extends TSchema>(schema: T): TypeCheck<T>
 // An ed25519 signature is 64 bytes: exactly 86 base64 characters and '=='. Anything else is refused before
 // decoding, so no lenient decoder turns a mangled signature into a valid one.
 const SIGNATURE_PATTERN = /^[A-Za-z0-9+/]{86}==$/;
+// An HMAC-SHA256 is 32 bytes: exactly 43 base64 characters and '='.
+const MAC_PATTERN = /^[A-Za-z0-9+/]{43}=$/;
 
 /** Serializes and signs a payload: the wire text `{"p": <payload JSON>, "s": <base64 signature of p's bytes>}`. */
 export function signFrame(payload: object, sign: FrameSigner): string {
@@ -66,17 +86,28 @@ export function signFrame(payload: object, sign: FrameSigner): string {
   return JSON.stringify({ p, s });
 }
 
+/** The wire text `{"p": <payload JSON>, "m": <base64 HMAC-SHA256 of p's bytes>}` (session-mac.ts). */
+export function macFrame(payload: object, mac: FrameMacSigner): string {
+  const p = JSON.stringify(payload);
+  const m = Buffer.from(mac(Buffer.from(p, 'utf8'))).toString('base64');
+  return JSON.stringify({ p, m });
+}
+
+/**
+ * Seals a payload the cheapest way its type allows: a MAC where the catalog lets one stand for the signature and
+ * the connection agreed MAC keys, the ed25519 signature otherwise.
+ */
+export function sealFrame(payload: { t: string } & Record<string, unknown>, sealer: FrameSealer): string {
+  if (sealer.mac && channelMessageSpec(payload.t)?.auth === 'mac') return macFrame(payload, sealer.mac);
+  return signFrame(payload, sealer.sign);
+}
+
 /** Checks a received frame end to end and returns its payload, or why it was refused. */
-export function openFrame(raw: string | Buffer, verify: FrameVerifier, from: 'agent', maxBytes?: number): OpenedFrame<AgentMessage>;
+export function openFrame(raw: string | Buffer, keys: FrameKeys, from: 'agent', maxBytes?: number): OpenedFrame<AgentMessage>;
+export function openFrame(raw: string | Buffer, keys: FrameKeys, from: 'control-plane', maxBytes?: number): OpenedFrame<ServerMessage>;
 export function openFrame(
   raw: string | Buffer,
-  verify: FrameVerifier,
-  from: 'control-plane',
-  maxBytes?: number,
-): OpenedFrame<ServerMessage>;
-export function openFrame(
-  raw: string | Buffer,
-  verify: FrameVerifier,
+  keys: FrameKeys,
   from: FrameSender,
   maxBytes: number = CHANNEL_MAX_FRAME_BYTES,
 ): OpenedFrame<AgentMessage | ServerMessage> {
@@ -91,13 +122,22 @@ export function openFrame(
   }
   if (typeof frame !== 'object' || frame === null || Array.isArray(frame))
     return { ok: false, reason: 'malformed_frame', detail: 'not an object' };
-  const { p, s } = frame as { p?: unknown; s?: unknown };
+  const { p, s, m } = frame as { p?: unknown; s?: unknown; m?: unknown };
   if (typeof p !== 'string') return { ok: false, reason: 'malformed_frame', detail: 'p is not a string' };
-  if (s === undefined || s === null || s === '') return { ok: false, reason: 'unsigned' };
+  const macked = m !== undefined;
+  if (!macked && (s === undefined || s === null || s === '')) return { ok: false, reason: 'unsigned' };
   if (Object.keys(frame).length !== 2) return { ok: false, reason: 'malformed_frame', detail: 'unexpected members' };
-  if (typeof s !== 'string' || !SIGNATURE_PATTERN.test(s))
-    return { ok: false, reason: 'bad_signature', detail: 'not a base64 ed25519 signature' };
-  if (!verify(Buffer.from(p, 'utf8'), Buffer.from(s, 'base64'))) return { ok: false, reason: 'bad_signature' };
+  if (macked) {
+    const check = typeof keys === 'function' ? null : keys.mac;
+    if (!check) return { ok: false, reason: 'bad_mac', detail: 'no MAC key was agreed on this connection' };
+    if (typeof m !== 'string' || !MAC_PATTERN.test(m)) return { ok: false, reason: 'bad_mac', detail: 'not a base64 HMAC-SHA256' };
+    if (!check(Buffer.from(p, 'utf8'), Buffer.from(m, 'base64'))) return { ok: false, reason: 'bad_mac' };
+  } else {
+    if (typeof s !== 'string' || !SIGNATURE_PATTERN.test(s))
+      return { ok: false, reason: 'bad_signature', detail: 'not a base64 ed25519 signature' };
+    const verify = typeof keys === 'function' ? keys : keys.verify;
+    if (!verify(Buffer.from(p, 'utf8'), Buffer.from(s, 'base64'))) return { ok: false, reason: 'bad_signature' };
+  }
   let payload: unknown;
   try {
     payload = JSON.parse(p);
@@ -113,6 +153,7 @@ export function openFrame(
     const named = (typeof type === 'string' ? type : JSON.stringify(type ?? null)).slice(0, 32);
     return { ok: false, reason: 'unknown_type', detail: spec ? `${named} is sent by the ${spec.from}` : named };
   }
+  if (macked && spec.auth !== 'mac') return { ok: false, reason: 'signature_required', detail: type as string };
   const check = checkerFor(type as string, spec.schema);
   if (!check.Check(payload)) {
     // Only a refused payload pays for the error walk.

@@ -1,13 +1,16 @@
 import { generateKeyPairSync, type KeyObject, randomUUID } from 'node:crypto';
 import {
   CHANNEL_PATH,
+  createKeyExchange,
   ed25519PublicKeyFromBase64,
   ed25519PublicKeyToBase64,
   type FrameSigner,
+  macFrame,
   nodeEd25519Signer,
   nodeEd25519Verifier,
   openFrame,
   type ServerMessage,
+  type SessionMacKeys,
   signFrame,
 } from '@ark/shared';
 import WebSocket from 'ws';
@@ -56,6 +59,13 @@ export class RawAgent {
   readonly closed: Promise<Closed>;
   sid = '';
   challenge = '';
+  /** The control plane's X25519 key from the challenge, when it offered MAC keys (the URL asked with mac=1). */
+  offeredKx: string | null = null;
+  /** The agreed MAC keys once `hello` sent our key (agreeMac). */
+  mac: SessionMacKeys | null = null;
+  #kx: string | null = null;
+  /** Raw text of every control-plane frame, in order: which ones came signed (`s`) and which under the MAC (`m`). */
+  readonly rawFrames: string[] = [];
   seq = 0;
   #waiters: Array<() => void> = [];
   #verify: ReturnType<typeof nodeEd25519Verifier>;
@@ -73,7 +83,8 @@ export class RawAgent {
     });
     this.ws.on('error', () => {});
     this.ws.on('message', (data: Buffer) => {
-      const opened = openFrame(data, this.#verify, 'control-plane');
+      this.rawFrames.push(data.toString('utf8'));
+      const opened = openFrame(data, { verify: this.#verify, mac: this.mac?.check }, 'control-plane');
       if (!opened.ok) {
         this.refusedFrames += 1;
         return;
@@ -89,13 +100,35 @@ export class RawAgent {
     const challenge = await agent.next('challenge');
     agent.sid = challenge.sid;
     agent.challenge = (challenge as { challenge: string }).challenge;
+    agent.offeredKx = (challenge as { kx?: string }).kx ?? null;
     return agent;
   }
 
-  /** Sends a payload with this connection's sid and the next seq unless the overrides say otherwise. */
-  send(body: Record<string, unknown>, options: { sign?: FrameSigner } = {}): void {
+  /** Answers the offered key: the next hello carries ours, and the MAC keys are agreed (as the real agent does). */
+  agreeMac(): SessionMacKeys {
+    if (!this.offeredKx) throw new Error('the challenge offered no key');
+    const exchange = createKeyExchange();
+    this.#kx = exchange.publicKey;
+    this.mac = exchange.derive(this.offeredKx, { side: 'agent', challenge: this.challenge, sid: this.sid, machineId: this.machine.id });
+    return this.mac;
+  }
+
+  /**
+   * Sends a payload with this connection's sid and the next seq unless the overrides say otherwise: signed, or
+   * with `mac` under the agreed MAC key (whatever the type, so tests can send what the catalog forbids).
+   */
+  send(body: Record<string, unknown>, options: { sign?: FrameSigner; mac?: boolean } = {}): void {
     this.seq += 1;
-    this.ws.send(signFrame({ v: 1, sid: this.sid, seq: this.seq, ...body }, options.sign ?? this.machine.sign));
+    this.ws.send(this.seal({ v: 1, sid: this.sid, seq: this.seq, ...body }, options));
+  }
+
+  /** The frame text of a full payload, signed or under the MAC. */
+  seal(payload: Record<string, unknown>, options: { sign?: FrameSigner; mac?: boolean } = {}): string {
+    if (options.mac) {
+      if (!this.mac) throw new Error('no MAC keys agreed');
+      return macFrame(payload, this.mac.seal);
+    }
+    return signFrame(payload, options.sign ?? this.machine.sign);
   }
 
   sendRaw(text: string | Buffer): void {
@@ -115,6 +148,7 @@ export class RawAgent {
       agent_time: new Date().toISOString(),
       agent_version: 'test',
       commands_applied_upto: 0,
+      ...(this.#kx ? { kx: this.#kx } : {}),
       ...overrides,
     });
   }
@@ -125,12 +159,25 @@ export class RawAgent {
     return this.next('welcome');
   }
 
-  heartbeat(): void {
-    this.send({ t: 'heartbeat', at: new Date().toISOString(), uptime_s: 1, healthy: true, problems: [], running_jobs: [] });
+  heartbeat(options: { mac?: boolean } = {}): void {
+    this.send({ t: 'heartbeat', at: new Date().toISOString(), uptime_s: 1, healthy: true, problems: [], running_jobs: [] }, options);
   }
 
-  telemetry(id: number): void {
-    this.send(telemetryBody(id));
+  /**
+   * Heartbeats every `intervalMs` while the socket is open, as a real agent does between its other frames: a test
+   * that waits on the control plane (a job's readiness, a metered period) with no frame for three heartbeat intervals
+   * is closed with idle_timeout, and on a loaded machine those waits run long. Answers the function that stops it.
+   */
+  keepAlive(intervalMs: number): () => void {
+    const timer = setInterval(() => {
+      if (this.ws.readyState === WebSocket.OPEN) this.heartbeat();
+    }, intervalMs);
+    timer.unref();
+    return () => clearInterval(timer);
+  }
+
+  telemetry(id: number, options: { mac?: boolean } = {}): void {
+    this.send(telemetryBody(id), options);
   }
 
   /** The next received message of type `t` not yet consumed (earlier ones of other types are left). */

@@ -6,6 +6,7 @@ import { DomainError } from '../../errors.js';
 import type { Executor, Store } from '../../store/db.js';
 import { findMachine, type MachineRow } from '../../store/machines.js';
 import type { HeartbeatBuffer } from '../../store/heartbeats.js';
+import type { MachineLiveFactsReader } from '../../store/machine-live-facts.js';
 import type { OutboxWriter } from '../../store/outbox.js';
 import type { PaidAdmissionGuard } from '../admissions/guard.js';
 import type { ReceiptRefusalCounts } from './hardware-receipts.js';
@@ -42,6 +43,8 @@ export interface HostingDeps {
   outbox: OutboxWriter;
   /** The process's write-behind buffer of plain heartbeats, and what readers of last-seen consult. */
   heartbeats: HeartbeatBuffer;
+  /** Reads what a heartbeat is judged against, batched (absent: one read per heartbeat). */
+  liveFacts?: MachineLiveFactsReader;
   /** Going live lists the seeded offer: a host offer publication, so it passes the paid-admission guard. */
   admissions?: PaidAdmissionGuard;
   /** Refused hardware receipts by reason: the process's counts, read by the metrics registry when scraped. */

@@ -2,7 +2,8 @@ import type { HeartbeatMessage } from '@ark/shared';
 import { iso } from '../../clock.js';
 import { changesOnlyLastSeen, onHeartbeat } from '../../domain/machines/go-live.js';
 import { type Executor, fromJson, toBool } from '../../store/db.js';
-import { findMachine, type MachineRow, writeHeartbeat, writeLiveness } from '../../store/machines.js';
+import { type MachineLiveFactsRow, readMachineLiveFacts } from '../../store/machine-live-facts.js';
+import { findMachine, writeHeartbeat, writeLiveness } from '../../store/machines.js';
 import { markOfferListed } from '../../store/offers.js';
 import { extendOnlineIntervals } from '../../store/reliability.js';
 import { inTransactionWithRetry } from '../../store/transaction.js';
@@ -13,12 +14,15 @@ import type { HostingDeps } from './deps.js';
 
 /**
  * A heartbeat as the channel delivers it: one that changes nothing but last-seen goes to the write-behind buffer;
- * any other is applied at once in its own transaction. The check is a read outside any transaction; a state change
+ * any other is applied at once in its own transaction. The check is a read outside any transaction (of a few columns,
+ * batched with other heartbeats' on PostgreSQL: store/machine-live-facts.ts); a state change
  * racing it (the host turning go-live on) is picked up by the next heartbeat, as a heartbeat just before the change
  * would have been. Returns whether the heartbeat was applied at once.
  */
 export async function recordHeartbeat(deps: HostingDeps, machineId: string, heartbeat: HeartbeatMessage, now: Date): Promise<boolean> {
-  const machine = await findMachine(deps.store.db, machineId);
+  const machine = deps.liveFacts
+    ? await deps.liveFacts.read(machineId)
+    : (await readMachineLiveFacts(deps.store, [machineId])).get(machineId);
   if (!machine) return false;
   const next = onHeartbeat(machine.live_state, machine.live_error, heartbeat);
   if (changesOnlyLastSeen(liveFactsOf(machine), heartbeat, next)) {
@@ -77,7 +81,7 @@ export async function applyHeartbeat(
   await extendOnlineIntervals(db, [{ machineId, at: iso(now), cutoff: iso(new Date(now.getTime() - onlineGraceMs)) }]);
 }
 
-function liveFactsOf(machine: MachineRow) {
+function liveFactsOf(machine: MachineLiveFactsRow) {
   return {
     seenBefore: machine.last_heartbeat_at !== null,
     live: machine.live_state,

@@ -20,7 +20,7 @@ import {
   type ReceiptRefusalCounts,
 } from './hardware-receipts.js';
 import { type MachineReads, machineReads } from './reads.js';
-import { ingestTelemetry, machineTelemetry } from './telemetry.js';
+import { ingestTelemetry, ingestTelemetryGroup, machineTelemetry } from './telemetry.js';
 
 export { type HostingDeps, type HostingSettings, hostingSettingsOf, type MachineCaller } from './deps.js';
 export type { MachineReads } from './reads.js';
@@ -41,6 +41,8 @@ export interface HostingServices {
   applyHeartbeat(db: Executor, machineId: string, msg: HeartbeatMessage, now: Date): Promise<void>;
   /** The 'telemetry' channel handler (inside the gateway's apply-once transaction). */
   ingestTelemetry(trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<void>;
+  /** The same for the telemetry of several machines in one transaction (the gateway's group commit). */
+  ingestTelemetryGroup(trx: Tx, batches: ReadonlyArray<{ machineId: string; msg: TelemetryMessage }>, now: Date): Promise<void>;
   /** The 'nettest_receipt' channel handler (inside the gateway's apply-once transaction). */
   applyNettestReceipt(trx: Tx, machineId: string, msg: NettestReceiptMessage, now: Date): Promise<void>;
   queueNettest(caller: MachineCaller, machineId: string, commit?: CommitHook<QueuedCommand>): Promise<QueuedCommand>;
@@ -77,6 +79,7 @@ export function buildHostingServices(deps: HostingDeps): HostingServices {
     recordHeartbeat: (machineId, msg, now) => recordHeartbeat(deps, machineId, msg, now),
     applyHeartbeat: (db, machineId, msg, now) => applyHeartbeat(db, machineId, msg, now, deps.admissions, deps.settings.onlineGraceMs),
     ingestTelemetry: (trx, machineId, msg, now) => ingestTelemetry(trx, machineId, msg, now),
+    ingestTelemetryGroup: (trx, batches, now) => ingestTelemetryGroup(trx, batches, now),
     applyNettestReceipt: (trx, machineId, msg, now) => applyNettestReceipt(deps, trx, machineId, msg, now),
     queueNettest: (caller, machineId, commit) => queueNettest(deps, caller, machineId, commit),
     applyHardwareReceipt: (trx, machineId, msg, now) => applyHardwareReceipt(deps, trx, machineId, msg, now),

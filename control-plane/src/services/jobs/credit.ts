@@ -3,6 +3,7 @@ import { creditFor, isHostFault } from '../../domain/earnings/credits.js';
 import { takeFromEarnings, takeFromLots } from '../../domain/earnings/maturity.js';
 import type { CloseReason } from '../../domain/jobs/states.js';
 import { type LedgerAccountRef, ledgerAccounts } from '../../domain/ledger/accounts.js';
+import { takeFromFees } from '../../store/job-charges.js';
 import { claimJobCredit } from '../../store/job-credits.js';
 import { balanceOf, transfer } from '../../store/ledger.js';
 import { storedHeartbeatAtOf } from '../../store/machines.js';
@@ -74,6 +75,9 @@ export async function creditFailedJob(
     created_at: iso(now),
   });
   if (!claimed) return;
+  // The fee share comes from the fees' shards (store/job-charges.ts), locked before the host's and renter's accounts:
+  // a group of charges locks its fees shard before the host's earnings, and the two orders must agree.
+  const fromFees = await takeFromFees(trx, credit.feeMicro);
 
   const renter = ledgerAccounts.available(job.accountId);
   const post = async (from: LedgerAccountRef, amountMicro: bigint, part: string) => {
@@ -95,7 +99,8 @@ export async function creditFailedJob(
   await post(ledgerAccounts.pending(host), take.fromPendingMicro, 'pending');
   await post(ledgerAccounts.payable(host), take.fromPayableMicro, 'payable');
   await post(ledgerAccounts.adjustment(), take.fromPlatformMicro, 'platform');
-  await post(ledgerAccounts.fees(), credit.feeMicro, 'fees');
+  for (const share of fromFees)
+    await post(share.from, share.amountMicro, share.from.owner === ledgerAccounts.fees().owner ? 'fees' : `fees:${share.from.owner}`);
 
   const data = {
     job_id: job.id,

@@ -3,7 +3,7 @@ import { iso } from '../../clock.js';
 import { gpuVerdictOf } from '../../domain/jobs/gpu-health.js';
 import type { Tx } from '../../store/db.js';
 import { gpusHealthyAtOf, recordGpusHealthy } from '../../store/job-gpu-health.js';
-import { runningGpuJobIdsOfMachine } from '../../store/jobs.js';
+import { machinesWithRunningJobs, runningGpuJobIdsOfMachine } from '../../store/jobs.js';
 import type { JobDeps } from './deps.js';
 import { holdJob } from './held-job.js';
 
@@ -41,6 +41,24 @@ export async function checkGpusFromTelemetry(
       { healthyAt },
     );
     failed.push(jobId);
+  }
+  return failed;
+}
+
+/**
+ * The telemetry hook for a group of machines' batches in one transaction: one query finds which of them run a job
+ * at all (most machines are idle), and only their batches are checked, each as checkGpusFromTelemetry does.
+ */
+export async function checkGpusFromTelemetryGroup(
+  deps: JobDeps,
+  trx: Tx,
+  batches: ReadonlyArray<{ machineId: string; msg: TelemetryMessage }>,
+  now: Date,
+): Promise<string[]> {
+  const busy = await machinesWithRunningJobs(trx, [...new Set(batches.map((b) => b.machineId))]);
+  const failed: string[] = [];
+  for (const { machineId, msg } of batches) {
+    if (busy.has(machineId)) failed.push(...(await checkGpusFromTelemetry(deps, trx, machineId, msg, now)));
   }
   return failed;
 }

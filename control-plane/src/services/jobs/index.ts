@@ -18,7 +18,7 @@ import { applyJobEvent } from './agent-event.js';
 import { applyJobStatus } from './agent-status.js';
 import type { JobDeps, JobSettings } from './deps.js';
 import { type BudgetExtended, extendBudget, stopJob } from './funding.js';
-import { checkGpusFromTelemetry } from './gpu-health.js';
+import { checkGpusFromTelemetry, checkGpusFromTelemetryGroup } from './gpu-health.js';
 import { applyMeterReceipt } from './metering.js';
 import { applyMeterReceipts, type ReceiptOfMachine } from './metering-batch.js';
 import { createQuote } from './quote.js';
@@ -67,6 +67,8 @@ export interface JobServices {
   applyMeterReceipt(trx: Tx, machineId: string, msg: MeterReceiptMessage, now: Date): Promise<void>;
   /** The telemetry hook: a RUNNING job whose GPU is gone from the batch fails `gpu_lost`, credited. Answers those. */
   checkGpusFromTelemetry(trx: Tx, machineId: string, msg: TelemetryMessage, now: Date): Promise<string[]>;
+  /** The same for the telemetry of several machines in one transaction: one query finds the machines with GPU jobs. */
+  checkGpusFromTelemetryGroup(trx: Tx, batches: ReadonlyArray<{ machineId: string; msg: TelemetryMessage }>, now: Date): Promise<string[]>;
   /** The same for a group of receipts in one transaction (the gateway's group commit, services/jobs/metering-batch.ts). */
   applyMeterReceipts(trx: Tx, receipts: readonly ReceiptOfMachine[], now: Date): Promise<void>;
   /** The heartbeat hook: reconciling jobs the agent lists as running come back. Returns how many did. */
@@ -94,6 +96,7 @@ export function buildJobServices(deps: JobDeps): JobServices {
     applyJobEvent: (trx, machineId, msg, now) => applyJobEvent(deps, trx, machineId, msg, now),
     applyMeterReceipt: (trx, machineId, msg, now) => applyMeterReceipt(deps, trx, machineId, msg, now),
     checkGpusFromTelemetry: (trx, machineId, msg, now) => checkGpusFromTelemetry(deps, trx, machineId, msg, now),
+    checkGpusFromTelemetryGroup: (trx, batches, now) => checkGpusFromTelemetryGroup(deps, trx, batches, now),
     applyMeterReceipts: (trx, receipts, now) => applyMeterReceipts(deps, trx, receipts, now),
     reconcileFromHeartbeat: (machineId, msg, now) => reconcileFromHeartbeat(deps, machineId, msg, now),
     readSpendCap: (accountId) => readSpendCap(deps, accountId),

@@ -1,4 +1,4 @@
-import { type LEDGER_ACCOUNT_KINDS, ledgerAccountKey, ledgerAccounts } from '../../domain/ledger/accounts.js';
+import type { LEDGER_ACCOUNT_KINDS } from '../../domain/ledger/accounts.js';
 import { iso } from '../../clock.js';
 import { DomainError } from '../../errors.js';
 import type { Store } from '../../store/db.js';
@@ -51,7 +51,6 @@ export async function ledgerSummary(
   const balances = await balancesByKind(db);
   const flows = await externalFlows(db);
   const days = await dailyFlows(db, {
-    feesKey: ledgerAccountKey(ledgerAccounts.fees().owner, 'fees'),
     from: iso(new Date(fromMs)),
     to: iso(new Date(toMs + DAY_MS)),
   });
