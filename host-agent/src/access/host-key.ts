@@ -1,8 +1,9 @@
 // Each job's SSH listener has its own ed25519 host key, kept in the agent's state directory so the
 // fingerprint the renter was shown still holds after an agent restart.
-import { createHash, generateKeyPairSync, randomBytes } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import { mkdir, open, readFile, rename, rm } from 'node:fs/promises';
 import { dirname } from 'node:path';
+import { ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64 } from '@ark/shared';
 import ssh2 from 'ssh2';
 
 // ssh2 is CommonJS: plain Node (the bundled agent) exposes only its default export to ESM.
@@ -40,11 +41,15 @@ function sshString(data: Buffer | string): Buffer {
 /**
  * A new ed25519 key in OpenSSH's private key format. Built here from node:crypto rather than with
  * ssh2's keygen, which drops a leading zero byte of the key (about one key in 300 then fails to parse).
+ *
+ * From a random seed through DER, never `generateKeyPairSync` with a JWK export: on Node 20 (20.20.2 here) exporting
+ * an ed25519 key as JWK holds the key's mutex while it allocates, and a garbage collection in that window runs a
+ * finalizer that takes the same mutex, so the process hangs for good (seen in a test run; a loop of the two calls
+ * hangs within a thousand keys). An agent doing that while it starts a job's SSH listener would never answer again.
  */
 export function generateHostKey(): HostKey {
-  const { publicKey, privateKey } = generateKeyPairSync('ed25519');
-  const publicBytes = Buffer.from(publicKey.export({ format: 'jwk' }).x as string, 'base64url');
-  const seed = Buffer.from(privateKey.export({ format: 'jwk' }).d as string, 'base64url');
+  const seed = randomBytes(32);
+  const publicBytes = Buffer.from(ed25519PublicKeyToBase64(ed25519PrivateKeyFromSeed(seed)), 'base64');
   const publicBlob = Buffer.concat([sshString('ssh-ed25519'), sshString(publicBytes)]);
   const check = randomBytes(4);
   let secret = Buffer.concat([
