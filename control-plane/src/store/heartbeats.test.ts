@@ -1,11 +1,8 @@
-import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { ManualClock } from '../clock.js';
+import { insertHostMachines } from '../testing/hosting.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import { insertAccount } from './accounts.js';
 import { HeartbeatBuffer } from './heartbeats.js';
-import { insertMachine } from './machines.js';
-import { storeEnrollmentToken } from '../testing/credentials.js';
 
 // The write-behind buffer on its own; services/hosting/heartbeats.test.ts covers which heartbeats go through it.
 
@@ -23,37 +20,7 @@ describe.each(DIALECTS)('heartbeat buffer on %s', (dialect) => {
     // Flushed by its timer only when a test advances the clock; otherwise every write is the test's own flush.
     clock = new ManualClock(t0);
     buffer = new HeartbeatBuffer(store, clock, { flushIntervalMs: 1_000, chunkRows: 2 });
-    const account = await insertAccount(store.db, {
-      email: `host-${randomUUID()}@example.test`,
-      passwordHash: null,
-      name: null,
-      role: 'host',
-      emailVerified: true,
-      now: t0,
-    });
-    machines = [];
-    for (let i = 0; i < 3; i++) {
-      const token = await storeEnrollmentToken(store.db, { accountId: account.id, pairingId: null, goLive: true, now: t0 });
-      const machine = await insertMachine(store.db, {
-        id: randomUUID(),
-        ownerAccountId: account.id,
-        publicKey: `key-${i}`,
-        manifest: {
-          hostname: `rig-${i}`,
-          gpus: [],
-          cpu: { model: 'cpu', cores: 1 },
-          ram_bytes: '1',
-          disk_bytes: '1',
-          os: 'linux',
-          agent_version: '0.1.0',
-        },
-        goLive: true,
-        enrollmentTokenId: token.id,
-        pairingId: null,
-        now: t0,
-      });
-      machines.push(machine.id);
-    }
+    machines = await insertHostMachines(store.db, 3, { now: t0 });
   });
   afterEach(async () => {
     await buffer.close();

@@ -1,10 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import { storeEnrollmentToken } from '../testing/credentials.js';
+import { insertHostMachines } from '../testing/hosting.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import { insertAccount } from './accounts.js';
 import { MachineLiveFactsReader } from './machine-live-facts.js';
-import { insertMachine } from './machines.js';
 
 // The batched read heartbeats are judged against: every caller gets its own machine's row, read after it asked,
 // and callers arriving together share one query.
@@ -18,37 +16,7 @@ describe.each(DIALECTS)('machine live facts reader on %s', (dialect) => {
 
   beforeEach(async () => {
     store = await createTestStore(dialect);
-    const account = await insertAccount(store.db, {
-      email: `host-${randomUUID()}@example.test`,
-      passwordHash: null,
-      name: null,
-      role: 'host',
-      emailVerified: true,
-      now: t0,
-    });
-    machines = [];
-    for (let i = 0; i < 5; i++) {
-      const token = await storeEnrollmentToken(store.db, { accountId: account.id, pairingId: null, goLive: i % 2 === 0, now: t0 });
-      const machine = await insertMachine(store.db, {
-        id: randomUUID(),
-        ownerAccountId: account.id,
-        publicKey: `key-${i}`,
-        manifest: {
-          hostname: `rig-${i}`,
-          gpus: [],
-          cpu: { model: 'cpu', cores: 1 },
-          ram_bytes: '1',
-          disk_bytes: '1',
-          os: 'linux',
-          agent_version: '0.1.0',
-        },
-        goLive: i % 2 === 0,
-        enrollmentTokenId: token.id,
-        pairingId: null,
-        now: t0,
-      });
-      machines.push(machine.id);
-    }
+    machines = await insertHostMachines(store.db, 5, { now: t0, goLive: (i) => i % 2 === 0 });
     queries = 0;
     // Count the reader's queries by wrapping the store's select on machines.
     const selectFrom = store.db.selectFrom.bind(store.db);

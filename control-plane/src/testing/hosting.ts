@@ -2,7 +2,11 @@ import { sign as cryptoSign, generateKeyPairSync, randomInt, randomUUID } from '
 import type { HeartbeatMessage, MachineManifest, NettestReceiptMessage, TelemetryMessage, TelemetrySample } from '@ark/shared';
 import type { AppContext } from '../http/context.js';
 import type { TypedApp } from '../http/typed-app.js';
+import { insertAccount } from '../store/accounts.js';
+import type { Executor } from '../store/db.js';
+import { insertMachine } from '../store/machines.js';
 import { bearer, type SeededAccount } from './app.js';
+import { storeEnrollmentToken } from './credentials.js';
 
 // Host-side test fixtures: a manifest, the pairing flow over HTTP, and agent messages as the gateway hands them over.
 
@@ -143,4 +147,48 @@ export function telemetryMessage(samples: TelemetrySample[]): TelemetryMessage {
 
 export function nettestReceipt(fields: Partial<NettestReceiptMessage> & { measured_at: string }): NettestReceiptMessage {
   return { v: 1, t: 'nettest_receipt', sid: 's1', seq: 1, id: nextId++, command_id: randomUUID(), duration_ms: 12_000, ...fields };
+}
+
+/**
+ * One host account and `count` enrolled machines written straight into the store (no pairing, no HTTP), for store
+ * tests; machine `i` has go-live set when `goLive(i)` says so (all by default). Returns the machine ids in order.
+ */
+export async function insertHostMachines(
+  db: Executor,
+  count: number,
+  options: { now: Date; goLive?: (index: number) => boolean },
+): Promise<string[]> {
+  const { now, goLive = () => true } = options;
+  const account = await insertAccount(db, {
+    email: `host-${randomUUID()}@example.test`,
+    passwordHash: null,
+    name: null,
+    role: 'host',
+    emailVerified: true,
+    now,
+  });
+  const machines: string[] = [];
+  for (let i = 0; i < count; i++) {
+    const token = await storeEnrollmentToken(db, { accountId: account.id, pairingId: null, goLive: goLive(i), now });
+    const machine = await insertMachine(db, {
+      id: randomUUID(),
+      ownerAccountId: account.id,
+      publicKey: `key-${i}`,
+      manifest: {
+        hostname: `rig-${i}`,
+        gpus: [],
+        cpu: { model: 'cpu', cores: 1 },
+        ram_bytes: '1',
+        disk_bytes: '1',
+        os: 'linux',
+        agent_version: '0.1.0',
+      },
+      goLive: goLive(i),
+      enrollmentTokenId: token.id,
+      pairingId: null,
+      now,
+    });
+    machines.push(machine.id);
+  }
+  return machines;
 }
