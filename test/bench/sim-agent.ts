@@ -63,7 +63,8 @@ export class Fleet {
   closesAfterWelcome = 0;
   badFrames = 0;
   fdExhausted = false;
-  readonly telemetrySamples: unknown[];
+  /** What every agent's telemetry reads (two GPUs and the host); each batch stamps its own samples (telemetrySamples). */
+  readonly #readings: { host: Record<string, number>; devices: Array<Record<string, number | string>> };
 
   constructor(readonly settings: FleetSettings) {
     this.verify = nodeEd25519Verifier(ed25519PublicKeyFromBase64(settings.controlPlaneKey));
@@ -77,8 +78,7 @@ export class Fleet {
       fan_pct: 40,
       memory_used_bytes: 21_474_836_480,
     });
-    this.telemetrySamples = Array.from({ length: 6 }, (_, i) => ({
-      at: new Date(Date.UTC(2026, 0, 1, 0, 0, i * 10)).toISOString(),
+    this.#readings = {
       host: {
         cpu_utilization_pct: 35.5,
         load1: 2.1,
@@ -87,7 +87,15 @@ export class Fleet {
         uptime_s: 86_400,
       },
       devices: [gpu(1), gpu(2)],
-    }));
+    };
+  }
+
+  /**
+   * A batch's samples as a real agent sends them: six, 10 s apart, the last one now. Stamped with the send time so
+   * the control plane stores them (samples older than the retention, two days, are dropped unstored).
+   */
+  telemetrySamples(nowMs: number): unknown[] {
+    return Array.from({ length: 6 }, (_, i) => ({ at: new Date(nowMs - (5 - i) * 10_000).toISOString(), ...this.#readings }));
   }
 
   /** Starts a hold's counters. */
@@ -231,7 +239,7 @@ export class SimAgent {
     if (now >= this.nextTelemetryAt) {
       this.nextTelemetryAt += settings.telemetryIntervalMs;
       this.pending.push({ sentAt: performance.now(), receipt: false });
-      this.send({ t: 'telemetry', id: this.nextId++, samples: this.fleet.telemetrySamples });
+      this.send({ t: 'telemetry', id: this.nextId++, samples: this.fleet.telemetrySamples(now) });
       if (this.fleet.measuring) this.fleet.telemetryBatches += 1;
     }
     if (this.job && now >= this.nextReceiptAt) {
