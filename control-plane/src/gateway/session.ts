@@ -204,9 +204,7 @@ export class Session {
         const at = this.#inboxAt.shift() as number;
         const type = this.#state === 'awaiting_hello' ? await this.#hello(raw) : await this.#frame(raw);
         if (type) {
-          const metrics = this.#ctx.metrics;
-          metrics.frames.inc({ type });
-          metrics.frameHandling.observe({ type }, (performance.now() - at) / 1000);
+          this.#ctx.metrics.frames.record(type, (performance.now() - at) / 1000);
         }
       }
     } catch (error) {

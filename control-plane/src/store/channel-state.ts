@@ -1,5 +1,6 @@
 import { sql } from 'kysely';
 import { iso } from '../clock.js';
+import { compiledOnce } from './compiled.js';
 import type { Executor } from './db.js';
 
 // Queries on agent_channel_state: the gateway's per-machine dedupe marks. (The outbox's live in store/outbox.ts.)
@@ -37,25 +38,22 @@ export async function openChannelState(db: Executor, machineId: string): Promise
  * commit and then sees the new mark.
  */
 export async function markMessageApplied(trx: Executor, machineId: string, messageId: number, now: Date): Promise<boolean> {
-  const at = iso(now);
-  const result = await trx
+  const result = await markApplied(trx, machineId, BigInt(messageId), iso(now));
+  return (result.numAffectedRows ?? 0n) > 0n;
+}
+
+// Once per reliable message (every telemetry batch and receipt): compiled once.
+const markApplied = compiledOnce((db, machineId: string, messageId: bigint, at: string) =>
+  db
     .insertInto('agent_channel_state')
-    .values({
-      machine_id: machineId,
-      last_applied_msg_id: BigInt(messageId),
-      commands_acked_upto: 0n,
-      last_command_seq: 0n,
-      updated_at: at,
-    })
+    .values({ machine_id: machineId, last_applied_msg_id: messageId, commands_acked_upto: 0n, last_command_seq: 0n, updated_at: at })
     .onConflict((oc) =>
       oc
         .column('machine_id')
-        .doUpdateSet({ last_applied_msg_id: BigInt(messageId), updated_at: at })
-        .where('agent_channel_state.last_applied_msg_id', '<', BigInt(messageId)),
-    )
-    .executeTakeFirst();
-  return (result.numInsertedOrUpdatedRows ?? 0n) > 0n;
-}
+        .doUpdateSet({ last_applied_msg_id: messageId, updated_at: at })
+        .where('agent_channel_state.last_applied_msg_id', '<', messageId),
+    ),
+);
 
 /**
  * Marks a group of reliable messages applied in two statements whatever its size (Postgres; the gateway's group

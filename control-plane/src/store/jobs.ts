@@ -2,6 +2,7 @@ import type { JobState, TemplateKind } from '@ark/shared';
 import { type Selectable, sql, type Updateable } from 'kysely';
 import type { JobAccessReport, JobRecord } from '../domain/jobs/job.js';
 import { OCCUPYING_STATES, type CloseReason } from '../domain/jobs/states.js';
+import { compiledOnce } from './compiled.js';
 import { type Executor, fromJson, isPostgres, toJson, type Tx } from './db.js';
 import type { JobsTable } from './tables/jobs.js';
 
@@ -168,10 +169,14 @@ export async function insertJob(db: Executor, job: NewJob): Promise<void> {
 
 /** The job row, held for the caller's transaction (FOR UPDATE on Postgres; SQLite serialises writers). */
 export async function lockJob(trx: Tx, id: string): Promise<JobRow | undefined> {
-  let query = trx.selectFrom('jobs').selectAll().where('id', '=', id);
-  if (isPostgres(trx)) query = query.forUpdate();
-  return query.executeTakeFirst();
+  return (await lockJobById(trx, id)).rows[0];
 }
+
+// Every receipt and every busy machine's telemetry holds its job: compiled once (store/compiled.ts).
+const lockJobById = compiledOnce((db, id: string) => {
+  const query = db.selectFrom('jobs').selectAll().where('id', '=', id);
+  return isPostgres(db) ? query.forUpdate() : query;
+});
 
 /** Several job rows held at once, in id order (Postgres: the lock order of every group of jobs). */
 export async function lockJobs(trx: Tx, ids: readonly string[]): Promise<JobRow[]> {
@@ -223,8 +228,10 @@ export async function accountIdOfJob(db: Executor, id: string): Promise<string |
 }
 
 export async function findJobRow(db: Executor, id: string): Promise<JobRow | undefined> {
-  return db.selectFrom('jobs').selectAll().where('id', '=', id).executeTakeFirst();
+  return (await jobById(db, id)).rows[0];
 }
+
+const jobById = compiledOnce((db, id: string) => db.selectFrom('jobs').selectAll().where('id', '=', id));
 
 export async function findJob(db: Executor, id: string): Promise<JobRecord | null> {
   const row = await findJobRow(db, id);
@@ -346,14 +353,14 @@ export async function jobIdsOnSilentMachines(
 
 /** A machine's RUNNING jobs that hold GPUs (the telemetry check: jobs without GPUs are never locked for it). */
 export async function runningGpuJobIdsOfMachine(db: Executor, machineId: string): Promise<string[]> {
-  const rows = await db
-    .selectFrom('jobs')
-    .select(['id', 'gpu_pci_addresses'])
-    .where('machine_id', '=', machineId)
-    .where('state', '=', 'RUNNING')
-    .execute();
+  const { rows } = await runningJobsOfMachine(db, machineId);
   return rows.filter((r) => (fromJson<string[]>(r.gpu_pci_addresses) ?? []).length > 0).map((r) => r.id);
 }
+
+// Once per telemetry batch on SQLite (which checks batch by batch): compiled once.
+const runningJobsOfMachine = compiledOnce((db, machineId: string) =>
+  db.selectFrom('jobs').select(['id', 'gpu_pci_addresses']).where('machine_id', '=', machineId).where('state', '=', 'RUNNING'),
+);
 
 /** Which of `machineIds` have a RUNNING job (the grouped telemetry hook's filter). */
 export async function machinesWithRunningJobs(db: Executor, machineIds: readonly string[]): Promise<Set<string>> {
@@ -370,6 +377,7 @@ export async function machinesWithRunningJobs(db: Executor, machineIds: readonly
 
 /** Ids of a machine's jobs in `states` (the heartbeat's reconciliation check). */
 export async function jobIdsOfMachine(db: Executor, machineId: string, states: readonly JobState[]): Promise<string[]> {
+  if (states.length === 1) return (await jobIdsOfMachineIn(db, machineId, states[0] as JobState)).rows.map((r) => r.id);
   const rows = await db
     .selectFrom('jobs')
     .select('id')
@@ -378,6 +386,11 @@ export async function jobIdsOfMachine(db: Executor, machineId: string, states: r
     .execute();
   return rows.map((r) => r.id);
 }
+
+// The heartbeat's check (one state), for every heartbeat that lists running jobs: compiled once.
+const jobIdsOfMachineIn = compiledOnce((db, machineId: string, state: JobState) =>
+  db.selectFrom('jobs').select('id').where('machine_id', '=', machineId).where('state', '=', state),
+);
 
 /** A machine's jobs in `states`, oldest first (the host's machine page: its current rentals). */
 export async function jobsOfMachine(db: Executor, machineId: string, states: readonly JobState[]): Promise<JobRecord[]> {

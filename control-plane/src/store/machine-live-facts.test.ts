@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { sql } from 'kysely';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { insertHostMachines } from '../testing/hosting.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import { MachineLiveFactsReader } from './machine-live-facts.js';
 
-// The batched read heartbeats are judged against: every caller gets its own machine's row, read after it asked,
-// and callers arriving together share one query.
+// The read heartbeats are judged against: every caller gets its own machine's row, read after it asked; on
+// PostgreSQL callers arriving together share one query.
 
 const t0 = new Date('2026-01-01T00:00:00.000Z');
 
@@ -30,15 +31,16 @@ describe.each(DIALECTS)('machine live facts reader on %s', (dialect) => {
     await store.destroy();
   });
 
-  it('answers each caller with its own machine, and callers arriving together share a query', async () => {
+  it('answers each caller with its own machine, and on PostgreSQL callers arriving together share a query', async () => {
     const reader = new MachineLiveFactsReader(store, { lingerMs: 5 });
     const unknown = randomUUID();
     const asked = [...machines, unknown, machines[0] as string];
     const rows = await Promise.all(asked.map((id) => reader.read(id)));
     expect(rows.map((row) => row?.id)).toEqual([...machines, undefined, machines[0]]);
     expect(rows.map((row) => row?.live_state)).toEqual(['waiting', 'off', 'waiting', 'off', 'waiting', undefined, 'waiting']);
-    // The first caller's read starts at once; the rest arrived while it ran and went together.
-    expect(queries).toBeLessThanOrEqual(2);
+    // The first caller's read starts at once; the rest arrived while it ran and went together. SQLite reads each
+    // alone, in a statement built once in the process (at most that build is counted), not once a read.
+    expect(queries).toBeLessThanOrEqual(dialect === 'postgres' ? 2 : 1);
   });
 
   it('reads after the caller asked: a change committed before the call is seen', async () => {
@@ -51,12 +53,11 @@ describe.each(DIALECTS)('machine live facts reader on %s', (dialect) => {
 
   it('fails every caller of a failed read, and the next read works again', async () => {
     const reader = new MachineLiveFactsReader(store);
-    const selectFrom = store.db.selectFrom;
-    (store.db as { selectFrom: unknown }).selectFrom = () => {
-      throw new Error('store down');
-    };
-    await expect(Promise.all([reader.read(machines[0] as string), reader.read(machines[1] as string)])).rejects.toThrow('store down');
-    (store.db as { selectFrom: unknown }).selectFrom = selectFrom;
+    expect((await reader.read(machines[0] as string))?.id).toBe(machines[0]);
+    // The table gone for a moment: a real failure of the store, on both dialects.
+    await sql`alter table machines rename to machines_away`.execute(store.db);
+    await expect(Promise.all([reader.read(machines[0] as string), reader.read(machines[1] as string)])).rejects.toThrow(/machines/);
+    await sql`alter table machines_away rename to machines`.execute(store.db);
     expect((await reader.read(machines[2] as string))?.id).toBe(machines[2]);
   });
 });

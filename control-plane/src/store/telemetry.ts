@@ -1,8 +1,8 @@
 import { TELEMETRY_RETENTION_S } from '@ark/shared';
-import { sql } from 'kysely';
 import { type BucketContribution, bucketStartOf, type FieldStats } from '../domain/telemetry/rollup.js';
 import { iso } from '../clock.js';
-import { type Executor, isPostgres, type Store } from './db.js';
+import { rowsStatement, runSql } from './compiled.js';
+import { dialectOf, type Executor, type Store } from './db.js';
 
 // Telemetry buckets: samples per (machine, bucket) and min/max/sum/count per (machine, bucket, device, field).
 // Upserts merge in the database, so batches (and replicas) never read-modify-write.
@@ -60,37 +60,42 @@ export async function mergeTelemetryOfMachines(
       }
     }
   }
-  // The two-argument min/max of SQLite are least/greatest on Postgres.
-  const postgres = isPostgres(db);
-  const least = sql.raw(postgres ? 'least' : 'min');
-  const greatest = sql.raw(postgres ? 'greatest' : 'max');
   // Rows in key order: two groups upserting the same keys (two lanes, or two replicas) lock them in one order.
+  const dialect = dialectOf(db);
   const bucketRows = [...buckets].sort(byKey).map(([, row]) => row);
   for (let i = 0; i < bucketRows.length; i += ROWS_PER_STATEMENT) {
-    await db
-      .insertInto('telemetry_buckets')
-      .values(bucketRows.slice(i, i + ROWS_PER_STATEMENT))
-      .onConflict((oc) =>
-        oc.columns(['machine_id', 'bucket_start']).doUpdateSet({ samples: sql<bigint>`telemetry_buckets.samples + excluded.samples` }),
-      )
-      .execute();
+    const chunk = bucketRows.slice(i, i + ROWS_PER_STATEMENT);
+    const parameters: unknown[] = [];
+    for (const row of chunk) parameters.push(row.machine_id, row.bucket_start, row.samples);
+    await runSql(db, upsertBucketsSql(dialect, chunk.length), parameters);
   }
-  const statRows = [...stats].sort(byKey).map(([, row]) => ({ ...row, count: BigInt(row.count) }));
+  const statRows = [...stats].sort(byKey).map(([, row]) => row);
   for (let i = 0; i < statRows.length; i += ROWS_PER_STATEMENT) {
-    await db
-      .insertInto('telemetry_stats')
-      .values(statRows.slice(i, i + ROWS_PER_STATEMENT))
-      .onConflict((oc) =>
-        oc.columns(['machine_id', 'bucket_start', 'device', 'field']).doUpdateSet({
-          min: sql<number>`${least}(telemetry_stats.min, excluded.min)`,
-          max: sql<number>`${greatest}(telemetry_stats.max, excluded.max)`,
-          sum: sql<number>`telemetry_stats.sum + excluded.sum`,
-          count: sql<bigint>`telemetry_stats.count + excluded.count`,
-        }),
-      )
-      .execute();
+    const chunk = statRows.slice(i, i + ROWS_PER_STATEMENT);
+    const parameters: unknown[] = [];
+    for (const r of chunk) parameters.push(r.machine_id, r.bucket_start, r.device, r.field, r.min, r.max, r.sum, BigInt(r.count));
+    await runSql(db, upsertStatsSql(dialect, chunk.length), parameters);
   }
 }
+
+// The upserts as SQL text, not built by Kysely per batch: every telemetry batch runs them, and building a VALUES list
+// of 20-40 rows cost more than SQLite takes to write them (store/compiled.ts). The two-argument min/max of SQLite
+// are least/greatest on Postgres.
+const upsertBucketsSql = rowsStatement(
+  3,
+  (_dialect, values) => `insert into telemetry_buckets (machine_id, bucket_start, samples) values ${values}
+   on conflict (machine_id, bucket_start) do update set samples = telemetry_buckets.samples + excluded.samples`,
+);
+
+const upsertStatsSql = rowsStatement(8, (dialect, values) => {
+  const [least, greatest] = dialect === 'postgres' ? ['least', 'greatest'] : ['min', 'max'];
+  return `insert into telemetry_stats (machine_id, bucket_start, device, field, "min", "max", "sum", "count") values ${values}
+   on conflict (machine_id, bucket_start, device, field) do update set
+     "min" = ${least}(telemetry_stats."min", excluded."min"),
+     "max" = ${greatest}(telemetry_stats."max", excluded."max"),
+     "sum" = telemetry_stats."sum" + excluded."sum",
+     "count" = telemetry_stats."count" + excluded."count"`;
+});
 
 /** Buckets overlapping the last `windowS` seconds, oldest first. */
 export async function readTelemetry(db: Executor, machineId: string, windowS: number, now: Date): Promise<BucketContribution[]> {
