@@ -51,6 +51,21 @@ describe.each(DIALECTS)('machine live facts reader on %s', (dialect) => {
     expect((await reader.read(id))?.live_state).toBe('waiting');
   });
 
+  it('never sees a change of a transaction still open: a read during it answers what is committed', async () => {
+    const reader = new MachineLiveFactsReader(store);
+    const id = machines[1] as string;
+    let during: Promise<unknown> | undefined;
+    await expect(
+      store.db.transaction().execute(async (trx) => {
+        await trx.updateTable('machines').set({ live_state: 'live' }).where('id', '=', id).execute();
+        // On SQLite the store's one connection is inside this transaction: the read must wait, not read through it.
+        during = reader.read(id);
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect(((await during) as { live_state?: string } | undefined)?.live_state).toBe('off');
+  });
+
   it('fails every caller of a failed read, and the next read works again', async () => {
     const reader = new MachineLiveFactsReader(store);
     expect((await reader.read(machines[0] as string))?.id).toBe(machines[0]);
