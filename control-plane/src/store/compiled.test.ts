@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
-import { compiledOnce, rowsStatement, runSql } from './compiled.js';
+import { bothDialects, compiledOnce, rowsStatement, runSql } from './compiled.js';
 
 // Statements compiled once must behave exactly as the builder's statement each call would: each call's own
 // arguments, constants kept, an argument used twice bound twice, the dialect's own SQL, and a builder that does not
@@ -85,5 +85,25 @@ describe.each(DIALECTS)('statements compiled once on %s', (dialect) => {
       { key: `${prefix}-1`, value: '"3"' },
       { key: `${prefix}-2`, value: '"3"' },
     ]);
+  });
+
+  it('runs one text with ? parameters on either dialect, numbered in order on Postgres', async () => {
+    const update = bothDialects('update settings set value = ?, updated_at = ? where key in (?, ?)');
+    expect(update('postgres')).toBe('update settings set value = $1, updated_at = $2 where key in ($3, $4)');
+    expect(update('sqlite')).toBe('update settings set value = ?, updated_at = ? where key in (?, ?)');
+    const prefix = `both-${randomUUID()}`;
+    await store.db
+      .insertInto('settings')
+      .values(['a', 'b', 'c'].map((k) => ({ key: `${prefix}-${k}`, value: '0', updated_at: 'then' })))
+      .execute();
+    const result = await runSql(store.db, update(dialect), ['9', 'now', `${prefix}-a`, `${prefix}-c`]);
+    expect(Number(result.numAffectedRows)).toBe(2);
+    const stored = await store.db
+      .selectFrom('settings')
+      .select(['key', 'value'])
+      .where('key', 'like', `${prefix}%`)
+      .orderBy('key')
+      .execute();
+    expect(stored.map((row) => row.value)).toEqual(['9', '0', '9']);
   });
 });

@@ -114,3 +114,13 @@ function valuesList(dialect: Dialect, rows: number, columns: number): string {
   }
   return groups.join(', ');
 }
+
+/**
+ * A statement written once with `?` for its parameters, as each dialect takes it: unchanged on SQLite, `$1`, `$2`..
+ * in order on Postgres. The text must hold no `?` other than its parameters. Run it with runSql.
+ */
+export function bothDialects(text: string): (dialect: Dialect) => string {
+  let n = 0;
+  const postgres = text.replace(/\?/g, () => `$${++n}`);
+  return (dialect) => (dialect === 'postgres' ? postgres : text);
+}

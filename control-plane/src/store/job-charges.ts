@@ -2,7 +2,8 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { FEE_SHARDS, feeShardOf, type LedgerAccountRef, ledgerAccountKey, ledgerAccounts } from '../domain/ledger/accounts.js';
 import { type PostingKind, transferProblem } from '../domain/ledger/postings.js';
-import { isPostgres, type Tx } from './db.js';
+import { bothDialects, rowsStatement, runSql } from './compiled.js';
+import { dialectOf, isPostgres, type Tx } from './db.js';
 import type { PendingEarningsTable } from './tables/earnings.js';
 import type { LedgerPostingsTable } from './tables/ledger.js';
 import { insertPendingLot } from './pending-earnings.js';
@@ -127,31 +128,24 @@ export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void
   // is the table's, not the key's: with both orders in use, two replicas' charges deadlocked).
   const keys = [holdKey, ...wanted.map((leg) => ledgerAccountKey(leg.to.owner, leg.to.kind))];
   if (isPostgres(trx)) await lockKeysInOrder(trx, keys);
-  const updated = await sql`update ledger_accounts
-    set balance_micro = balance_micro + (case key
-          when ${payableKey} then cast(${legs.hostMicro} as bigint)
-          when ${feesKey} then cast(${legs.feeMicro} as bigint)
-          else cast(${-total} as bigint) end),
-        updated_at = ${at}
-    where key in (${sql.join(keys)})`.execute(trx);
+  const dialect = dialectOf(trx);
+  const updated = await runSql(trx, (keys.length === 3 ? MOVE_THREE : MOVE_TWO)(dialect), [
+    payableKey,
+    legs.hostMicro,
+    feesKey,
+    legs.feeMicro,
+    -total,
+    at,
+    ...keys,
+  ]);
   if (Number(updated.numAffectedRows ?? 0n) !== keys.length) {
     throw new Error(`metered charge for job ${legs.jobId}: ledger accounts missing (${keys.join(', ')})`);
   }
-  await trx
-    .insertInto('ledger_postings')
-    .values(
-      wanted.map((leg) => ({
-        id: randomUUID(),
-        at,
-        from_key: holdKey,
-        to_key: ledgerAccountKey(leg.to.owner, leg.to.kind),
-        amount_micro: leg.amountMicro,
-        kind: leg.kind,
-        reference: legs.jobId,
-        external_ref: null,
-      })),
-    )
-    .execute();
+  const postings: unknown[] = [];
+  for (const leg of wanted) {
+    postings.push(randomUUID(), at, holdKey, ledgerAccountKey(leg.to.owner, leg.to.kind), leg.amountMicro, leg.kind, legs.jobId, null);
+  }
+  await runSql(trx, insertPostingsSql(dialect, wanted.length), postings);
   if (legs.maturesAt !== null && legs.hostMicro > 0n) {
     await insertPendingLot(trx, {
       hostAccountId: legs.hostAccountId,
@@ -162,6 +156,21 @@ export async function postMeteredCharge(trx: Tx, legs: ChargeLegs): Promise<void
     });
   }
 }
+
+// The statements of one charge (every meter receipt), as SQL text rather than built per receipt (store/compiled.ts):
+// the balances of the hold and the one or two accounts credited, moved in one update, and the postings.
+const moveBalances = (keys: number) =>
+  bothDialects(`update ledger_accounts
+    set balance_micro = balance_micro + (case key when ? then cast(? as bigint) when ? then cast(? as bigint) else cast(? as bigint) end),
+        updated_at = ?
+    where key in (${Array.from({ length: keys }, () => '?').join(', ')})`);
+const MOVE_TWO = moveBalances(2);
+const MOVE_THREE = moveBalances(3);
+const insertPostingsSql = rowsStatement(
+  8,
+  (_dialect, values) =>
+    `insert into ledger_postings (id, at, from_key, to_key, amount_micro, kind, reference, external_ref) values ${values}`,
+);
 
 /**
  * Posts the metered charges of several jobs in one transaction with one statement each, whatever their number (the

@@ -201,6 +201,38 @@ export interface JobMeterPatch {
   meteredUntil: Date;
 }
 
+/** Writes the meter columns of one held job (an accepted receipt): compiled once, it runs for every receipt. */
+export async function updateJobMeter(db: Executor, patch: JobMeterPatch, now: Date): Promise<void> {
+  await updateMeter(
+    db,
+    patch.id,
+    patch.acceptedRuntimeMs,
+    patch.cumulativeChargeMicro,
+    patch.chargedHostMicro,
+    patch.chargedFeeMicro,
+    patch.meterSeq,
+    patch.meteredUntil.toISOString(),
+    now.toISOString(),
+  );
+}
+
+const updateMeter = compiledOnce(
+  (db, id: string, runtime: bigint, cumulative: bigint, host: bigint, fee: bigint, meterSeq: bigint, meteredUntil: string, at: string) =>
+    db
+      .updateTable('jobs')
+      .set({
+        accepted_runtime_ms: runtime,
+        cumulative_charge_micro: cumulative,
+        charged_host_micro: host,
+        charged_fee_micro: fee,
+        meter_seq: meterSeq,
+        metered_until: meteredUntil,
+        last_meter_receipt_at: at,
+        updated_at: at,
+      })
+      .where('id', '=', id),
+);
+
 /** Writes the meter columns of several held jobs in one statement (Postgres: the gateway's group of receipts). */
 export async function updateJobMeters(trx: Tx, patches: readonly JobMeterPatch[], now: Date): Promise<void> {
   if (patches.length === 0) return;

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { sql } from 'kysely';
 import { ledgerAccounts } from '../domain/ledger/accounts.js';
+import { compiledOnce } from './compiled.js';
 import { type Executor, isPostgres, type Store, type Tx } from './db.js';
 import { transfer } from './ledger.js';
 import { inTransactionWithRetry } from './transaction.js';
@@ -20,20 +21,31 @@ export interface NewPendingLot {
 
 /** Records a charge's pending lot, in the transaction that posts the charge to the host's pending account. */
 export async function insertPendingLot(trx: Tx, lot: NewPendingLot): Promise<void> {
-  await trx
-    .insertInto('pending_earnings')
-    .values({
-      id: randomUUID(),
-      host_account_id: lot.hostAccountId,
-      job_id: lot.jobId,
-      amount_micro: lot.amountMicro,
-      remaining_micro: lot.amountMicro,
-      charged_at: lot.chargedAt.toISOString(),
-      matures_at: lot.maturesAt.toISOString(),
-      matured_at: null,
-    })
-    .execute();
+  await insertLot(
+    trx,
+    randomUUID(),
+    lot.hostAccountId,
+    lot.jobId,
+    lot.amountMicro,
+    lot.chargedAt.toISOString(),
+    lot.maturesAt.toISOString(),
+  );
 }
+
+// Once per meter receipt with a host share: compiled once (store/compiled.ts).
+const insertLot = compiledOnce(
+  (db, id: string, hostAccountId: string, jobId: string, amountMicro: bigint, chargedAt: string, maturesAt: string) =>
+    db.insertInto('pending_earnings').values({
+      id,
+      host_account_id: hostAccountId,
+      job_id: jobId,
+      amount_micro: amountMicro,
+      remaining_micro: amountMicro,
+      charged_at: chargedAt,
+      matures_at: maturesAt,
+      matured_at: null,
+    }),
+);
 
 export interface OpenLot {
   id: string;

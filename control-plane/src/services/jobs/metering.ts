@@ -9,7 +9,7 @@ import { describeReceiptVerdict, evaluateReceipt, type ReceiptVerdict } from '..
 import { budgetThresholdsCrossed } from '../../domain/webhooks/delivery.js';
 import type { Tx } from '../../store/db.js';
 import { type ChargeLegs, postMeteredCharge } from '../../store/job-charges.js';
-import { updateJob } from '../../store/jobs.js';
+import { updateJob, updateJobMeter } from '../../store/jobs.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
 import type { JobDeps } from './deps.js';
 import { holdJob } from './held-job.js';
@@ -42,16 +42,19 @@ export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: strin
   }
   const { runtime, charges, legs, after } = meteredCharge(deps, job, msg, verdict, now);
   await postMeteredCharge(trx, legs);
-  await updateJob(trx, job.id, {
-    accepted_runtime_ms: runtime,
-    cumulative_charge_micro: charges.cumulativeMicro,
-    charged_host_micro: charges.hostMicro,
-    charged_fee_micro: charges.feeMicro,
-    meter_seq: BigInt(msg.meter_seq),
-    metered_until: iso(verdict.meteredUntil),
-    last_meter_receipt_at: iso(now),
-    updated_at: iso(now),
-  });
+  await updateJobMeter(
+    trx,
+    {
+      id: job.id,
+      acceptedRuntimeMs: runtime,
+      cumulativeChargeMicro: charges.cumulativeMicro,
+      chargedHostMicro: charges.hostMicro,
+      chargedFeeMicro: charges.feeMicro,
+      meterSeq: BigInt(msg.meter_seq),
+      meteredUntil: verdict.meteredUntil,
+    },
+    now,
+  );
   held.job = after;
   if (verdict.uncountedMs > 1000n) {
     await held.events(
