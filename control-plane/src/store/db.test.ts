@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
+import { sqliteConnectionOf, WAL_AUTOCHECKPOINT_PAGES } from './db.js';
 
 describe.each(DIALECTS)('store on %s', (dialect) => {
   let store: TestStore;
@@ -26,6 +27,12 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
       .execute();
     const rows = await store.db.selectFrom('audit_log').selectAll().execute();
     expect(rows).toHaveLength(1);
+  });
+
+  it.runIf(dialect === 'sqlite')('opens SQLite in WAL mode, checkpointing every WAL_AUTOCHECKPOINT_PAGES', () => {
+    const connection = sqliteConnectionOf(store);
+    expect(connection?.pragma('journal_mode', { simple: true })).toBe('wal');
+    expect(connection?.pragma('wal_autocheckpoint', { simple: true })).toBe(BigInt(WAL_AUTOCHECKPOINT_PAGES));
   });
 });
 
