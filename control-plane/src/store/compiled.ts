@@ -1,5 +1,5 @@
-import { type Compilable, createQueryId, type Kysely, type QueryResult, RawNode, type RootOperationNode } from 'kysely';
-import { type Dialect, dialectOf, type Executor } from './db.js';
+import { type Compilable, createQueryId, type Kysely, type QueryResult, RawNode, type RootOperationNode, SelectQueryNode } from 'kysely';
+import { type Dialect, dialectOf, type Executor, sqliteReadNow } from './db.js';
 import type { Database } from './schema.js';
 
 // Statements of the agent channel's hot paths (every heartbeat, telemetry batch and receipt), compiled once instead
@@ -7,7 +7,8 @@ import type { Database } from './schema.js';
 // SQL cost more CPU than SQLite takes to run a small statement: at 10,000 agents Kysely's builder and compiler took
 // about a tenth of the control plane's CPU (test/bench/README.md, "Where a frame's CPU goes"). The statements still
 // run through Kysely's executor, on the caller's connection or transaction, so nothing about ordering, transactions
-// or the SQLite statement cache changes.
+// or the SQLite statement cache changes, except that a read on SQLite outside any transaction runs at once on the
+// store's connection (db.ts, sqliteReadNow): the same statement, the same committed rows, without the promise chain.
 
 /** A statement's text and where each call's arguments go among its parameters. */
 interface Prepared {
@@ -17,6 +18,8 @@ interface Prepared {
   constants: readonly unknown[];
   /** For each parameter, the argument it takes, or -1 for a constant. */
   slots: readonly number[];
+  /** A SELECT: on SQLite, run synchronously when it can be (sqliteReadNow). */
+  read: boolean;
 }
 
 const STAND_IN = '\u0000ark-argument:';
@@ -51,6 +54,16 @@ export function compiledOnce<A extends readonly unknown[], O>(
       const slot = slots[i] as number;
       parameters[i] = slot < 0 ? constants[i] : args[slot];
     }
+    // A read on a SQLite store outside any transaction runs at once on its connection (db.ts, sqliteReadNow).
+    if (prepared.read) {
+      let rows: O[] | undefined;
+      try {
+        rows = sqliteReadNow<O>(db, prepared.sql, parameters);
+      } catch (error) {
+        return Promise.reject(error);
+      }
+      if (rows) return Promise.resolve({ rows });
+    }
     return db.executeQuery<O>({ sql: prepared.sql, query: prepared.query, parameters, queryId: createQueryId() });
   };
 }
@@ -68,7 +81,7 @@ function prepare<A extends readonly unknown[], O>(
   for (let i = 0; i < arity; i++) {
     if (!slots.includes(i)) throw new Error(`compiledOnce: argument ${i} never reaches the statement as a parameter (${compiled.sql})`);
   }
-  return { sql: compiled.sql, query: compiled.query, constants: compiled.parameters, slots };
+  return { sql: compiled.sql, query: compiled.query, constants: compiled.parameters, slots, read: SelectQueryNode.is(compiled.query) };
 }
 
 /**

@@ -126,22 +126,20 @@ export function sqliteTransactionWrite(store: Pick<Store, 'db'>): ((sqlText: str
 }
 
 /**
- * A read run synchronously on a SQLite store's own connection, prepared once, for a hot path where Kysely's promise
- * chain and connection mutex cost more than the read: `read(parameters)` answers the rows, or undefined while a
- * transaction is open on the connection (it could see that transaction's rows before they commit, or after a
- * rollback never), when the caller reads through Kysely instead, which waits for the transaction. Outside a
- * transaction it sees exactly what Kysely would: the committed rows (JavaScript runs one statement at a time, so no
- * transaction can open during the read). Undefined on Postgres, or for a store openStore did not open.
+ * A read run synchronously on a SQLite store's own connection (through its statement cache), for the hot paths'
+ * statements compiled once (store/compiled.ts), where Kysely's promise chain and connection mutex cost more than the
+ * read. Answers the rows, or undefined when it cannot run so: `db` is a transaction or not a SQLite store openStore
+ * opened, the statement writes, or a transaction is open on the connection (the read could see that transaction's
+ * rows before they commit, or after a rollback never): the caller then runs the statement through Kysely, which waits
+ * for the transaction. Otherwise it sees exactly what Kysely would, the committed rows: JavaScript runs one statement
+ * at a time, so no transaction can open during the read.
  */
-export function sqliteCommittedReader<R>(
-  store: Pick<Store, 'db'>,
-  sqlText: string,
-): ((parameters: readonly unknown[]) => R[] | undefined) | undefined {
-  const connection = sqliteConnections.get(store.db);
-  if (!connection) return undefined;
-  const statement = connection.prepare(sqlText);
-  if (!statement.reader) throw new Error('sqliteCommittedReader runs reads only');
-  return (parameters) => (connection.inTransaction || statement.busy ? undefined : (statement.all(...parameters) as R[]));
+export function sqliteReadNow<R>(db: Executor, sqlText: string, parameters: readonly unknown[]): R[] | undefined {
+  const connection = sqliteConnections.get(db as Store['db']);
+  if (!connection || connection.inTransaction) return undefined;
+  const statement = sqliteStatementCaches.get(db as Store['db'])?.prepare(sqlText) as unknown as SqliteDatabase.Statement | undefined;
+  if (!statement?.reader) return undefined;
+  return statement.all(...parameters) as R[];
 }
 
 /** Bumped by every statement other than a read that this process runs on a SQLite store (see sqliteWrites). */

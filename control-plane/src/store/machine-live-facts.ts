@@ -1,6 +1,6 @@
 import { BusyLinger } from './busy-linger.js';
 import { compiledOnce } from './compiled.js';
-import { type Store, sqliteCommittedReader } from './db.js';
+import type { Store } from './db.js';
 import type { MachineRow } from './machines.js';
 
 // What a heartbeat decision reads of its machine (services/hosting/heartbeats.ts): whether the heartbeat changes
@@ -25,9 +25,8 @@ export async function readMachineLiveFacts(store: Store, ids: readonly string[])
 const LIVE_FACT_COLUMNS = ['id', 'live_state', 'live_error', 'healthy', 'problems', 'last_heartbeat_at'] as const;
 
 // One machine: every heartbeat's read on SQLite (which reads without batching), compiled once; while no transaction
-// is open, run synchronously on the store's connection instead (the same statement).
+// is open, it runs synchronously on the store's connection (compiled.ts).
 const readOne = compiledOnce((db, id: string) => db.selectFrom('machines').select(LIVE_FACT_COLUMNS).where('id', '=', id));
-const READ_ONE_SQLITE = `select ${LIVE_FACT_COLUMNS.join(', ')} from machines where id = ?`;
 
 /** Ids per query at most. */
 const MAX_IDS = 500;
@@ -47,27 +46,15 @@ export class MachineLiveFactsReader {
   readonly #linger: BusyLinger;
   #waiting = new Map<string, Waiter[]>();
   #reading = false;
-  /** SQLite: the read run synchronously while no transaction is open (db.ts, sqliteCommittedReader). */
-  readonly #readNow: ((parameters: readonly unknown[]) => MachineLiveFactsRow[] | undefined) | undefined;
 
   constructor(store: Store, options: { lingerMs?: number } = {}) {
     this.#store = store;
-    this.#readNow = sqliteCommittedReader<MachineLiveFactsRow>(store, READ_ONE_SQLITE);
     this.#linger = new BusyLinger(options.lingerMs ?? 5);
   }
 
   read(machineId: string): Promise<MachineLiveFactsRow | undefined> {
-    // SQLite answers in-process without a round trip: each read is its own, synchronous outside transactions.
-    if (this.#store.dialect === 'sqlite') {
-      let rows: MachineLiveFactsRow[] | undefined;
-      try {
-        rows = this.#readNow?.([machineId]);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      if (rows) return Promise.resolve(rows[0]);
-      return readOne(this.#store.db, machineId).then((result) => result.rows[0]);
-    }
+    // SQLite answers in-process without a round trip: each read is its own (at once outside transactions: compiled.ts).
+    if (this.#store.dialect === 'sqlite') return readOne(this.#store.db, machineId).then((result) => result.rows[0]);
     return new Promise((resolve, reject) => {
       const waiters = this.#waiting.get(machineId);
       if (waiters) waiters.push({ resolve, reject });

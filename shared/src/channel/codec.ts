@@ -89,7 +89,8 @@ export function signFrame(payload: object, sign: FrameSigner): string {
 /** The wire text `{"p": <payload JSON>, "m": <base64 HMAC-SHA256 of p's bytes>}` (session-mac.ts). */
 export function macFrame(payload: object, mac: FrameMacSigner): string {
   const p = JSON.stringify(payload);
-  const m = Buffer.from(mac(Buffer.from(p, 'utf8'))).toString('base64');
+  const digest = mac(p);
+  const m = (Buffer.isBuffer(digest) ? digest : Buffer.from(digest)).toString('base64');
   return JSON.stringify({ p, m });
 }
 
@@ -131,7 +132,7 @@ export function openFrame(
     const check = typeof keys === 'function' ? null : keys.mac;
     if (!check) return { ok: false, reason: 'bad_mac', detail: 'no MAC key was agreed on this connection' };
     if (typeof m !== 'string' || !MAC_PATTERN.test(m)) return { ok: false, reason: 'bad_mac', detail: 'not a base64 HMAC-SHA256' };
-    if (!check(Buffer.from(p, 'utf8'), Buffer.from(m, 'base64'))) return { ok: false, reason: 'bad_mac' };
+    if (!check(p, Buffer.from(m, 'base64'))) return { ok: false, reason: 'bad_mac' };
   } else {
     if (typeof s !== 'string' || !SIGNATURE_PATTERN.test(s))
       return { ok: false, reason: 'bad_signature', detail: 'not a base64 ed25519 signature' };

@@ -16,10 +16,10 @@ import { createHmac, createPublicKey, diffieHellman, generateKeyPairSync, hkdfSy
  * live only as long as the connection.
  */
 
-/** Computes a frame's MAC over the exact UTF-8 bytes of its payload. */
-export type FrameMacSigner = (bytes: Uint8Array) => Uint8Array;
-/** Checks a frame's MAC (in constant time). */
-export type FrameMacVerifier = (bytes: Uint8Array, mac: Uint8Array) => boolean;
+/** Computes a frame's MAC over the exact UTF-8 bytes of its payload (given as those bytes, or as the text). */
+export type FrameMacSigner = (bytes: Uint8Array | string) => Uint8Array;
+/** Checks a frame's MAC (in constant time), over the payload's UTF-8 bytes or its text. */
+export type FrameMacVerifier = (bytes: Uint8Array | string, mac: Uint8Array) => boolean;
 
 /** The MAC keys of one connection, from each side's point of view. */
 export interface SessionMacKeys {
@@ -88,9 +88,10 @@ function deriveSessionMacKeys(privateKey: KeyObject, peerPublicKey: string, cont
   return { seal: hmacSigner(sealKey), check: hmacVerifier(checkKey) };
 }
 
-/** HMAC-SHA256 under `key`. */
+/** HMAC-SHA256 under `key`; text is taken as its UTF-8 bytes (no copy into a Buffer first). */
 export function hmacSigner(key: Uint8Array): FrameMacSigner {
-  return (bytes) => createHmac('sha256', key).update(bytes).digest();
+  return (bytes) =>
+    (typeof bytes === 'string' ? createHmac('sha256', key).update(bytes, 'utf8') : createHmac('sha256', key).update(bytes)).digest();
 }
 
 /** Checks HMAC-SHA256 under `key`, in constant time. */
