@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import { bothDialects, compiledOnce, rowsStatement, runSql } from './compiled.js';
+import { inTransactionWithRetry } from './transaction.js';
 
 // Statements compiled once must behave exactly as the builder's statement each call would: each call's own
 // arguments, constants kept, an argument used twice bound twice, the dialect's own SQL, and a builder that does not
@@ -52,6 +53,33 @@ describe.each(DIALECTS)('statements compiled once on %s', (dialect) => {
       }),
     ).rejects.toThrow('roll back');
     expect(await store.db.selectFrom('settings').select('key').where('key', '=', key).execute()).toEqual([]);
+  });
+
+  it('inside a use case transaction (run at once on SQLite) answers as Kysely does, sees its own writes and rolls back with it', async () => {
+    const upsert = compiledOnce((db, key: string, value: string) =>
+      db
+        .insertInto('settings')
+        .values({ key, value, updated_at: 'now' })
+        .onConflict((oc) => oc.column('key').doUpdateSet({ value }).where('settings.value', '<', value)),
+    );
+    const read = compiledOnce((db, key: string) => db.selectFrom('settings').select('value').where('key', '=', key));
+    const key = `use-case-${randomUUID()}`;
+    const counts = await inTransactionWithRetry(store, async (trx) => {
+      const first = await upsert(trx, key, '1');
+      const moved = await upsert(trx, key, '2');
+      const stayed = await upsert(trx, key, '0');
+      expect((await read(trx, key)).rows).toEqual([{ value: '2' }]);
+      return [first, moved, stayed].map((result) => result.numAffectedRows);
+    });
+    expect(counts).toEqual([1n, 1n, 0n]);
+    expect((await read(store.db, key)).rows).toEqual([{ value: '2' }]);
+    await expect(
+      inTransactionWithRetry(store, async (trx) => {
+        await upsert(trx, key, '3');
+        throw new Error('roll back');
+      }),
+    ).rejects.toThrow('roll back');
+    expect((await read(store.db, key)).rows).toEqual([{ value: '2' }]);
   });
 
   it('refuses a builder that transforms an argument or shapes the query with it, at its first call', async () => {

@@ -1,5 +1,5 @@
-import { type Compilable, createQueryId, type Kysely, type QueryResult, RawNode, type RootOperationNode, SelectQueryNode } from 'kysely';
-import { type Dialect, dialectOf, type Executor, sqliteReadNow } from './db.js';
+import { type Compilable, createQueryId, type Kysely, type QueryResult, RawNode, type RootOperationNode } from 'kysely';
+import { type Dialect, dialectOf, type Executor, sqliteRunNow } from './db.js';
 import type { Database } from './schema.js';
 
 // Statements of the agent channel's hot paths (every heartbeat, telemetry batch and receipt), compiled once instead
@@ -7,8 +7,9 @@ import type { Database } from './schema.js';
 // SQL cost more CPU than SQLite takes to run a small statement: at 10,000 agents Kysely's builder and compiler took
 // about a tenth of the control plane's CPU (test/bench/README.md, "Where a frame's CPU goes"). The statements still
 // run through Kysely's executor, on the caller's connection or transaction, so nothing about ordering, transactions
-// or the SQLite statement cache changes, except that a read on SQLite outside any transaction runs at once on the
-// store's connection (db.ts, sqliteReadNow): the same statement, the same committed rows, without the promise chain.
+// or the SQLite statement cache changes, except that on SQLite, inside a use case's transaction or as a read outside
+// any, a statement runs at once on the store's connection (db.ts, sqliteRunNow): the same statement on the same
+// connection, without the promise chain.
 
 /** A statement's text and where each call's arguments go among its parameters. */
 interface Prepared {
@@ -18,8 +19,6 @@ interface Prepared {
   constants: readonly unknown[];
   /** For each parameter, the argument it takes, or -1 for a constant. */
   slots: readonly number[];
-  /** A SELECT: on SQLite, run synchronously when it can be (sqliteReadNow). */
-  read: boolean;
 }
 
 const STAND_IN = '\u0000ark-argument:';
@@ -54,17 +53,7 @@ export function compiledOnce<A extends readonly unknown[], O>(
       const slot = slots[i] as number;
       parameters[i] = slot < 0 ? constants[i] : args[slot];
     }
-    // A read on a SQLite store outside any transaction runs at once on its connection (db.ts, sqliteReadNow).
-    if (prepared.read) {
-      let rows: O[] | undefined;
-      try {
-        rows = sqliteReadNow<O>(db, prepared.sql, parameters);
-      } catch (error) {
-        return Promise.reject(error);
-      }
-      if (rows) return Promise.resolve({ rows });
-    }
-    return db.executeQuery<O>({ sql: prepared.sql, query: prepared.query, parameters, queryId: createQueryId() });
+    return run(db, prepared.sql, prepared.query, parameters);
   };
 }
 
@@ -81,7 +70,7 @@ function prepare<A extends readonly unknown[], O>(
   for (let i = 0; i < arity; i++) {
     if (!slots.includes(i)) throw new Error(`compiledOnce: argument ${i} never reaches the statement as a parameter (${compiled.sql})`);
   }
-  return { sql: compiled.sql, query: compiled.query, constants: compiled.parameters, slots, read: SelectQueryNode.is(compiled.query) };
+  return { sql: compiled.sql, query: compiled.query, constants: compiled.parameters, slots };
 }
 
 /**
@@ -90,7 +79,27 @@ function prepare<A extends readonly unknown[], O>(
  * with the data (a VALUES list of n rows), whose text the caller builds once per shape.
  */
 export function runSql<O>(db: Executor, sqlText: string, parameters: readonly unknown[]): Promise<QueryResult<O>> {
-  return db.executeQuery<O>({ sql: sqlText, query: RawNode.createWithSql(sqlText), parameters, queryId: createQueryId() });
+  return run(db, sqlText, undefined, parameters);
+}
+
+/**
+ * Runs a statement on SQLite at once on the store's connection where it can (db.ts, sqliteRunNow: inside a use case's
+ * transaction, or a read outside any), else through Kysely's executor.
+ */
+function run<O>(
+  db: Executor,
+  sqlText: string,
+  query: RootOperationNode | undefined,
+  parameters: readonly unknown[],
+): Promise<QueryResult<O>> {
+  let result: QueryResult<O> | undefined;
+  try {
+    result = sqliteRunNow<O>(db, sqlText, parameters);
+  } catch (error) {
+    return Promise.reject(error);
+  }
+  if (result) return Promise.resolve(result);
+  return db.executeQuery<O>({ sql: sqlText, query: query ?? RawNode.createWithSql(sqlText), parameters, queryId: createQueryId() });
 }
 
 /** Statement texts kept per rowsStatement (the oldest built goes first when full). */

@@ -1,6 +1,7 @@
 import SqliteDatabase from 'better-sqlite3';
 import {
   Kysely,
+  type QueryResult,
   PostgresAdapter,
   PostgresDialect,
   SqliteDialect,
@@ -125,21 +126,49 @@ export function sqliteTransactionWrite(store: Pick<Store, 'db'>): ((sqlText: str
   };
 }
 
+/** Transactions of SQLite stores, with their store's Kysely, while they are open (registerSqliteTransaction). */
+const openSqliteTransactions = new WeakMap<Tx, Store['db']>();
+
 /**
- * A read run synchronously on a SQLite store's own connection (through its statement cache), for the hot paths'
- * statements compiled once (store/compiled.ts), where Kysely's promise chain and connection mutex cost more than the
- * read. Answers the rows, or undefined when it cannot run so: `db` is a transaction or not a SQLite store openStore
- * opened, the statement writes, or a transaction is open on the connection (the read could see that transaction's
- * rows before they commit, or after a rollback never): the caller then runs the statement through Kysely, which waits
- * for the transaction. Otherwise it sees exactly what Kysely would, the committed rows: JavaScript runs one statement
- * at a time, so no transaction can open during the read.
+ * Marks `trx` as a transaction of the SQLite store `store` for as long as `work` runs (store/transaction.ts does it
+ * for every use case's transaction), so statements compiled once run on the store's connection synchronously inside
+ * it (sqliteRunNow). A transaction not marked runs its statements through Kysely, as before.
  */
-export function sqliteReadNow<R>(db: Executor, sqlText: string, parameters: readonly unknown[]): R[] | undefined {
-  const connection = sqliteConnections.get(db as Store['db']);
-  if (!connection || connection.inTransaction) return undefined;
-  const statement = sqliteStatementCaches.get(db as Store['db'])?.prepare(sqlText) as unknown as SqliteDatabase.Statement | undefined;
-  if (!statement?.reader) return undefined;
-  return statement.all(...parameters) as R[];
+export async function withSqliteTransaction<T>(store: Pick<Store, 'db'>, trx: Tx, work: (trx: Tx) => Promise<T>): Promise<T> {
+  if (!sqliteConnections.has(store.db)) return work(trx);
+  openSqliteTransactions.set(trx, store.db);
+  try {
+    return await work(trx);
+  } finally {
+    openSqliteTransactions.delete(trx);
+  }
+}
+
+/**
+ * A statement run synchronously on a SQLite store's own connection (through its statement cache, so writes are
+ * counted as Kysely's are), for the hot paths' statements compiled once (store/compiled.ts), where Kysely's promise
+ * chain and connection mutex cost more than the statement. Answers what Kysely's SQLite driver would (rows for a
+ * read, the changes and last row id for a write), or undefined when it cannot run so, and the caller runs it through
+ * Kysely:
+ * - given the store's Kysely (outside any transaction): only reads, and only while no transaction is open on the
+ *   connection (the read could see that transaction's rows before they commit, or after a rollback never; Kysely
+ *   waits for it). Otherwise it sees exactly what Kysely would, the committed rows: JavaScript runs one statement at
+ *   a time, so no transaction can open during the read.
+ * - given a transaction marked by withSqliteTransaction: any statement, inside it (the connection is in it: the
+ *   store has one connection, on which Kysely runs one transaction at a time).
+ * - anything else (Postgres, a store openStore did not open, a transaction not marked): undefined.
+ */
+export function sqliteRunNow<R>(db: Executor, sqlText: string, parameters: readonly unknown[]): QueryResult<R> | undefined {
+  const inTransaction = openSqliteTransactions.get(db as Tx);
+  const root = inTransaction ?? (db as Store['db']);
+  const connection = sqliteConnections.get(root);
+  if (!connection || connection.inTransaction !== (inTransaction !== undefined)) return undefined;
+  if (!inTransaction && !READ_ONLY.test(sqlText)) return undefined;
+  const statement = sqliteStatementCaches.get(root)?.prepare(sqlText) as unknown as SqliteDatabase.Statement | undefined;
+  if (!statement) return undefined;
+  if (statement.reader) return { rows: statement.all(...parameters) as R[] };
+  const { changes, lastInsertRowid } = statement.run(...parameters);
+  return { rows: [], numAffectedRows: BigInt(changes), insertId: BigInt(lastInsertRowid) };
 }
 
 /** Bumped by every statement other than a read that this process runs on a SQLite store (see sqliteWrites). */

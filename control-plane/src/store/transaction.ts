@@ -1,4 +1,4 @@
-import { isRetryableConflict, type Store, type Tx } from './db.js';
+import { isRetryableConflict, type Store, type Tx, withSqliteTransaction } from './db.js';
 
 /**
  * Work that must commit together with a use case's effect, or not at all. A use case that accepts one calls it
@@ -18,7 +18,7 @@ export async function inTransactionWithRetry<T>(store: Store, work: (trx: Tx) =>
   const maxAttempts = Math.max(1, Math.min(options.maxAttempts ?? 5, 20));
   for (let attempt = 1; ; attempt++) {
     try {
-      return await store.db.transaction().execute(work);
+      return await store.db.transaction().execute((trx) => withSqliteTransaction(store, trx, work));
     } catch (error) {
       if (attempt >= maxAttempts || !isTransient(error)) throw error;
       // Jittered, bounded backoff so retried peers do not collide again. Real milliseconds against a real database,
