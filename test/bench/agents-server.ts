@@ -4,6 +4,8 @@
 // enrollment; the metered machines (test/bench/metered-jobs.ts) are real rows, found in the machines table. ARK_BENCH_MODE=raw: a bare ws server holding sockets with the gateway's ws options, the
 // baseline for "memory beyond the raw socket". Talks to the bench over IPC: {type:'ready', port}, and on {type:'gc'}
 // it collects garbage and answers {type:'memory', ...process.memoryUsage()}.
+// First, as in `ark-cp serve` (control-plane/src/main.ts): the bench measures the server as it runs in production.
+import '@ark/control-plane/startup/keep-tick-maps';
 import { createHmac, type KeyObject } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
@@ -15,6 +17,7 @@ import { loadConfig } from '@ark/control-plane/config/index';
 import { machinesTableDirectory } from '@ark/control-plane/gateway/directory';
 import type { MachineDirectory } from '@ark/control-plane/gateway/handlers';
 import { createRuntime } from '@ark/control-plane/runtime';
+import { collectStartupGarbage } from '@ark/control-plane/startup/collect-garbage';
 import { CHANNEL_MAX_FRAME_BYTES, ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64, systemClock } from '@ark/shared';
 import { type WebSocket, WebSocketServer } from 'ws';
 
@@ -94,6 +97,9 @@ async function serveApp(): Promise<void> {
       maxConnections: 100_000,
     },
   });
+  // As `ark-cp serve` does (control-plane/src/serve.ts): one full collection after start-up, before listening.
+  await app.ready();
+  collectStartupGarbage();
   await app.listen({ host: config.host, port: config.port });
   answerMemoryRequests();
   process.send?.({ type: 'ready', port: (app.server.address() as { port: number }).port });
