@@ -13,7 +13,9 @@
 // real meter_receipt handlers charge. The others stay a key file (agents-server.ts's directory): seeding 50,000 rows
 // and ledger holds would take minutes per run, and an idle machine's frames cost the same lookups either way but
 // the heartbeat's row read. Receipts acknowledged per replica (committed) are counted by the agents; the store's
-// job rows say how many were applied and whether any was refused (receipt_refused events: should be 0).
+// job rows say how many were applied and whether any was refused (receipt_refused events: should be 0). Telemetry:
+// every agent a batch of six samples every ARK_BENCH_TELEMETRY_S (default 60 s, as real agents), stamped at the send
+// time so the control plane stores it.
 //
 // Levels ramp up in one run (ARK_BENCH_AGENTS, default 2000,5000,10000): connect the new agents (64 handshakes in
 // flight over all clients), then hold for ARK_BENCH_HOLD_S (default 15: one heartbeat each) at the real intervals
@@ -80,6 +82,7 @@ export interface AgentsBenchOptions {
   /** Seconds held at each level (default from ARK_BENCH_HOLD_S, else 15). */
   holdS?: number;
   heartbeatIntervalS?: number;
+  /** Seconds between an agent's telemetry batches (default from ARK_BENCH_TELEMETRY_S, else 60 as real agents). */
   telemetryIntervalS?: number;
   /** Seconds between a metered agent's receipts (default from ARK_BENCH_RECEIPT_S, else 30). */
   receiptIntervalS?: number;
@@ -211,7 +214,7 @@ async function runOnce(options: AgentsBenchOptions = {}): Promise<AgentsBenchFig
       urls: servers.map((s) => `ws://127.0.0.1:${s.port}${CHANNEL_PATH}?v=1`),
       controlPlaneKey,
       heartbeatIntervalMs: (options.heartbeatIntervalS ?? 15) * 1000,
-      telemetryIntervalMs: (options.telemetryIntervalS ?? 60) * 1000,
+      telemetryIntervalMs: (options.telemetryIntervalS ?? Number(process.env.ARK_BENCH_TELEMETRY_S ?? 60)) * 1000,
       receiptIntervalMs: receiptIntervalS * 1000,
       verifyAll: options.verifyAll ?? process.env.ARK_BENCH_VERIFY === 'all',
     };
