@@ -69,19 +69,8 @@ function acceptedInFull(
   if (job.cumulativeChargeMicro === 0n) return null;
   const verdict = receiptVerdict(deps, job, msg, now);
   if (verdict.outcome !== 'accepted' || verdict.uncountedMs > 1000n) return null;
-  const { runtime, charges, legs, after } = meteredCharge(deps, job, msg, verdict, now);
+  const { charges, legs, patch, after } = meteredCharge(deps, job, msg, verdict, now);
   if (budgetThresholdsCrossed(job.cumulativeChargeMicro, charges.cumulativeMicro, job.fundedBudgetMicro).length > 0) return null;
   if (stopAfterCharge(after, now) !== null) return null;
-  return {
-    charge: legs,
-    patch: {
-      id: job.id,
-      acceptedRuntimeMs: runtime,
-      cumulativeChargeMicro: charges.cumulativeMicro,
-      chargedHostMicro: charges.hostMicro,
-      chargedFeeMicro: charges.feeMicro,
-      meterSeq: BigInt(msg.meter_seq),
-      meteredUntil: verdict.meteredUntil,
-    },
-  };
+  return { charge: legs, patch };
 }

@@ -9,7 +9,7 @@ import { describeReceiptVerdict, evaluateReceipt, type ReceiptVerdict } from '..
 import { budgetThresholdsCrossed } from '../../domain/webhooks/delivery.js';
 import type { Tx } from '../../store/db.js';
 import { type ChargeLegs, postMeteredCharge } from '../../store/job-charges.js';
-import { updateJob, updateJobMeter } from '../../store/jobs.js';
+import { type JobMeterPatch, updateJob, updateJobMeter } from '../../store/jobs.js';
 import { emitWebhookEvent } from '../../store/webhooks.js';
 import type { JobDeps } from './deps.js';
 import { holdJob } from './held-job.js';
@@ -40,21 +40,9 @@ export async function applyMeterReceipt(deps: JobDeps, trx: Tx, machineId: strin
     );
     return;
   }
-  const { runtime, charges, legs, after } = meteredCharge(deps, job, msg, verdict, now);
+  const { charges, legs, patch, after } = meteredCharge(deps, job, msg, verdict, now);
   await postMeteredCharge(trx, legs);
-  await updateJobMeter(
-    trx,
-    {
-      id: job.id,
-      acceptedRuntimeMs: runtime,
-      cumulativeChargeMicro: charges.cumulativeMicro,
-      chargedHostMicro: charges.hostMicro,
-      chargedFeeMicro: charges.feeMicro,
-      meterSeq: BigInt(msg.meter_seq),
-      meteredUntil: verdict.meteredUntil,
-    },
-    now,
-  );
+  await updateJobMeter(trx, patch, now);
   held.job = after;
   if (verdict.uncountedMs > 1000n) {
     await held.events(
@@ -118,15 +106,16 @@ export function meteredCharge(deps: JobDeps, job: JobRecord, msg: MeterReceiptMe
     at: now,
     maturesAt: maturesAtOf(now, deps.settings.earningsMaturityS),
   };
-  const after: JobRecord = {
-    ...job,
+  // The job's meter columns after the charge: what updateJobMeter (or the group's updateJobMeters) writes.
+  const patch: JobMeterPatch = {
+    id: job.id,
     acceptedRuntimeMs: runtime,
     cumulativeChargeMicro: charges.cumulativeMicro,
     chargedHostMicro: charges.hostMicro,
     chargedFeeMicro: charges.feeMicro,
     meterSeq: BigInt(msg.meter_seq),
     meteredUntil: verdict.meteredUntil,
-    lastMeterReceiptAt: now,
   };
-  return { runtime, charges, legs, after };
+  const after: JobRecord = { ...job, ...patch, lastMeterReceiptAt: now };
+  return { runtime, charges, legs, patch, after };
 }
