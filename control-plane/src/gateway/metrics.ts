@@ -76,7 +76,7 @@ interface FrameTypeStats {
 }
 
 /**
- * Frames handled and their handling times, counted in plain numbers: every frame records here (tens of thousands a
+ * Frames handled and their handling times, counted in plain numbers: every frame records here (about 900 a
  * second at 10,000 agents), and prom-client's labelled observe (label validation, hashing, a closure per call) cost
  * about 2.5 % of the control plane's CPU there. The two series read the numbers when scraped.
  */

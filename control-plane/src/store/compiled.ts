@@ -5,11 +5,11 @@ import type { Database } from './schema.js';
 // Statements of the agent channel's hot paths (every heartbeat, telemetry batch and receipt), compiled once instead
 // of built and compiled by Kysely on every call. Building a query (its operation nodes, frozen) and compiling it to
 // SQL cost more CPU than SQLite takes to run a small statement: at 10,000 agents Kysely's builder and compiler took
-// about a tenth of the control plane's CPU (test/bench/README.md, "Where a frame's CPU goes"). The statements still
-// run through Kysely's executor, on the caller's connection or transaction, so nothing about ordering, transactions
-// or the SQLite statement cache changes, except that on SQLite, inside a use case's transaction or as a read outside
-// any, a statement runs at once on the store's connection (db.ts, sqliteRunNow): the same statement on the same
-// connection, without the promise chain.
+// about a tenth of the control plane's CPU (test/bench/README.md, "Where a frame's CPU goes"). They run on the
+// caller's connection or transaction, as Kysely would run them: on SQLite inside a use case's transaction, or as a
+// read outside any while none is open, at once on the store's connection through its statement cache (db.ts,
+// sqliteRunNow); otherwise through Kysely's executor. Either way the same statement, the same transaction, the same
+// answer.
 
 /** A statement's text and where each call's arguments go among its parameters. */
 interface Prepared {

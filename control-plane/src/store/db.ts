@@ -126,7 +126,7 @@ export function sqliteTransactionWrite(store: Pick<Store, 'db'>): ((sqlText: str
   };
 }
 
-/** Transactions of SQLite stores, with their store's Kysely, while they are open (registerSqliteTransaction). */
+/** Transactions of SQLite stores, with their store's Kysely, while they are open (withSqliteTransaction). */
 const openSqliteTransactions = new WeakMap<Tx, Store['db']>();
 
 /**
