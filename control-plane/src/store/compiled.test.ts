@@ -19,6 +19,10 @@ describe.each(DIALECTS)('statements compiled once on %s', (dialect) => {
     await store.destroy();
   });
 
+  /** The settings rows whose key starts with `prefix`, in key order. */
+  const settingsLike = (prefix: string) =>
+    store.db.selectFrom('settings').select(['key', 'value']).where('key', 'like', `${prefix}%`).orderBy('key').execute();
+
   it('binds each call its own arguments, reuses an argument wherever it goes, and keeps constants', async () => {
     const upsert = compiledOnce((db, key: string, value: string, at: string) =>
       db
@@ -102,12 +106,7 @@ describe.each(DIALECTS)('statements compiled once on %s', (dialect) => {
       const parameters = Array.from({ length: rows }, (_, i) => [`${prefix}-${i}`, `"${rows}"`, 'now']).flat();
       await runSql(store.db, upsert(dialect, rows), parameters);
     }
-    const stored = await store.db
-      .selectFrom('settings')
-      .select(['key', 'value'])
-      .where('key', 'like', `${prefix}%`)
-      .orderBy('key')
-      .execute();
+    const stored = await settingsLike(prefix);
     expect(stored).toEqual([
       { key: `${prefix}-0`, value: '"1"' },
       { key: `${prefix}-1`, value: '"3"' },
@@ -126,12 +125,7 @@ describe.each(DIALECTS)('statements compiled once on %s', (dialect) => {
       .execute();
     const result = await runSql(store.db, update(dialect), ['9', 'now', `${prefix}-a`, `${prefix}-c`]);
     expect(Number(result.numAffectedRows)).toBe(2);
-    const stored = await store.db
-      .selectFrom('settings')
-      .select(['key', 'value'])
-      .where('key', 'like', `${prefix}%`)
-      .orderBy('key')
-      .execute();
+    const stored = await settingsLike(prefix);
     expect(stored.map((row) => row.value)).toEqual(['9', '0', '9']);
   });
 });
