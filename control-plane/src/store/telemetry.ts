@@ -1,11 +1,21 @@
 import { TELEMETRY_RETENTION_S } from '@ark/shared';
-import { type BucketContribution, bucketStartOf, type FieldStats } from '../domain/telemetry/rollup.js';
+import {
+  type BucketContribution,
+  bucketStartOf,
+  type FieldStats,
+  GPU_FIELDS,
+  HOST_FIELDS,
+  mergeStats,
+  PRESENCE_FIELD,
+} from '../domain/telemetry/rollup.js';
 import { iso } from '../clock.js';
 import { rowsStatement, runSql } from './compiled.js';
 import { dialectOf, type Executor, type Store } from './db.js';
+import { TELEMETRY_STORED_FIELDS, type TelemetryStoredField } from './tables/hosts.js';
 
-// Telemetry buckets: samples per (machine, bucket) and min/max/sum/count per (machine, bucket, device, field).
-// Upserts merge in the database, so batches (and replicas) never read-modify-write.
+// Telemetry buckets: samples per (machine, bucket), and per (machine, bucket, device) one row with every field's
+// min/max/sum/count in columns (migration 0030; the presence field is the row's seen_count). Upserts merge in the
+// database, so batches (and replicas) never read-modify-write.
 
 /** Merges a batch's contributions into the stored buckets. Call it inside the batch's transaction. */
 export async function mergeTelemetry(db: Executor, machineId: string, contributions: BucketContribution[]): Promise<void> {
@@ -14,8 +24,21 @@ export async function mergeTelemetry(db: Executor, machineId: string, contributi
 
 const byKey = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : a > b ? 1 : 0);
 
-/** Rows per upsert statement: stats rows carry 8 parameters each, far below either store's bound. */
-const ROWS_PER_STATEMENT = 1000;
+/** Rows per upsert statement: a device row carries 44 parameters, so 500 stay below SQLite's bound of 32,766. */
+const ROWS_PER_STATEMENT = 500;
+
+/** Parameters of a device row: machine, bucket, device, seen_count, then min, max, sum and count of each field. */
+const DEVICE_ROW_PARAMETERS = 4 + TELEMETRY_STORED_FIELDS.length * 4;
+
+// Every field the roll-up measures has its columns: a field missing from the stored list fails to compile here.
+const _measuredFieldsAreStored: readonly TelemetryStoredField[] = [...GPU_FIELDS, ...HOST_FIELDS];
+
+interface DeviceRow {
+  machineId: string;
+  bucketStart: string;
+  device: string;
+  fields: Map<string, FieldStats>;
+}
 
 /**
  * Merges the batches of several machines (the gateway's group of telemetry messages, applied together) in two
@@ -27,7 +50,7 @@ export async function mergeTelemetryOfMachines(
   batches: ReadonlyArray<{ machineId: string; contributions: readonly BucketContribution[] }>,
 ): Promise<void> {
   const buckets = new Map<string, { machine_id: string; bucket_start: string; samples: bigint }>();
-  const stats = new Map<string, { machine_id: string; bucket_start: string; device: string; field: string } & FieldStats>();
+  const devices = new Map<string, DeviceRow>();
   for (const { machineId, contributions } of batches) {
     for (const bucket of contributions) {
       const start = iso(bucket.bucketStart);
@@ -36,26 +59,15 @@ export async function mergeTelemetryOfMachines(
       if (stored) stored.samples += BigInt(bucket.samples);
       else buckets.set(bucketKey, { machine_id: machineId, bucket_start: start, samples: BigInt(bucket.samples) });
       for (const [device, fields] of bucket.stats) {
+        const key = `${bucketKey}\0${device}`;
+        const merged = devices.get(key);
+        if (!merged) {
+          devices.set(key, { machineId, bucketStart: start, device, fields: new Map(fields) });
+          continue;
+        }
         for (const [field, s] of fields) {
-          const key = `${bucketKey}\0${device}\0${field}`;
-          const merged = stats.get(key);
-          if (!merged) {
-            stats.set(key, {
-              machine_id: machineId,
-              bucket_start: start,
-              device,
-              field,
-              min: s.min,
-              max: s.max,
-              sum: s.sum,
-              count: s.count,
-            });
-            continue;
-          }
-          merged.min = Math.min(merged.min, s.min);
-          merged.max = Math.max(merged.max, s.max);
-          merged.sum += s.sum;
-          merged.count += s.count;
+          const before = merged.fields.get(field);
+          merged.fields.set(field, before ? mergeStats(before, s) : s);
         }
       }
     }
@@ -69,33 +81,60 @@ export async function mergeTelemetryOfMachines(
     for (const row of chunk) parameters.push(row.machine_id, row.bucket_start, row.samples);
     await runSql(db, upsertBucketsSql(dialect, chunk.length), parameters);
   }
-  const statRows = [...stats].sort(byKey).map(([, row]) => row);
-  for (let i = 0; i < statRows.length; i += ROWS_PER_STATEMENT) {
-    const chunk = statRows.slice(i, i + ROWS_PER_STATEMENT);
+  const deviceRows = [...devices].sort(byKey).map(([, row]) => row);
+  for (let i = 0; i < deviceRows.length; i += ROWS_PER_STATEMENT) {
+    const chunk = deviceRows.slice(i, i + ROWS_PER_STATEMENT);
     const parameters: unknown[] = [];
-    for (const r of chunk) parameters.push(r.machine_id, r.bucket_start, r.device, r.field, r.min, r.max, r.sum, BigInt(r.count));
-    await runSql(db, upsertStatsSql(dialect, chunk.length), parameters);
+    for (const row of chunk) pushDeviceRow(parameters, row);
+    await runSql(db, upsertDevicesSql(dialect, chunk.length), parameters);
   }
 }
 
+function pushDeviceRow(parameters: unknown[], row: DeviceRow): void {
+  const seen = row.fields.get(PRESENCE_FIELD);
+  parameters.push(row.machineId, row.bucketStart, row.device, seen ? BigInt(seen.count) : null);
+  let stored = seen ? 1 : 0;
+  for (const field of TELEMETRY_STORED_FIELDS) {
+    const s = row.fields.get(field);
+    if (s) {
+      parameters.push(s.min, s.max, s.sum, BigInt(s.count));
+      stored += 1;
+    } else parameters.push(null, null, null, null);
+  }
+  if (stored !== row.fields.size) throw new Error(`telemetry of device ${row.device} holds a field with no stored columns`);
+}
+
 // The upserts as SQL text, not built by Kysely per batch: every telemetry batch runs them, and building a VALUES list
-// of 20-40 rows cost more than SQLite takes to write them (store/compiled.ts). The two-argument min/max of SQLite
-// are least/greatest on Postgres.
+// cost more than SQLite takes to write it (store/compiled.ts).
 const upsertBucketsSql = rowsStatement(
   3,
   (_dialect, values) => `insert into telemetry_buckets (machine_id, bucket_start, samples) values ${values}
    on conflict (machine_id, bucket_start) do update set samples = telemetry_buckets.samples + excluded.samples`,
 );
 
-const upsertStatsSql = rowsStatement(8, (dialect, values) => {
+// A field measured on one side only keeps that side's figures: Postgres's least/greatest skip nulls; SQLite's
+// two-argument min/max answer null, and coalesce falls back to whichever side is not. Sums and counts likewise.
+const upsertDevicesSql = rowsStatement(DEVICE_ROW_PARAMETERS, (dialect, values) => {
   const [least, greatest] = dialect === 'postgres' ? ['least', 'greatest'] : ['min', 'max'];
-  return `insert into telemetry_stats (machine_id, bucket_start, device, field, "min", "max", "sum", "count") values ${values}
-   on conflict (machine_id, bucket_start, device, field) do update set
-     "min" = ${least}(telemetry_stats."min", excluded."min"),
-     "max" = ${greatest}(telemetry_stats."max", excluded."max"),
-     "sum" = telemetry_stats."sum" + excluded."sum",
-     "count" = telemetry_stats."count" + excluded."count"`;
+  const merge = (column: string, combine: (a: string, b: string) => string) => {
+    const [a, b] = [`telemetry_device_stats.${column}`, `excluded.${column}`];
+    return `${column} = coalesce(${combine(a, b)}, ${a}, ${b})`;
+  };
+  const add = (a: string, b: string) => `${a} + ${b}`;
+  const sets = [merge('seen_count', add)];
+  for (const field of TELEMETRY_STORED_FIELDS) {
+    sets.push(
+      merge(`${field}_min`, (a, b) => `${least}(${a}, ${b})`),
+      merge(`${field}_max`, (a, b) => `${greatest}(${a}, ${b})`),
+      merge(`${field}_sum`, add),
+      merge(`${field}_count`, add),
+    );
+  }
+  return `insert into telemetry_device_stats (machine_id, bucket_start, device, ${STORED_COLUMNS.join(', ')}) values ${values}
+   on conflict (machine_id, bucket_start, device) do update set ${sets.join(', ')}`;
 });
+
+const STORED_COLUMNS = ['seen_count', ...TELEMETRY_STORED_FIELDS.flatMap((f) => [`${f}_min`, `${f}_max`, `${f}_sum`, `${f}_count`])];
 
 /** Buckets overlapping the last `windowS` seconds, oldest first. */
 export async function readTelemetry(db: Executor, machineId: string, windowS: number, now: Date): Promise<BucketContribution[]> {
@@ -108,25 +147,35 @@ export async function readTelemetry(db: Executor, machineId: string, windowS: nu
     .orderBy('bucket_start')
     .execute();
   if (buckets.length === 0) return [];
-  const stats = await db
-    .selectFrom('telemetry_stats')
-    .select(['bucket_start', 'device', 'field', 'min', 'max', 'sum', 'count'])
+  const rows = await db
+    .selectFrom('telemetry_device_stats')
+    .selectAll()
     .where('machine_id', '=', machineId)
     .where('bucket_start', '>=', since)
     .execute();
   const byBucket = new Map<string, Map<string, Map<string, FieldStats>>>();
-  for (const row of stats) {
+  for (const row of rows) {
     let devices = byBucket.get(row.bucket_start);
     if (!devices) {
       devices = new Map();
       byBucket.set(row.bucket_start, devices);
     }
-    let fields = devices.get(row.device);
-    if (!fields) {
-      fields = new Map();
-      devices.set(row.device, fields);
+    const fields = new Map<string, FieldStats>();
+    if (row.seen_count !== null) {
+      const seen = Number(row.seen_count);
+      fields.set(PRESENCE_FIELD, { min: 1, max: 1, sum: seen, count: seen });
     }
-    fields.set(row.field, { min: Number(row.min), max: Number(row.max), sum: Number(row.sum), count: Number(row.count) });
+    for (const field of TELEMETRY_STORED_FIELDS) {
+      const count = row[`${field}_count`];
+      if (count === null) continue;
+      fields.set(field, {
+        min: Number(row[`${field}_min`]),
+        max: Number(row[`${field}_max`]),
+        sum: Number(row[`${field}_sum`]),
+        count: Number(count),
+      });
+    }
+    devices.set(row.device, fields);
   }
   return buckets
     .filter((b) => b.samples > 0n)
@@ -137,7 +186,7 @@ export async function readTelemetry(db: Executor, machineId: string, windowS: nu
 export async function purgeTelemetryBefore(store: Store, now: Date): Promise<number> {
   const horizon = iso(bucketStartOf(new Date(now.getTime() - TELEMETRY_RETENTION_S * 1000)));
   return store.db.transaction().execute(async (trx) => {
-    const stats = await trx.deleteFrom('telemetry_stats').where('bucket_start', '<', horizon).executeTakeFirst();
+    const stats = await trx.deleteFrom('telemetry_device_stats').where('bucket_start', '<', horizon).executeTakeFirst();
     const buckets = await trx.deleteFrom('telemetry_buckets').where('bucket_start', '<', horizon).executeTakeFirst();
     return Number(stats.numDeletedRows) + Number(buckets.numDeletedRows);
   });

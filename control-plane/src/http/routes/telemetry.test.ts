@@ -186,7 +186,11 @@ describe.each(DIALECTS)('telemetry on %s', (dialect) => {
     t.clock.set('2026-03-01T12:05:00.000Z');
     expect(await purgeTelemetry(t.store, t.clock.now())).toBeGreaterThan(0);
     expect(await buckets()).toEqual(['2026-02-27T12:05:00.000Z', '2026-03-01T12:00:00.000Z']);
-    const stats = await t.store.db.selectFrom('telemetry_stats').select('bucket_start').where('machine_id', '=', machineId).execute();
+    const stats = await t.store.db
+      .selectFrom('telemetry_device_stats')
+      .select('bucket_start')
+      .where('machine_id', '=', machineId)
+      .execute();
     expect(stats.every((s) => s.bucket_start >= '2026-02-27T12:05:00.000Z')).toBe(true);
     // The scheduler hook runs the same step.
     t.clock.set('2026-03-03T12:10:00.000Z');

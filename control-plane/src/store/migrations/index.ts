@@ -27,6 +27,7 @@ import * as m0026 from './0026-cpu-listing.js';
 import * as m0027 from './0027-job-gpu-health.js';
 import * as m0028 from './0028-lease-changes.js';
 import * as m0029 from './0029-fee-shards.js';
+import * as m0030 from './0030-telemetry-device-rows.js';
 
 // One ordered list, shared by both dialects. Add a file per change; never edit a released one.
 export const migrations: Record<string, Migration> = {
@@ -58,4 +59,5 @@ export const migrations: Record<string, Migration> = {
   '0027-job-gpu-health': m0027,
   '0028-lease-changes': m0028,
   '0029-fee-shards': m0029,
+  '0030-telemetry-device-rows': m0030,
 };

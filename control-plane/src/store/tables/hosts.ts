@@ -133,17 +133,35 @@ export interface TelemetryBucketsTable {
   samples: bigint;
 }
 
-export interface TelemetryStatsTable {
+/** The measured fields a device row keeps (domain/telemetry/rollup.ts: GPU_FIELDS and HOST_FIELDS, in one list). */
+export const TELEMETRY_STORED_FIELDS = [
+  'temperature_c',
+  'utilization_pct',
+  'power_watts',
+  'fan_pct',
+  'memory_used_bytes',
+  'unified_memory_used_bytes',
+  'cpu_utilization_pct',
+  'load1',
+  'disk_free_bytes',
+  'uptime_s',
+] as const;
+export type TelemetryStoredField = (typeof TELEMETRY_STORED_FIELDS)[number];
+
+/**
+ * One device's roll-up in one bucket: for each field, min, max, sum and count (all null where the field was never
+ * measured in the bucket), and the samples the device appeared in.
+ */
+export type TelemetryDeviceStatsTable = {
   machine_id: string;
   bucket_start: string;
   /** PCI address, or '#host' for the host's readings. */
   device: string;
-  field: string;
-  min: number;
-  max: number;
-  sum: number;
-  count: bigint;
-}
+  /** Samples in which the device appeared, measured or not (the roll-up's presence field); null for the host. */
+  seen_count: bigint | null;
+} & { [F in TelemetryStoredField as `${F}_min` | `${F}_max` | `${F}_sum`]: number | null } & {
+  [F in TelemetryStoredField as `${F}_count`]: bigint | null;
+};
 
 export interface HostsTables {
   host_profiles: HostProfilesTable;
@@ -155,5 +173,5 @@ export interface HostsTables {
   offer_versions: OfferVersionsTable;
   offer_maintenance_windows: OfferMaintenanceWindowsTable;
   telemetry_buckets: TelemetryBucketsTable;
-  telemetry_stats: TelemetryStatsTable;
+  telemetry_device_stats: TelemetryDeviceStatsTable;
 }
