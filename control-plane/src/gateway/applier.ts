@@ -40,7 +40,8 @@ export const SEPARATE_GROUPS_ON_POSTGRES: readonly ReliableAgentMessage['t'][] =
  * after another, so a single lane would serialize every machine's telemetry behind one connection's round trips),
  * and a group costs a fixed number of round trips, not a few per message: its marks are written in two statements
  * (store/channel-state.ts, markMessagesApplied) and its meter receipts charged in five (services/jobs/
- * metering-batch.ts). SQLite has one connection and no round trips: one lane, each message's statements in turn.
+ * metering-batch.ts). SQLite has one connection and no round trips: one lane, a mark a message, and the group
+ * applied as on Postgres (ChannelHandlers.applyAll: telemetry merged in two upserts, receipts charged together).
  *
  * Under load a lane lingers (`lingerMs`) before taking its group: telemetry from 10,000 agents arrives about every
  * 6 ms, one message at a time, so without the wait every group would hold one message and cost one commit (on SQLite
@@ -167,9 +168,16 @@ export class GroupApplier {
           );
           return;
         }
-        for (const job of batch) {
-          if (await markMessageApplied(trx, job.machineId, job.msg.id, now)) await this.#handlers.apply(trx, job.machineId, job.msg, now);
+        if (batch.length > 1) {
+          // SQLite: each mark is one statement on the one connection (no round trips to save), and the marked
+          // messages are applied as a group, so telemetry of many machines is merged in two upserts here too.
+          const marked: Job[] = [];
+          for (const job of batch) if (await markMessageApplied(trx, job.machineId, job.msg.id, now)) marked.push(job);
+          await this.#handlers.applyAll(trx, marked, now);
+          return;
         }
+        const [job] = batch as [Job];
+        if (await markMessageApplied(trx, job.machineId, job.msg.id, now)) await this.#handlers.apply(trx, job.machineId, job.msg, now);
       });
     } catch (error) {
       if (batch.length === 1 || !retryAlone) {
