@@ -46,10 +46,17 @@ export function mergeStats(a: FieldStats, b: FieldStats): FieldStats {
   return { min: Math.min(a.min, b.min), max: Math.max(a.max, b.max), sum: a.sum + b.sum, count: a.count + b.count };
 }
 
+/** Adds one reading to a field's stats, in place: the stats are this roll-up's own until it returns. */
 function add(fields: Map<string, FieldStats>, field: string, value: number): void {
-  const one = { min: value, max: value, sum: value, count: 1 };
-  const existing = fields.get(field);
-  fields.set(field, existing ? mergeStats(existing, one) : one);
+  const stats = fields.get(field);
+  if (stats === undefined) {
+    fields.set(field, { min: value, max: value, sum: value, count: 1 });
+    return;
+  }
+  if (value < stats.min) stats.min = value;
+  if (value > stats.max) stats.max = value;
+  stats.sum += value;
+  stats.count += 1;
 }
 
 function fieldsOf(stats: Map<string, Map<string, FieldStats>>, device: string): Map<string, FieldStats> {
