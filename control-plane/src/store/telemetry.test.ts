@@ -1,7 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import type { TelemetrySample } from '@ark/shared';
-import { type BucketContribution, type FieldStats, mergeStats, rollUp } from '../domain/telemetry/rollup.js';
+import {
+  type BucketContribution,
+  type FieldStats,
+  GPU_FIELDS,
+  HOST_DEVICE,
+  HOST_FIELDS,
+  mergeStats,
+  PRESENCE_FIELD,
+  rollUp,
+} from '../domain/telemetry/rollup.js';
 import { createTestStore, DIALECTS, type TestStore } from '../testing/stores.js';
 import * as deviceRows from './migrations/0030-telemetry-device-rows.js';
 import { mergeTelemetry, mergeTelemetryOfMachines, readTelemetry } from './telemetry.js';
@@ -110,6 +119,23 @@ describe.each(DIALECTS)('telemetry merge on %s', (dialect) => {
       temperature_c_count: '2',
       power_watts_count: null,
     });
+  });
+
+  it("has columns for every field the roll-up measures, the GPUs' and the host's", async () => {
+    const machine = randomUUID();
+    const value = (i: number) => 10 + i;
+    const samples: TelemetrySample[] = [
+      {
+        at: '2026-01-01T00:05:05.000Z',
+        host: Object.fromEntries(HOST_FIELDS.map((field, i) => [field, value(i)])),
+        devices: [{ pci_address: '00000000:01:00.0', ...Object.fromEntries(GPU_FIELDS.map((field, i) => [field, value(i)])) }],
+      },
+    ];
+    await mergeTelemetry(store.db, machine, rollUp(samples, now));
+    const [bucket] = await readTelemetry(store.db, machine, 3600, now);
+    expect([...(bucket?.stats.get('00000000:01:00.0')?.keys() ?? [])].sort()).toEqual([...GPU_FIELDS, PRESENCE_FIELD].sort());
+    expect([...(bucket?.stats.get(HOST_DEVICE)?.keys() ?? [])].sort()).toEqual([...HOST_FIELDS].sort());
+    expect(plain(await readTelemetry(store.db, machine, 3600, now))).toEqual(plain(rollUp(samples, now)));
   });
 
   it('moves the rows kept one per field into device rows, and back', async () => {

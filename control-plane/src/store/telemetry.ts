@@ -11,7 +11,7 @@ import {
 import { iso } from '../clock.js';
 import { rowsStatement, runSql } from './compiled.js';
 import { dialectOf, type Executor, type Store } from './db.js';
-import { TELEMETRY_STORED_FIELDS, type TelemetryStoredField } from './tables/hosts.js';
+import type { TelemetryStoredField } from './tables/hosts.js';
 
 // Telemetry buckets: samples per (machine, bucket), and per (machine, bucket, device) one row with every field's
 // min/max/sum/count in columns (migration 0030; the presence field is the row's seen_count). Upserts merge in the
@@ -27,11 +27,11 @@ const byKey = ([a]: [string, unknown], [b]: [string, unknown]) => (a < b ? -1 : 
 /** Rows per upsert statement: a device row carries 44 parameters, so 500 stay below SQLite's bound of 32,766. */
 const ROWS_PER_STATEMENT = 500;
 
+/** The fields a device row has columns for (migration 0030), each once: memory_used_bytes is a GPU's and the host's. */
+const TELEMETRY_STORED_FIELDS: readonly TelemetryStoredField[] = [...new Set([...GPU_FIELDS, ...HOST_FIELDS])];
+
 /** Parameters of a device row: machine, bucket, device, seen_count, then min, max, sum and count of each field. */
 const DEVICE_ROW_PARAMETERS = 4 + TELEMETRY_STORED_FIELDS.length * 4;
-
-// Every field the roll-up measures has its columns: a field missing from the stored list fails to compile here.
-const _measuredFieldsAreStored: readonly TelemetryStoredField[] = [...GPU_FIELDS, ...HOST_FIELDS];
 
 interface DeviceRow {
   machineId: string;

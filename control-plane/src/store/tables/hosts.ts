@@ -1,6 +1,8 @@
 // Hosting: host profiles, pairings, enrollment tokens, machines, offers and telemetry.
 // Timestamps are ISO text, booleans 0/1 (bigint), integers bigint, JSON text, measurements double.
 
+import type { GPU_FIELDS, HOST_FIELDS } from '../../domain/telemetry/rollup.js';
+
 export interface HostProfilesTable {
   account_id: string;
   /** Turned on at first use (approving a pairing or creating an enrollment token). */
@@ -133,20 +135,8 @@ export interface TelemetryBucketsTable {
   samples: bigint;
 }
 
-/** The measured fields a device row keeps (domain/telemetry/rollup.ts: GPU_FIELDS and HOST_FIELDS, in one list). */
-export const TELEMETRY_STORED_FIELDS = [
-  'temperature_c',
-  'utilization_pct',
-  'power_watts',
-  'fan_pct',
-  'memory_used_bytes',
-  'unified_memory_used_bytes',
-  'cpu_utilization_pct',
-  'load1',
-  'disk_free_bytes',
-  'uptime_s',
-] as const;
-export type TelemetryStoredField = (typeof TELEMETRY_STORED_FIELDS)[number];
+/** The measured fields a device row keeps columns for: the GPUs' and the host's (domain/telemetry/rollup.ts). */
+export type TelemetryStoredField = (typeof GPU_FIELDS)[number] | (typeof HOST_FIELDS)[number];
 
 /**
  * One device's roll-up in one bucket: for each field, min, max, sum and count (all null where the field was never
