@@ -168,16 +168,11 @@ export class GroupApplier {
           );
           return;
         }
-        if (batch.length > 1) {
-          // SQLite: each mark is one statement on the one connection (no round trips to save), and the marked
-          // messages are applied as a group, so telemetry of many machines is merged in two upserts here too.
-          const marked: Job[] = [];
-          for (const job of batch) if (await markMessageApplied(trx, job.machineId, job.msg.id, now)) marked.push(job);
-          await this.#handlers.applyAll(trx, marked, now);
-          return;
-        }
-        const [job] = batch as [Job];
-        if (await markMessageApplied(trx, job.machineId, job.msg.id, now)) await this.#handlers.apply(trx, job.machineId, job.msg, now);
+        // SQLite, or a lone message: each mark is one statement (no round trips to save), and the marked messages
+        // are applied as a group (applyAll applies one alone), so telemetry of many machines is two upserts here too.
+        const marked: Job[] = [];
+        for (const job of batch) if (await markMessageApplied(trx, job.machineId, job.msg.id, now)) marked.push(job);
+        await this.#handlers.applyAll(trx, marked, now);
       });
     } catch (error) {
       if (batch.length === 1 || !retryAlone) {
