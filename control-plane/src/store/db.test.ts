@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readdirSync, readlinkSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -34,6 +35,38 @@ describe.each(DIALECTS)('store on %s', (dialect) => {
     expect(connection?.pragma('journal_mode', { simple: true })).toBe('wal');
     expect(connection?.pragma('wal_autocheckpoint', { simple: true })).toBe(BigInt(WAL_AUTOCHECKPOINT_PAGES));
   });
+
+  // Linux names a process's open files in /proc/self/fd; SQLite's temp files are "etilqs_...", unlinked once opened.
+  it.runIf(dialect === 'sqlite' && process.platform === 'linux')(
+    'keeps a statement journal in memory: a many-page statement in a transaction opens no temp file',
+    () => {
+      const connection = sqliteConnectionOf(store);
+      if (!connection) throw new Error('a SQLite store has its connection');
+      connection.exec('create table statement_journal_probe (id integer primary key, v text not null unique)');
+      const insert = connection.prepare('insert into statement_journal_probe (v) values (?)');
+      connection.transaction(() => {
+        for (let i = 0; i < 5000; i++) insert.run(`value-${i}-${'x'.repeat(100)}`);
+      })();
+      const tempFiles = () =>
+        readdirSync('/proc/self/fd')
+          .map((fd) => {
+            try {
+              return readlinkSync(`/proc/self/fd/${fd}`);
+            } catch {
+              return '';
+            }
+          })
+          .filter((target) => target.includes('etilqs_'));
+      let during: string[] = [];
+      // A unique column can fail halfway through the update, so it keeps a statement journal: about 150 pages.
+      connection.transaction(() => {
+        connection.prepare(`update statement_journal_probe set v = v || 'y'`).run();
+        during = tempFiles();
+      })();
+      expect(during).toEqual([]);
+      expect(connection.prepare('select count(*) as n from statement_journal_probe where v like ?').get('%y')).toEqual({ n: 5000n });
+    },
+  );
 });
 
 describe('a SQLite store beside another process that writes', () => {
