@@ -8,7 +8,10 @@ import { CHANNEL_PATH } from '@ark/shared';
 import WebSocket from 'ws';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
-const serverScript = fileURLToPath(new URL('./agents-server.ts', import.meta.url));
+const serverScripts = {
+  app: fileURLToPath(new URL('./agents-server.ts', import.meta.url)),
+  raw: fileURLToPath(new URL('./raw-socket-server.ts', import.meta.url)),
+};
 const clientScript = fileURLToPath(new URL('./agents-client.ts', import.meta.url));
 
 export const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -66,17 +69,11 @@ export interface ChildServer extends Child {
   memory(): Promise<NodeJS.MemoryUsage>;
 }
 
-/** A control-plane server (`app`) or a bare ws server (`raw`) in a child process. */
+/** A control-plane server (`app`, agents-server.ts) or a bare ws server (`raw`, raw-socket-server.ts) in a child process. */
 export async function startServer(mode: 'app' | 'raw', env: NodeJS.ProcessEnv = {}): Promise<ChildServer> {
   // ARK_BENCH_SERVER_FLAGS adds node flags to the server (e.g. --cpu-prof --cpu-prof-dir=/tmp/prof).
   const extraFlags = (process.env.ARK_BENCH_SERVER_FLAGS ?? '').split(' ').filter(Boolean);
-  const { child, ready } = await startChild(
-    serverScript,
-    [...extraFlags, '--expose-gc'],
-    { ...env, ARK_BENCH_MODE: mode },
-    `${mode} server`,
-    'ready',
-  );
+  const { child, ready } = await startChild(serverScripts[mode], [...extraFlags, '--expose-gc'], env, `${mode} server`, 'ready');
   return {
     ...child,
     port: ready.port as number,

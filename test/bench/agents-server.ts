@@ -1,16 +1,15 @@
-// The control-plane side of agents.bench.ts, run as a child process so its memory is measured alone.
-// ARK_BENCH_MODE=app: the real control-plane app (createRuntime + buildApp: store, gateway, every area's channel
-// handlers) with a machine directory over keys the bench derived from a seed, so thousands of machines need no
-// enrollment; the metered machines (test/bench/metered-jobs.ts) are real rows, found in the machines table. ARK_BENCH_MODE=raw: a bare ws server holding sockets with the gateway's ws options, the
-// baseline for "memory beyond the raw socket". Talks to the bench over IPC: {type:'ready', port}, and on {type:'gc'}
-// it collects garbage and answers {type:'memory', ...process.memoryUsage()}.
+// The control-plane side of agents.bench.ts, run as a child process so its memory is measured alone: the real
+// control-plane app (createRuntime + buildApp: store, gateway, every area's channel handlers) with a machine directory
+// over keys the bench derived from a seed, so thousands of machines need no enrollment; the metered machines
+// (test/bench/metered-jobs.ts) are real rows, found in the machines table. Its baseline for "memory beyond the raw
+// socket" is raw-socket-server.ts. Talks to the bench over IPC: {type:'ready', port}, and on {type:'gc'} it collects
+// garbage until its RSS settles and answers {type:'memory', ...process.memoryUsage()} (bench-memory.ts).
 // First, as in `ark-cp serve` (control-plane/src/main.ts): the bench measures the server as it runs in production.
 import '@ark/control-plane/startup/keep-tick-maps';
 import { createHmac, type KeyObject } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { join } from 'node:path';
-import { createServer } from 'node:http';
 import { pathToFileURL } from 'node:url';
 import { buildApp } from '@ark/control-plane/app';
 import { loadConfig } from '@ark/control-plane/config/index';
@@ -18,8 +17,8 @@ import { machinesTableDirectory } from '@ark/control-plane/gateway/directory';
 import type { MachineDirectory } from '@ark/control-plane/gateway/handlers';
 import { createRuntime } from '@ark/control-plane/runtime';
 import { collectStartupGarbage } from '@ark/control-plane/startup/collect-garbage';
-import { CHANNEL_MAX_FRAME_BYTES, ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64, systemClock } from '@ark/shared';
-import { type WebSocket, WebSocketServer } from 'ws';
+import { ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64, systemClock } from '@ark/shared';
+import { answerMemoryRequests as answerSettledMemoryRequests } from './bench-memory.js';
 
 export interface BenchMachine {
   id: string;
@@ -74,13 +73,7 @@ function answerProfileRequests(): void {
 
 function answerMemoryRequests(): void {
   answerProfileRequests();
-  process.on('message', (message: { type?: string }) => {
-    if (message?.type !== 'gc') return;
-    const gc = (globalThis as { gc?: () => void }).gc;
-    gc?.();
-    gc?.();
-    process.send?.({ type: 'memory', ...process.memoryUsage() });
-  });
+  answerSettledMemoryRequests();
 }
 
 async function serveApp(): Promise<void> {
@@ -111,29 +104,8 @@ async function serveApp(): Promise<void> {
   });
 }
 
-async function serveRaw(): Promise<void> {
-  const sockets = new Set<WebSocket>();
-  const wss = new WebSocketServer({ noServer: true, maxPayload: CHANNEL_MAX_FRAME_BYTES, perMessageDeflate: false, clientTracking: false });
-  const server = createServer((_request, response) => response.writeHead(404).end());
-  server.on('upgrade', (request, socket, head) => {
-    wss.handleUpgrade(request, socket, head, (ws) => {
-      sockets.add(ws);
-      ws.on('message', () => {});
-      ws.on('close', () => sockets.delete(ws));
-    });
-  });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  answerMemoryRequests();
-  process.send?.({ type: 'ready', port: (server.address() as { port: number }).port });
-  process.once('SIGTERM', () => {
-    for (const ws of sockets) ws.terminate();
-    server.close(() => process.exit(0));
-  });
-}
-
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
-  const serve = process.env.ARK_BENCH_MODE === 'raw' ? serveRaw : serveApp;
-  serve().catch((error: unknown) => {
+  serveApp().catch((error: unknown) => {
     process.stderr.write(`agents-server: ${error instanceof Error ? (error.stack ?? error.message) : String(error)}\n`);
     process.exit(1);
   });
