@@ -18,7 +18,7 @@ import type { MachineDirectory } from '@ark/control-plane/gateway/handlers';
 import { createRuntime } from '@ark/control-plane/runtime';
 import { collectStartupGarbage } from '@ark/control-plane/startup/collect-garbage';
 import { ed25519PrivateKeyFromSeed, ed25519PublicKeyToBase64, systemClock } from '@ark/shared';
-import { answerMemoryRequests as answerSettledMemoryRequests } from './bench-memory.js';
+import { answerMemoryRequests } from './bench-memory.js';
 
 export interface BenchMachine {
   id: string;
@@ -71,11 +71,6 @@ function answerProfileRequests(): void {
   });
 }
 
-function answerMemoryRequests(): void {
-  answerProfileRequests();
-  answerSettledMemoryRequests();
-}
-
 async function serveApp(): Promise<void> {
   const seed = Buffer.from(process.env.ARK_BENCH_SEED ?? '', 'hex');
   if (seed.length !== 32) throw new Error('ARK_BENCH_SEED must be 32 bytes of hex');
@@ -94,6 +89,7 @@ async function serveApp(): Promise<void> {
   await app.ready();
   collectStartupGarbage();
   await app.listen({ host: config.host, port: config.port });
+  answerProfileRequests();
   answerMemoryRequests();
   process.send?.({ type: 'ready', port: (app.server.address() as { port: number }).port });
   process.once('SIGTERM', () => {
