@@ -85,7 +85,7 @@ export function openStore(options: StoreOptions): Store {
   sqlite.pragma('busy_timeout = 5000');
   // Statement journals in memory: a statement that may fail halfway inside a transaction (a group's multi-row upsert,
   // say) keeps the pages it changed so it can be undone alone; past 64 KiB SQLite spilled them to a temp file it
-  // created and unlinked each time. At 10,000 agents that was 14-28 files and 1,000-2,500 page writes a second for
+  // created and unlinked each time. At 10,000 agents that was 14-28 files and 800-2,500 page writes a second for
   // nothing a crash needs (test/bench/README.md). Temp tables and sorts stay in memory too; ours are small.
   sqlite.pragma('temp_store = MEMORY');
   // Checkpoint the WAL every 10,000 pages (about 40 MB) instead of SQLite's 1,000: a checkpoint copies the newest
