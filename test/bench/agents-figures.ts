@@ -1,7 +1,7 @@
 // The figures of agents.bench.ts: their shapes, one level's figures from what the clients and servers reported, the
 // level's log line, and each run's figures at its largest held level (what `pnpm bench` compares across runs).
 import type { ClientReport } from './agents-client.js';
-import { histogramDelta, percentile, type scrape } from './agents-probe.js';
+import { histogramDelta, percentile, type RawBaseline, type scrape } from './agents-probe.js';
 import type { MeterCounts } from './metered-jobs.js';
 
 export interface ReplicaFigures {
@@ -36,6 +36,13 @@ export interface AgentsLevelFigures {
   /** The servers' CPU over the hold, in % of one core, and per frame handled (all replicas). */
   serverCpuPctOfCore: number;
   serverCpuUsPerFrame: number | null;
+  /**
+   * The floor under serverCpuUsPerFrame: a bare ws server's CPU per frame answering the same sockets at the same
+   * load (bench-floor.ts), measured in this run; null when not measured (replicas, or ARK_BENCH_FLOOR_S=0).
+   */
+  floorCpuUsPerFrame: number | null;
+  /** serverCpuUsPerFrame over the floor: how many bare sockets' reads and writes a frame costs, on any machine. */
+  serverCpuOverFloor: number | null;
   /** The client processes' (the agents') CPU over the hold, in % of one core. */
   agentsCpuPctOfCore: number;
   /** Meter receipts over the hold: sent, acknowledged, acknowledged per second; applied in the store; refusals so far. */
@@ -102,6 +109,8 @@ export interface AtLargest {
   serverP99Ms: number | null;
   rttP99Ms: number | null;
   cpuUsPerFrame: number | null;
+  /** cpuUsPerFrame over the bare socket's in the same run (single process only). */
+  cpuOverFloor: number | null;
   cpuUsPerFramePerReplica: Array<number | null>;
   receiptsPerS: number;
   receiptsPerSPerReplica: number[];
@@ -117,6 +126,7 @@ export function atLargest(figures: AgentsBenchFigures): AtLargest {
     serverP99Ms: level?.serverHandlingP99Ms ?? null,
     rttP99Ms: level?.rttP99Ms ?? null,
     cpuUsPerFrame: level?.serverCpuUsPerFrame ?? null,
+    cpuOverFloor: level?.serverCpuOverFloor ?? null,
     cpuUsPerFramePerReplica: level?.replicas.map((r) => r.cpuUsPerFrame) ?? [],
     receiptsPerS: level?.receipts.perS ?? 0,
     receiptsPerSPerReplica: level?.replicas.map((r) => r.receiptsPerS) ?? [],
@@ -138,7 +148,7 @@ export function levelFigures(m: {
   holdMs: number;
   memory: { rss: number; heapUsed: number; each: NodeJS.MemoryUsage[] };
   baseline: { rss: number; heapUsed: number };
-  raw: { rss: number; heap: number } | null;
+  raw: RawBaseline | null;
   meterBefore: MeterCounts;
   meterAfter: MeterCounts;
   metered: number;
@@ -165,6 +175,8 @@ export function levelFigures(m: {
   const connected = sum((r) => r.connectedByReplica.reduce((a, b) => a + b, 0));
   const framesHandled = perReplica.reduce((total, r) => total + r.frames, 0);
   const serverCpu = m.cpus.reduce((total, c) => total + c, 0);
+  const serverCpuUsPerFrame = framesHandled > 0 ? Math.round((1000 * serverCpu) / framesHandled) : null;
+  const floor = m.raw?.floorCpuUsPerFrame ?? null;
   // Several replicas: the worst replica's p99 and share within 50 ms.
   const p99s = perReplica.map((r) => r.p99Ms);
   const p99Ms = p99s.includes(null) ? null : Math.max(...(p99s as number[]));
@@ -198,7 +210,9 @@ export function levelFigures(m: {
     rttMaxMs: round1(rtts.at(-1) ?? null),
     closes,
     serverCpuPctOfCore: Math.round((1000 * serverCpu) / holdMs) / 10,
-    serverCpuUsPerFrame: framesHandled > 0 ? Math.round((1000 * serverCpu) / framesHandled) : null,
+    serverCpuUsPerFrame,
+    floorCpuUsPerFrame: floor,
+    serverCpuOverFloor: serverCpuUsPerFrame !== null && floor ? Math.round((100 * serverCpuUsPerFrame) / floor) / 100 : null,
     agentsCpuPctOfCore: Math.round((1000 * m.clientCpu) / holdMs) / 10,
     receipts: {
       metered: m.metered,
@@ -234,7 +248,9 @@ export function describeLevel(f: AgentsLevelFigures, holdS: number, replicaCount
       .map(([t, v]) => `${t} ${v}`)
       .join(', ')}), event-loop p99 ${f.eventLoopDelayP99Ms} ms; ` +
     `agent round trip p50/p99/max ${f.rttP50Ms}/${f.rttP99Ms}/${f.rttMaxMs} ms; ` +
-    `server CPU ${f.serverCpuPctOfCore}% of a core (${f.serverCpuUsPerFrame} us/frame), agents CPU ${f.agentsCpuPctOfCore}%; ` +
+    `server CPU ${f.serverCpuPctOfCore}% of a core (${f.serverCpuUsPerFrame} us/frame` +
+    (f.floorCpuUsPerFrame === null ? '' : `, ${f.serverCpuOverFloor}x a bare socket's ${f.floorCpuUsPerFrame}`) +
+    `), agents CPU ${f.agentsCpuPctOfCore}%; ` +
     `RSS ${f.serverRssMb} MB, ${kb(f.rssPerAgentBytes)} KB/agent` +
     (f.beyondRawSocketBytes === null ? '' : ` (${kb(f.beyondRawSocketBytes)} KB beyond a bare socket)`) +
     `, heap ${kb(f.heapPerAgentBytes)} KB/agent` +

@@ -1,11 +1,12 @@
 // The bench side of agents.bench.ts's child processes: starting a control-plane server (agents-server.ts) or an
 // agents client (agents-client.ts) and talking to it over IPC, CPU time from /proc, the gateway's /metrics
-// histograms, and the bare-socket baseline for memory per agent.
+// histograms, and the bare-socket baseline: memory per agent, and CPU per frame (bench-floor.ts).
 import { type ChildProcess, execSync, spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { CHANNEL_PATH } from '@ark/shared';
 import WebSocket from 'ws';
+import { driveFloor, type FloorLoad } from './bench-floor.js';
 
 const repoRoot = fileURLToPath(new URL('../..', import.meta.url));
 const serverScripts = {
@@ -181,13 +182,28 @@ export function fdLimit(): number | null {
   }
 }
 
-/** RSS per bare ws socket at each level, from a server holding only sockets. */
+/** What a bare ws server costs at one level: RSS and heap a socket, and CPU a frame when a floor was measured. */
+export interface RawBaseline {
+  rss: number;
+  heap: number;
+  /** The bare server's CPU a frame answered (us), echoing at the level's load; null when not measured. */
+  floorCpuUsPerFrame: number | null;
+}
+
+/** How long the floor's sockets send before its CPU is measured (the ws code warms up). */
+const FLOOR_WARM_UP_MS = 2_000;
+
+/**
+ * The bare ws server at each level, from a server holding only sockets: RSS and heap per socket, then, with `floor`,
+ * its CPU per frame while it answers every frame with an ack at the level's load (`loadOf`) for `holdS` seconds.
+ */
 export async function rawSocketBaseline(
   levels: number[],
   log: (line: string) => void,
-): Promise<Map<number, { rss: number; heap: number }>> {
+  floor?: { loadOf(level: number): FloorLoad; holdS: number },
+): Promise<Map<number, RawBaseline>> {
   const server = await startServer('raw');
-  const result = new Map<number, { rss: number; heap: number }>();
+  const result = new Map<number, RawBaseline>();
   const sockets: WebSocket[] = [];
   try {
     const base = await server.memory();
@@ -209,14 +225,39 @@ export async function rawSocketBaseline(
       await sleep(1_000);
       const memory = await server.memory();
       const perSocket = { rss: (memory.rss - base.rss) / level, heap: (memory.heapUsed - base.heapUsed) / level };
-      result.set(level, perSocket);
       log(
         `bare ws server: ${level} sockets, ${(perSocket.rss / 1024).toFixed(1)} KB RSS and ${(perSocket.heap / 1024).toFixed(1)} KB heap each`,
       );
+      const floorCpuUsPerFrame = floor ? await measureFloor(server, sockets, floor.loadOf(level), floor.holdS, log) : null;
+      result.set(level, { ...perSocket, floorCpuUsPerFrame });
     }
   } finally {
     for (const ws of sockets) ws.terminate();
     await server.stop();
   }
   return result;
+}
+
+/** The bare server's CPU per frame while it answers `sockets` sending at `load` for `holdS` seconds. */
+async function measureFloor(server: ChildServer, sockets: WebSocket[], load: FloorLoad, holdS: number, log: (line: string) => void) {
+  await server.ask({ type: 'echo', on: true }, 'echoing');
+  const driver = driveFloor(sockets, load);
+  try {
+    await sleep(FLOOR_WARM_UP_MS);
+    driver.count();
+    const cpuBefore = cpuMs(server.child.pid as number);
+    await sleep(holdS * 1000);
+    const cpu = cpuMs(server.child.pid as number) - cpuBefore;
+    const frames = driver.count();
+    const perFrame = frames > 0 ? Math.round((1000 * cpu) / frames) : null;
+    log(
+      `bare ws server: ${sockets.length} sockets answering ${Math.round(frames / holdS)} frames/s (${Math.round(100 * load.largeShare)}% telemetry-sized): ${(cpu / holdS / 10).toFixed(1)}% of a core, ${perFrame} us/frame`,
+    );
+    return perFrame;
+  } finally {
+    driver.stop();
+    await server.ask({ type: 'echo', on: false }, 'echoing');
+    // The last acks in flight land before the next level's memory reading.
+    await sleep(500);
+  }
 }

@@ -64,6 +64,7 @@ import {
   type ChildServer,
   cpuMs,
   fdLimit,
+  type RawBaseline,
   rawSocketBaseline,
   scrape,
   sleep,
@@ -71,8 +72,9 @@ import {
   startServer,
 } from './agents-probe.js';
 import { benchMachine } from './agents-server.js';
+import { type FloorLoad, floorFrames } from './bench-floor.js';
 import { meterCounts, seedMeteredFleet } from './metered-jobs.js';
-import type { FleetSettings, MeteredJob } from './sim-agent.js';
+import { type FleetSettings, type MeteredJob, simTelemetrySamples } from './sim-agent.js';
 
 export type { AgentsBenchFigures, AgentsLevelFigures, AtLargest, ReplicaFigures } from './agents-figures.js';
 
@@ -98,6 +100,8 @@ export interface AgentsBenchOptions {
   continuePastMiss?: boolean;
   /** Skip the bare-socket baseline. */
   skipRawBaseline?: boolean;
+  /** Seconds the bare server's CPU per frame is measured at each level (default from ARK_BENCH_FLOOR_S, else 10; 0: not). */
+  floorS?: number;
   /** Verify every control-plane frame in the agents (default: only the handshake's; from ARK_BENCH_VERIFY=all). */
   verifyAll?: boolean;
   /** The control plane's store (default from ARK_BENCH_STORE, else sqlite); sqlite uses ARK_SQLITE_SYNCHRONOUS (FULL). */
@@ -141,7 +145,6 @@ async function runOnce(options: AgentsBenchOptions = {}): Promise<AgentsBenchFig
   const receiptIntervalS = options.receiptIntervalS ?? Number(process.env.ARK_BENCH_RECEIPT_S ?? 30);
   const rampConcurrency = options.rampConcurrency ?? 64;
   const continuePastMiss = options.continuePastMiss ?? process.env.ARK_BENCH_CONTINUE === '1';
-  const runStart = performance.now();
   const maxMs = (options.maxS ?? Number(process.env.ARK_BENCH_MAX_S ?? 170)) * 1000;
   let timeBoundAt: number | null = null;
   const largest = levels.at(-1) ?? 0;
@@ -155,7 +158,26 @@ async function runOnce(options: AgentsBenchOptions = {}): Promise<AgentsBenchFig
   const replicaCount = Math.max(1, Math.min(options.replicas ?? Number(process.env.ARK_BENCH_REPLICAS ?? 1), 8));
   // The bare sockets are opened from this process: skipped on replicas, and past this process's descriptors.
   const skipRaw = options.skipRawBaseline ?? (replicaCount > 1 || (limit !== null && largest + 100 > limit));
-  const raw = skipRaw ? new Map<number, { rss: number; heap: number }>() : await rawSocketBaseline(levels, log);
+  // Machines 0 .. largest - 1, and one more for the warm-up. Metered ones are rows: their line is empty.
+  const metered = meteredIndices(options.metered ?? process.env.ARK_BENCH_METERED ?? '20%', largest);
+  const heartbeatIntervalS = options.heartbeatIntervalS ?? 15;
+  const telemetryIntervalS = options.telemetryIntervalS ?? Number(process.env.ARK_BENCH_TELEMETRY_S ?? 60);
+  // The floor (bench-floor.ts) answers the frames each level's agents will send: as many a second, as many large.
+  const floorS = options.floorS ?? Number(process.env.ARK_BENCH_FLOOR_S ?? 10);
+  const telemetrySizedPerS = (level: number) => level / telemetryIntervalS + metered.filter((i) => i < level).length / receiptIntervalS;
+  const floor =
+    floorS > 0
+      ? {
+          holdS: floorS,
+          loadOf: (level: number): FloorLoad => {
+            const framesPerS = level / heartbeatIntervalS + telemetrySizedPerS(level);
+            return { framesPerS, largeShare: telemetrySizedPerS(level) / framesPerS, ...floorFrames(simTelemetrySamples(Date.now())) };
+          },
+        }
+      : undefined;
+  const raw = skipRaw ? new Map<number, RawBaseline>() : await rawSocketBaseline(levels, log, floor);
+  // The time bound is the app's: it starts after the bare server's baseline.
+  const runStart = performance.now();
 
   const storeKind = replicaCount > 1 ? 'postgres' : (options.store ?? (process.env.ARK_BENCH_STORE === 'postgres' ? 'postgres' : 'sqlite'));
   const synchronous = (process.env.ARK_SQLITE_SYNCHRONOUS ?? 'FULL').toUpperCase();
@@ -166,8 +188,6 @@ async function runOnce(options: AgentsBenchOptions = {}): Promise<AgentsBenchFig
   const dataDir = mkdtempSync(join(tmpdir(), 'ark-agents-bench-'));
   const secretKey = randomBytes(32);
   const seed = randomBytes(32);
-  // Machines 0 .. largest - 1, and one more for the warm-up. Metered ones are rows: their line is empty.
-  const metered = meteredIndices(options.metered ?? process.env.ARK_BENCH_METERED ?? '20%', largest);
   const meteredSet = new Set(metered);
   const keysFile = join(dataDir, 'bench-keys.txt');
   const keyLines: string[] = [];
@@ -213,8 +233,8 @@ async function runOnce(options: AgentsBenchOptions = {}): Promise<AgentsBenchFig
     const settings: FleetSettings = {
       urls: servers.map((s) => `ws://127.0.0.1:${s.port}${CHANNEL_PATH}?v=1`),
       controlPlaneKey,
-      heartbeatIntervalMs: (options.heartbeatIntervalS ?? 15) * 1000,
-      telemetryIntervalMs: (options.telemetryIntervalS ?? Number(process.env.ARK_BENCH_TELEMETRY_S ?? 60)) * 1000,
+      heartbeatIntervalMs: heartbeatIntervalS * 1000,
+      telemetryIntervalMs: telemetryIntervalS * 1000,
       receiptIntervalMs: receiptIntervalS * 1000,
       verifyAll: options.verifyAll ?? process.env.ARK_BENCH_VERIFY === 'all',
     };
@@ -274,6 +294,7 @@ async function runOnce(options: AgentsBenchOptions = {}): Promise<AgentsBenchFig
       const clientCpuBefore = clients.reduce((sum, c) => sum + cpuMs(c.child.pid as number), 0);
       await Promise.all(clients.map((c) => c.ask({ type: 'hold', on: true }, 'holding')));
       const holdStart = performance.now();
+      log(`${level} agents: holding for ${holdS} s`);
       // With ARK_BENCH_PROFILE_DIR set, each server profiles the hold alone (agents-server.ts).
       for (const server of servers) server.child.send({ type: 'profile', on: true });
       await sleep(holdS * 1000);

@@ -43,6 +43,35 @@ export interface FleetSettings {
   verifyAll: boolean;
 }
 
+const simGpu = (bus: number) => ({
+  pci_address: `00000000:${bus}:00.0`,
+  temperature_c: 61,
+  utilization_pct: 87,
+  power_watts: 243.5,
+  fan_pct: 40,
+  memory_used_bytes: 21_474_836_480,
+});
+
+/** What every simulated agent's telemetry reads: two GPUs and the host. */
+const SIM_READINGS = {
+  host: {
+    cpu_utilization_pct: 35.5,
+    load1: 2.1,
+    memory_used_bytes: 34_359_738_368,
+    disk_free_bytes: 512_000_000_000,
+    uptime_s: 86_400,
+  },
+  devices: [simGpu(1), simGpu(2)],
+};
+
+/**
+ * A batch's samples as a real agent sends them: six, 10 s apart, the last one now. Stamped with the send time so the
+ * control plane stores them (samples older than the retention, two days, are dropped unstored).
+ */
+export function simTelemetrySamples(nowMs: number): unknown[] {
+  return Array.from({ length: 6 }, (_, i) => ({ at: new Date(nowMs - (5 - i) * 10_000).toISOString(), ...SIM_READINGS }));
+}
+
 /** A metered machine's RUNNING job, as metered-jobs.ts seeded it. */
 export interface MeteredJob {
   jobId: string;
@@ -63,39 +92,16 @@ export class Fleet {
   closesAfterWelcome = 0;
   badFrames = 0;
   fdExhausted = false;
-  /** What every agent's telemetry reads (two GPUs and the host); each batch stamps its own samples (telemetrySamples). */
-  readonly #readings: { host: Record<string, number>; devices: Array<Record<string, number | string>> };
 
   constructor(readonly settings: FleetSettings) {
     this.verify = nodeEd25519Verifier(ed25519PublicKeyFromBase64(settings.controlPlaneKey));
     this.receiptsSent = settings.urls.map(() => 0);
     this.receiptsAcked = settings.urls.map(() => 0);
-    const gpu = (bus: number) => ({
-      pci_address: `00000000:${bus}:00.0`,
-      temperature_c: 61,
-      utilization_pct: 87,
-      power_watts: 243.5,
-      fan_pct: 40,
-      memory_used_bytes: 21_474_836_480,
-    });
-    this.#readings = {
-      host: {
-        cpu_utilization_pct: 35.5,
-        load1: 2.1,
-        memory_used_bytes: 34_359_738_368,
-        disk_free_bytes: 512_000_000_000,
-        uptime_s: 86_400,
-      },
-      devices: [gpu(1), gpu(2)],
-    };
   }
 
-  /**
-   * A batch's samples as a real agent sends them: six, 10 s apart, the last one now. Stamped with the send time so
-   * the control plane stores them (samples older than the retention, two days, are dropped unstored).
-   */
+  /** A batch's samples (simTelemetrySamples). */
   telemetrySamples(nowMs: number): unknown[] {
-    return Array.from({ length: 6 }, (_, i) => ({ at: new Date(nowMs - (5 - i) * 10_000).toISOString(), ...this.#readings }));
+    return simTelemetrySamples(nowMs);
   }
 
   /** Starts a hold's counters. */

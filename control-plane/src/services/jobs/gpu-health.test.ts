@@ -136,6 +136,33 @@ describe.each(DIALECTS)('a GPU lost per telemetry on %s', (dialect) => {
     expect(credits).toHaveLength(1);
   });
 
+  it("checks a group of machines' batches in one transaction as one at a time: only the running job whose GPU is gone fails", async () => {
+    const renter = await seedAccount(t.ctx);
+    await fund(t.ctx, renter.accountId, 10_000_000n);
+    // Two machines with a RUNNING job each, and one idle machine: the group's filter must find exactly the two.
+    const [lostOn, fineOn, idle] = [await liveMachine(t.ctx, t.app), await liveMachine(t.ctx, t.app), await liveMachine(t.ctx, t.app)];
+    const jobs: string[] = [];
+    let start = t.clock.now();
+    for (const machine of [lostOn, fineOn]) {
+      const { jobId } = await reserveJob(t.app, renter, machine, { budget_micro: '550000', gpu_count: 2 });
+      start = await runJob(t, machine.machineId, jobId);
+      jobs.push(jobId);
+    }
+    const [lostJob, fineJob] = jobs as [string, string];
+    await t.clock.advance(10_000);
+    const batches = [
+      { machineId: lostOn.machineId, msg: telemetry([{ at: at(start, 10_000), gpus: [ALL_GPUS[0] as string] }]) },
+      { machineId: fineOn.machineId, msg: telemetry([{ at: at(start, 10_000), gpus: ALL_GPUS }]) },
+      { machineId: idle.machineId, msg: telemetry([{ at: at(start, 10_000), gpus: [] }]) },
+    ];
+    await t.store.db.transaction().execute((trx) => t.ctx.channel.applyAll(trx, batches, t.clock.now()));
+    expect(await getJob(t.app, renter, lostJob)).toMatchObject({ state: 'FAILED', close_reason: 'gpu_lost' });
+    expect((await getJob(t.app, renter, fineJob)).state).toBe('RUNNING');
+    // The job whose GPUs were all listed moved its last healthy point to the sample.
+    const healthy = await t.store.db.selectFrom('job_gpu_health').select('healthy_at').where('job_id', '=', fineJob).execute();
+    expect(healthy.map((row) => row.healthy_at)).toEqual([at(start, 10_000).toISOString()]);
+  });
+
   it('credits everything charged when no telemetry listed the GPUs while the job ran (a collector that lists none)', async () => {
     const renter = await seedAccount(t.ctx);
     await fund(t.ctx, renter.accountId, 10_000_000n);
