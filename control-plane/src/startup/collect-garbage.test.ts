@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { setFlagsFromString } from 'node:v8';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { ManualClock } from '../clock.js';
@@ -12,6 +13,22 @@ import { openSocket, readUntilClosed } from '../testing/raw-http.js';
 setFlagsFromString('--allow-natives-syntax');
 const haveSameMap = new Function('a', 'b', 'return %HaveSameMap(a, b)') as (a: object, b: object) => boolean;
 
+// Full collections V8 runs on its own. One that runs between the app's build and the first check (allocation during
+// the seeding and listening, on a slow or busy machine) has already done what the startup collection does, and the
+// state before it can no longer be seen: that check is then skipped, the ones after it still hold.
+let majorCollectionsSeen = 0;
+const majorCollections = new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    if ((entry as { detail?: { kind?: number } }).detail?.kind === constants.NODE_PERFORMANCE_GC_MAJOR) majorCollectionsSeen += 1;
+  }
+});
+majorCollections.observe({ entryTypes: ['gc'] });
+/** Whether V8 ran a full collection since the count was last reset (entries arrive a moment after the collection). */
+async function sawMajorCollection(): Promise<boolean> {
+  for (let i = 0; i < 3; i++) await new Promise((resolve) => setImmediate(resolve));
+  return majorCollectionsSeen > 0;
+}
+
 describe('the collection after startup', () => {
   let t: TestApp<ManualClock>;
   let port: number;
@@ -21,6 +38,8 @@ describe('the collection after startup', () => {
 
   beforeAll(async () => {
     t = await createTestApp('sqlite');
+    // The app is built (ready: every schema compiled): only collections from here on count.
+    majorCollectionsSeen = 0;
     apiKey = (await seedAccount(t.ctx)).apiKey;
     // Every request Node hands to the app, as Node built it.
     t.app.server.prependListener('request', (request: IncomingMessage) => requests.push(request));
@@ -51,8 +70,10 @@ describe('the collection after startup', () => {
 
   it('gives two requests one hidden class for their headers, where the compiled schemas had left each its own', async () => {
     // Building the app compiled every route's schemas: the table of the `{}` map's transitions is full, and each
-    // request's headers get a map no other object has.
-    expect(await twoReadsShareAMap()).toBe(false);
+    // request's headers get a map no other object has (unless V8 already ran a full collection of its own).
+    const before = await twoReadsShareAMap();
+    if (!(await sawMajorCollection())) expect(before).toBe(false);
+    majorCollections.disconnect();
     expect(collectStartupGarbage()).toBe(true);
     expect(await twoReadsShareAMap()).toBe(true);
     // And it stays so.
