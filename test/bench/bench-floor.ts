@@ -36,8 +36,8 @@ export interface FloorLoad {
 
 /**
  * Sends on `sockets` (open to a bare server that is echoing) at `load`'s rate, each socket at its own random phase so
- * the rate is steady from the start; answers a function that stops them and says how many acks came back since
- * `count()` was last called.
+ * the rate is steady from the start. `count()` answers how many acks came back since it was last called; `stop()`
+ * ends the sending.
  */
 export function driveFloor(sockets: readonly WebSocket[], load: FloorLoad): { count(): number; stop(): void } {
   const intervalMs = (1000 * sockets.length) / Math.max(1, load.framesPerS);

@@ -99,11 +99,6 @@ export class Fleet {
     this.receiptsAcked = settings.urls.map(() => 0);
   }
 
-  /** A batch's samples (simTelemetrySamples). */
-  telemetrySamples(nowMs: number): unknown[] {
-    return simTelemetrySamples(nowMs);
-  }
-
   /** Starts a hold's counters. */
   resetHold(): void {
     this.rtts = [];
@@ -245,7 +240,7 @@ export class SimAgent {
     if (now >= this.nextTelemetryAt) {
       this.nextTelemetryAt += settings.telemetryIntervalMs;
       this.pending.push({ sentAt: performance.now(), receipt: false });
-      this.send({ t: 'telemetry', id: this.nextId++, samples: this.fleet.telemetrySamples(now) });
+      this.send({ t: 'telemetry', id: this.nextId++, samples: simTelemetrySamples(now) });
       if (this.fleet.measuring) this.fleet.telemetryBatches += 1;
     }
     if (this.job && now >= this.nextReceiptAt) {
