@@ -4,7 +4,7 @@ import { BaseSequencer, type TestSpecification } from 'vitest/node';
 
 /**
  * Orders test files longest first, by the durations a full run measured (test/timings.json, written by
- * `pnpm test:timings` from the last run's report), so the two forks finish together instead of one running a
+ * `pnpm test:timings` from the last run's report), so the forks finish together instead of one running a
  * three-minute end-to-end file alone at the end (longest-processing-time-first scheduling). A fresh clone has no
  * vitest cache, so without this file vitest falls back to ordering by file size, which puts some slow suites last.
  * A file the timings do not know is estimated: an end-to-end file as a typical one, any other by its size.
