@@ -13,7 +13,7 @@ import {
   signFrame,
 } from './codec.js';
 import { CHANNEL_MAX_FRAME_BYTES } from './messages.js';
-import { createKeyExchange } from './session-mac.js';
+import { createKeyExchange, hmacSigner, hmacVerifier } from './session-mac.js';
 
 const agent = generateKeyPairSync('ed25519');
 const other = generateKeyPairSync('ed25519');
@@ -223,6 +223,29 @@ describe('MAC frames (session-mac.ts)', () => {
     expect(openFrame(JSON.stringify({ ...frame, s: 'x' }), keys, 'agent')).toMatchObject({ ok: false, reason: 'malformed_frame' });
     const receipt = macFrame({ ...heartbeat(), t: 'meter_receipt' }, a.seal);
     expect(openFrame(receipt, keys, 'agent')).toMatchObject({ ok: false, reason: 'signature_required', detail: 'meter_receipt' });
+  });
+
+  it('MACs as HMAC-SHA256 does (RFC 4231), and checks a MAC against text', () => {
+    // RFC 4231 test cases 1, 2 and 6 (a key longer than the block is hashed first).
+    const vectors: Array<[Buffer, Buffer, string]> = [
+      [Buffer.alloc(20, 0x0b), Buffer.from('Hi There'), 'b0344c61d8db38535ca8afceaf0bf12b881dc200c9833da726e9376c2e32cff7'],
+      [
+        Buffer.from('Jefe'),
+        Buffer.from('what do ya want for nothing?'),
+        '5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843',
+      ],
+      [
+        Buffer.alloc(131, 0xaa),
+        Buffer.from('Test Using Larger Than Block-Size Key - Hash Key First'),
+        '60e431591ee0b67f0d8a26aacbf5b77f8e0bc6213728c5140546040f0ee37f54',
+      ],
+    ];
+    for (const [key, data, expected] of vectors) expect(Buffer.from(hmacSigner(key)(data)).toString('hex')).toBe(expected);
+    const check = hmacVerifier(Buffer.from('Jefe'));
+    const mac = Buffer.from('5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843', 'hex');
+    expect(check('what do ya want for nothing?', mac)).toBe(true);
+    expect(check('what do ya want for nothing!', mac)).toBe(false);
+    expect(check('what do ya want for nothing?', mac.subarray(1))).toBe(false);
   });
 
   it('binds the keys to the handshake: another challenge, session or machine derives other keys', () => {
