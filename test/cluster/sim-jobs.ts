@@ -11,6 +11,11 @@ export interface SimJob {
   sim: Sim;
   /** The end of the last period sent; null until the job is RUNNING. */
   meteredUntil: number | null;
+  /**
+   * When the last rebind reached this side: the control plane's meter floor is at or before it, so metering may not
+   * start earlier (a rebind can arrive before the workload sees the job RUNNING).
+   */
+  reboundAt: number | null;
   meterSeq: number;
   /** Runtime sent, one entry per meter_seq, and the message id that carried it. */
   receipts: Array<{ id: number; fence: string; seq: number; runtimeMs: number; acked: boolean }>;
@@ -67,7 +72,8 @@ export class SimJobs {
     if (BigInt(fence) > BigInt(job.fence)) {
       job.fence = fence;
       job.meterSeq = 0;
-      if (job.meteredUntil !== null) job.meteredUntil = Date.now();
+      job.reboundAt = Date.now();
+      if (job.meteredUntil !== null) job.meteredUntil = job.reboundAt;
       job.log.push(`rebind fence ${fence} ${new Date().toISOString()}`);
     }
     if (job.stopped) return;
@@ -99,6 +105,7 @@ export class SimJobs {
         fence: body.fence,
         sim,
         meteredUntil: null,
+        reboundAt: null,
         meterSeq: 0,
         receipts: [],
         stopped: false,
@@ -145,11 +152,15 @@ export class SimJobs {
     }
   }
 
-  /** The workload saw the job RUNNING: metering starts at its meter_started_at. */
+  /**
+   * The workload saw the job RUNNING: metering starts at its meter_started_at, or at the rebind if the job was lost
+   * and taken back before the workload saw it run (the control plane never charges runtime before the rebind; seed
+   * 2474494309 in CI sent 8.7 s from the meter start after a rebind, and 7.7 s of it fell before the floor).
+   */
   running(jobId: string, meterStartedAt: string): void {
     const job = this.byId.get(jobId);
     if (job !== undefined && job.meteredUntil === null && !job.stopped) {
-      job.meteredUntil = Date.parse(meterStartedAt);
+      job.meteredUntil = Math.max(Date.parse(meterStartedAt), job.reboundAt ?? 0);
       job.log.push(`running (seen ${new Date().toISOString()})`);
     }
   }
