@@ -302,6 +302,7 @@ export async function runBank(options: BankOptions = {}): Promise<BankReport> {
         () => undefined,
       );
       reconnects.push(Date.now() - since);
+      log(`the real agent is online ${reconnects.at(-1)} ms after the fault`);
     }
     running = false;
     await Promise.all(loops);
