@@ -1,8 +1,8 @@
 // The job side of the simulated agents (sim-agents.ts): launch_job answered with accepted and ready (the machine's SSH
 // endpoint for the readiness check), a signed meter receipt every second once the job is RUNNING (the workload says
-// when, with the job's meter_started_at: receipts start there, back to back, so every millisecond sent is countable),
-// a final receipt and stopped on stop_job, cleaned on clean_job. Each job keeps what it sent per meter_seq and what
-// was acknowledged, for the "every meter receipt counted once" check.
+// when, with the job's meter_started_at: receipts start there, or at a rebind that came first, back to back, so
+// every millisecond sent is countable), a final receipt and stopped on stop_job, cleaned on clean_job. Each job keeps
+// what it sent per meter_seq and what was acknowledged, for the "every meter receipt counted once" check.
 import type { Sim } from './sim-agents.js';
 
 export interface SimJob {
